@@ -1,0 +1,110 @@
+#include "config/parallel_config.h"
+
+#include <sstream>
+
+#include "core/error.h"
+
+namespace omni::config {
+
+Layout resolve_layout(const ParallelConfig& pc, int world) {
+  OMNI_CHECK(world >= 1, "world size must be positive, got ", world);
+  // Tensor parallelism first: with HSDP it is a contradiction, without it simply unsupported.
+  if (pc.tensor_parallel_size != 1) {
+    OMNI_CHECK_USAGE(!pc.use_hsdp, "HSDP and tensor parallelism are mutually exclusive; tensor parallel size must be 1 "
+                                   "(got --tensor-parallel-size ", pc.tensor_parallel_size, " with --use-hsdp)");
+    OMNI_FAIL_USAGE("tensor parallelism is not supported (use HSDP with sequence parallelism): got "
+                    "--tensor-parallel-size ", pc.tensor_parallel_size);
+  }
+  OMNI_CHECK_USAGE(pc.cfg_parallel_size == 1 || pc.cfg_parallel_size == 2,
+                   "cfg parallel size must be 1 or 2: got --cfg-parallel-size ", pc.cfg_parallel_size);
+  OMNI_CHECK_USAGE(pc.ulysses_degree >= 1, "--ulysses-degree must be at least 1, got ", pc.ulysses_degree);
+  OMNI_CHECK_USAGE(pc.ring_degree >= 1, "--ring-degree must be at least 1, got ", pc.ring_degree);
+
+  Layout l;
+  l.world_size = world;
+  l.ulysses = pc.ulysses_degree;
+  l.ring = pc.ring_degree;
+  l.cfg = pc.cfg_parallel_size;
+  const int product = l.ulysses * l.ring * l.cfg;
+  OMNI_CHECK_USAGE(world % product == 0, "the product of parallel degrees (", product, " = ulysses ", l.ulysses,
+                   " x ring ", l.ring, " x cfg ", l.cfg, ") must divide world size ", world);
+  l.dp = world / product;
+
+  if (!pc.use_hsdp) {
+    OMNI_CHECK_USAGE(pc.hsdp_shard_size == -1, "--hsdp-shard-size needs --use-hsdp (got --hsdp-shard-size ",
+                     pc.hsdp_shard_size, " without it)");
+    OMNI_CHECK_USAGE(pc.hsdp_replicate_size == -1, "--hsdp-replicate-size needs --use-hsdp (got "
+                     "--hsdp-replicate-size ", pc.hsdp_replicate_size, " without it)");
+    return l;
+  }
+
+  l.use_hsdp = true;
+  const int replicate = pc.hsdp_replicate_size == -1 ? 1 : pc.hsdp_replicate_size;
+  OMNI_CHECK_USAGE(replicate >= 1, "--hsdp-replicate-size must be at least 1, got ", replicate);
+  if (pc.hsdp_shard_size == -1) {
+    // Automatic shard size exists only alongside other parallelism (vllm-omni's rule).
+    OMNI_CHECK_USAGE(product > 1, "standalone HSDP needs an explicit --hsdp-shard-size (no --ulysses-degree, "
+                                  "--ring-degree or --cfg-parallel-size above 1 to derive it from); for example "
+                                  "--hsdp-shard-size ", world / replicate);
+    OMNI_CHECK_USAGE(world % replicate == 0, "--hsdp-replicate-size: replicate ", replicate,
+                     " must divide world size ", world, " to choose the shard size automatically");
+    l.hsdp_replicate = replicate;
+    l.hsdp_shard = world / replicate;
+  } else {
+    OMNI_CHECK_USAGE(pc.hsdp_shard_size >= 1, "--hsdp-shard-size must be at least 1 (or -1 for automatic), got ",
+                     pc.hsdp_shard_size);
+    OMNI_CHECK_USAGE(replicate * pc.hsdp_shard_size == world, "--hsdp-replicate-size x --hsdp-shard-size: replicate ",
+                     replicate, " x shard ", pc.hsdp_shard_size, " = ", replicate * pc.hsdp_shard_size,
+                     " does not equal world size ", world);
+    l.hsdp_replicate = replicate;
+    l.hsdp_shard = pc.hsdp_shard_size;
+  }
+  return l;
+}
+
+std::vector<std::vector<int>> Layout::groups(const std::string& kind) const {
+  std::vector<std::vector<int>> out;
+  // Groups are built by fixing every coordinate except the axis (or axes) of `kind`.
+  std::vector<std::vector<int>> by_key;
+  auto key_of = [&](int r) -> int {
+    if (kind == "dp") return r % (cfg * ring * ulysses);
+    if (kind == "cfg") return dp_index(r) * ring * ulysses + ring_index(r) * ulysses + ulysses_index(r);
+    if (kind == "ring") return (dp_index(r) * cfg + cfg_index(r)) * ulysses + ulysses_index(r);
+    if (kind == "ulysses") return r / ulysses;
+    if (kind == "sp") return r / (ring * ulysses);
+    if (kind == "shard") return replicate_index(r);
+    if (kind == "replicate") return shard_index(r);
+    OMNI_FAIL("unknown group kind '", kind, "'");
+  };
+  std::vector<int> keys;
+  for (int r = 0; r < world_size; ++r) {
+    int k = key_of(r);
+    size_t slot = 0;
+    for (; slot < keys.size(); ++slot)
+      if (keys[slot] == k) break;
+    if (slot == keys.size()) {
+      keys.push_back(k);
+      out.emplace_back();
+    }
+    out[slot].push_back(r);
+  }
+  return out;
+}
+
+std::vector<int> Layout::group_of(const std::string& kind, int rank) const {
+  for (auto& g : groups(kind))
+    for (int r : g)
+      if (r == rank) return g;
+  OMNI_FAIL("rank ", rank, " is outside world size ", world_size);
+}
+
+std::string Layout::summary() const {
+  std::ostringstream os;
+  os << "world " << world_size << ": dp " << dp << " x cfg " << cfg << " x ring " << ring << " x ulysses "
+     << ulysses;
+  if (use_hsdp) os << "; hsdp replicate " << hsdp_replicate << " x shard " << hsdp_shard;
+  else os << "; hsdp off (every rank holds whole models)";
+  return os.str();
+}
+
+}  // namespace omni::config

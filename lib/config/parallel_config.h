@@ -1,0 +1,51 @@
+// ParallelConfig validation and the rank layout (DESIGN.md section 4). Pure integer logic: every rank
+// computes the same verdict from the same inputs, so no rank waits on one that already exited.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace omni::config {
+
+struct ParallelConfig {
+  int ulysses_degree = 1;
+  int ring_degree = 1;
+  int cfg_parallel_size = 1;
+  int tensor_parallel_size = 1;
+  bool use_hsdp = false;
+  int hsdp_shard_size = -1;      // -1: not given / automatic
+  int hsdp_replicate_size = -1;  // -1: not given (1)
+};
+
+// Compute: W = dp x cfg x ring x ulysses, ulysses innermost (contiguous ranks), dp outermost:
+//   rank = ((dp_i * cfg + cfg_i) * ring + ring_i) * ulysses + ulysses_i.
+// Weights (HSDP): W = replicate x shard; shard groups are contiguous blocks, replicate groups strided.
+struct Layout {
+  int world_size = 1;
+  int dp = 1, cfg = 1, ring = 1, ulysses = 1;
+  bool use_hsdp = false;
+  int hsdp_shard = 1, hsdp_replicate = 1;  // without HSDP: shard 1 (every rank holds whole models)
+
+  int sp() const { return ring * ulysses; }
+  // Coordinates of `rank` on each axis.
+  int dp_index(int rank) const { return rank / (cfg * ring * ulysses); }
+  int cfg_index(int rank) const { return (rank / (ring * ulysses)) % cfg; }
+  int ring_index(int rank) const { return (rank / ulysses) % ring; }
+  int ulysses_index(int rank) const { return rank % ulysses; }
+  int shard_index(int rank) const { return rank % hsdp_shard; }
+  int replicate_index(int rank) const { return rank / hsdp_shard; }
+
+  // All groups of one kind, each a sorted list of world ranks. Kinds: "dp", "cfg", "ring", "ulysses",
+  // "sp" (ring x ulysses), "shard", "replicate".
+  std::vector<std::vector<int>> groups(const std::string& kind) const;
+  // The group of `kind` that contains `rank`.
+  std::vector<int> group_of(const std::string& kind, int rank) const;
+  // One line: "world 4: dp 4 x cfg 1 x ring 1 x ulysses 1; hsdp replicate 1 x shard 4".
+  std::string summary() const;
+};
+
+// Validates `pc` for `world_size` ranks and resolves the layout; throws a usage error (exit 2) whose one
+// line names the flags and numbers involved.
+Layout resolve_layout(const ParallelConfig& pc, int world_size);
+
+}  // namespace omni::config

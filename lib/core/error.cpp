@@ -1,0 +1,26 @@
+#include "core/error.h"
+
+#include <mpi.h>
+
+namespace omni {
+
+void throw_error(ExitCode code, const char* file, int line, const std::string& message) {
+  // Usage and input errors are the user's to fix: the message alone says what to change. Internal
+  // failures keep the source location so that a bug report points at the check that fired.
+  if (code == ExitCode::kFailure) {
+    std::string where = file;
+    auto slash = where.find("lib/");
+    if (slash != std::string::npos) where = where.substr(slash);
+    throw Error(code, str_cat(message, " [", where, ":", line, "]"));
+  }
+  throw Error(code, message);
+}
+
+void throw_mpi_error(const char* call, int rc, const char* file, int line) {
+  char text[MPI_MAX_ERROR_STRING] = {0};
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  throw_error(ExitCode::kFailure, file, line, str_cat("MPI call ", call, " failed: ", std::string(text, len)));
+}
+
+}  // namespace omni

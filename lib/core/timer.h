@@ -1,0 +1,47 @@
+// Wall-clock timers and a named phase table for the run report.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+
+namespace omni {
+
+class Timer {
+ public:
+  Timer() : start_(std::chrono::steady_clock::now()) {}
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  void reset() { start_ = std::chrono::steady_clock::now(); }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+// Accumulates seconds per phase ("load", "denoise", ...); ScopedPhase adds its lifetime to one.
+class PhaseTimes {
+ public:
+  void add(const std::string& phase, double seconds) { seconds_[phase] += seconds; }
+  const std::map<std::string, double>& all() const { return seconds_; }
+  double get(const std::string& phase) const {
+    auto it = seconds_.find(phase);
+    return it == seconds_.end() ? 0.0 : it->second;
+  }
+
+ private:
+  std::map<std::string, double> seconds_;
+};
+
+class ScopedPhase {
+ public:
+  ScopedPhase(PhaseTimes& times, std::string phase) : times_(times), phase_(std::move(phase)) {}
+  ~ScopedPhase() { times_.add(phase_, timer_.seconds()); }
+
+ private:
+  PhaseTimes& times_;
+  std::string phase_;
+  Timer timer_;
+};
+
+}  // namespace omni
