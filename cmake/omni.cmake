@@ -2,17 +2,15 @@
 # file pair needs no CMake edit. Layers link only the layers below them (DESIGN.md section 1).
 function(omni_add_layer name)
   file(GLOB _srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
-  if(_srcs)
-    add_library(omni_${name} STATIC ${_srcs})
-    target_include_directories(omni_${name} PUBLIC ${PROJECT_SOURCE_DIR}/lib)
-    target_link_libraries(omni_${name} PUBLIC ${ARGN})
-    target_compile_options(omni_${name} PRIVATE -Wall -Wextra -Wno-unused-parameter)
-  else()
-    # A layer with headers only (or none yet) still carries its dependencies upward.
-    add_library(omni_${name} INTERFACE)
-    target_include_directories(omni_${name} INTERFACE ${PROJECT_SOURCE_DIR}/lib)
-    target_link_libraries(omni_${name} INTERFACE ${ARGN})
+  if(NOT _srcs)
+    # A layer with no sources yet still carries its dependencies upward.
+    set(_srcs ${CMAKE_CURRENT_BINARY_DIR}/omni_${name}_empty.cpp)
+    file(WRITE ${_srcs} "// layer ${name} has no sources yet\n")
   endif()
+  add_library(omni_${name} STATIC ${_srcs})
+  target_include_directories(omni_${name} PUBLIC ${PROJECT_SOURCE_DIR}/lib)
+  target_link_libraries(omni_${name} PUBLIC ${ARGN})
+  target_compile_options(omni_${name} PRIVATE -Wall -Wextra -Wno-unused-parameter)
 endfunction()
 
 # omni_add_gtest(NAME SOURCES... LIBS ...): a GoogleTest executable registered with ctest.

@@ -31,6 +31,8 @@ Layout resolve_layout(const ParallelConfig& pc, int world) {
   l.dp = world / product;
 
   if (!pc.use_hsdp) {
+    l.hsdp_shard = 1;  // every rank holds whole models: each rank is its own shard group
+    l.hsdp_replicate = world;
     OMNI_CHECK_USAGE(pc.hsdp_shard_size == -1, "--hsdp-shard-size needs --use-hsdp (got --hsdp-shard-size ",
                      pc.hsdp_shard_size, " without it)");
     OMNI_CHECK_USAGE(pc.hsdp_replicate_size == -1, "--hsdp-replicate-size needs --use-hsdp (got "
@@ -65,7 +67,6 @@ Layout resolve_layout(const ParallelConfig& pc, int world) {
 std::vector<std::vector<int>> Layout::groups(const std::string& kind) const {
   std::vector<std::vector<int>> out;
   // Groups are built by fixing every coordinate except the axis (or axes) of `kind`.
-  std::vector<std::vector<int>> by_key;
   auto key_of = [&](int r) -> int {
     if (kind == "dp") return r % (cfg * ring * ulysses);
     if (kind == "cfg") return dp_index(r) * ring * ulysses + ring_index(r) * ulysses + ulysses_index(r);
