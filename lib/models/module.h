@@ -69,6 +69,18 @@ class Module {
   std::vector<std::pair<std::string, std::unique_ptr<Module>>> children_;
 };
 
+// Called around each HSDP unit while a forward runs. Models are a root unit (index kRootUnit: embeddings,
+// heads, tables; everything that is not a block) plus blocks 0..N-1. A model calls before(kRootUnit) at the
+// start of forward and after(kRootUnit) at the end, and before(i) / after(i) around block i, in order. HSDP
+// gathers a unit's parameters in before() (and prefetches the next) and releases them in after(); without
+// HSDP the hooks are null and nothing happens.
+struct UnitHooks {
+  static constexpr int kRootUnit = -1;
+  virtual ~UnitHooks() = default;
+  virtual void before(int unit) {}
+  virtual void after(int unit) {}
+};
+
 // The dtype a parameter is held in under `model_dtype`.
 at::ScalarType resolve_param_dtype(ParamDtype rule, at::ScalarType model_dtype);
 
