@@ -1,1 +1,121 @@
-int main() { return 0; }
+// omni-generate: parse, validate, run, report. No model code lives here.
+//
+// Error contract (DESIGN.md section 5): one clear line on stderr, the same exit code on every rank, no rank
+// left waiting. Errors found while resolving options and the layout are identical on every rank (same inputs,
+// same verdict), so rank 0 prints them and every rank exits normally with the code. Errors after that may hit
+// one rank only; that rank prints its line and aborts the job with the code, so no other rank hangs in a
+// collective.
+#include <mpi.h>
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "config/options.h"
+#include "config/parallel_config.h"
+#include "core/error.h"
+#include "core/log.h"
+
+namespace {
+
+using omni::config::GenerateOptions;
+using omni::config::Layout;
+
+std::string group_listing(const Layout& layout, const std::string& kind) {
+  std::ostringstream os;
+  bool first = true;
+  for (const auto& g : layout.groups(kind)) {
+    os << (first ? "" : " ") << "[";
+    for (size_t i = 0; i < g.size(); ++i) os << (i ? "," : "") << g[i];
+    os << "]";
+    first = false;
+  }
+  return os.str();
+}
+
+void print_plan(const GenerateOptions& opts, const Layout& layout, const std::string& preset) {
+  std::ostringstream os;
+  os << "omni-generate dry run: configuration is valid\n";
+  os << "layout: " << layout.summary() << "\n";
+  if (layout.use_hsdp) {
+    os << "hsdp: replicate " << layout.hsdp_replicate << " x shard " << layout.hsdp_shard << " (each rank holds 1/"
+       << layout.hsdp_shard << " of the sharded weights)\n";
+  }
+  os << "groups:\n";
+  for (const char* kind : {"shard", "replicate", "ulysses", "ring", "cfg", "dp"})
+    os << "  " << kind << ": " << group_listing(layout, kind) << "\n";
+  os << "preset: " << preset << "\n";
+  os << "settings:\n" << omni::config::describe(opts);
+  std::fputs(os.str().c_str(), stdout);
+  std::fflush(stdout);
+}
+
+// The model name that decides the preset, from the flags or the --config file (without applying presets).
+std::string model_name_of(const omni::config::CommandLine& cli) {
+  auto it = cli.values.find("model");
+  if (it != cli.values.end()) return it->second;
+  auto cfg = cli.values.find("config");
+  if (cfg != cli.values.end() && !cfg->second.empty()) {
+    auto values = omni::config::read_yaml_file(cfg->second);
+    auto m = values.find("model");
+    if (m != values.end()) return m->second;
+  }
+  return "";
+}
+
+int run(int argc, char** argv, int rank, int world, bool& uniform) {
+  uniform = true;
+  auto cli = omni::config::parse_command_line(argc, argv);
+  if (cli.help) {
+    if (rank == 0) std::cout << cli.help_text;
+    return 0;
+  }
+  const std::string model = model_name_of(cli);
+  const std::string preset = omni::config::preset_for(model.empty() ? "T2V-A14B (built-in default)" : model, "", false);
+  GenerateOptions opts = omni::config::resolve_options(cli, preset);
+  omni::log::set_level(omni::log::parse_level(opts.log_level));
+  Layout layout = omni::config::resolve_layout(opts.parallel, world);
+  OMNI_INFO("layout ", layout.summary());
+  if (opts.dry_run) {
+    if (rank == 0) print_plan(opts, layout, preset);
+    return 0;
+  }
+  uniform = false;
+  OMNI_FAIL("generation is not available in this build yet; use --dry-run to validate a configuration");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  int rank = 0, world = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  omni::log::set_rank(rank, world);
+
+  int code = 0;
+  bool uniform = true;
+  std::string message;
+  try {
+    code = run(argc, argv, rank, world, uniform);
+  } catch (const omni::Error& e) {
+    code = e.exit_code();
+    message = e.what();
+  } catch (const std::exception& e) {
+    code = 1;
+    message = e.what();
+  }
+  if (code != 0) {
+    if (uniform) {
+      if (rank == 0) std::fprintf(stderr, "omni-generate: error: %s\n", message.c_str());
+    } else {
+      std::fprintf(stderr, "omni-generate: error (rank %d/%d): %s\n", rank, world, message.c_str());
+      std::fflush(stderr);
+      if (world > 1) MPI_Abort(MPI_COMM_WORLD, code);
+    }
+  }
+  std::fflush(stderr);
+  MPI_Finalize();
+  return code;
+}

@@ -1,0 +1,410 @@
+#include "config/options.h"
+
+#include <CLI/CLI.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace omni::config {
+namespace {
+
+using Setter = std::function<void(GenerateOptions&, const std::string& value, const std::string& where)>;
+
+struct Binding {
+  OptionSpec spec;
+  Setter set;
+};
+
+int64_t to_int(const std::string& v, const std::string& where) {
+  try {
+    size_t used = 0;
+    long long x = std::stoll(v, &used);
+    if (used == v.size()) return x;
+  } catch (const std::exception&) {
+  }
+  OMNI_FAIL_USAGE(where, ": expected an integer, got '", v, "'");
+}
+
+int to_int32(const std::string& v, const std::string& where) {
+  int64_t x = to_int(v, where);
+  OMNI_CHECK_USAGE(x >= std::numeric_limits<int>::min() && x <= std::numeric_limits<int>::max(), where,
+                   ": value ", v, " is out of range");
+  return static_cast<int>(x);
+}
+
+double to_double(const std::string& v, const std::string& where) {
+  try {
+    size_t used = 0;
+    double x = std::stod(v, &used);
+    if (used == v.size() && std::isfinite(x)) return x;
+  } catch (const std::exception&) {
+  }
+  OMNI_FAIL_USAGE(where, ": expected a number, got '", v, "'");
+}
+
+bool is_null(const std::string& v) { return v == "null" || v == "none" || v == "~" || v.empty(); }
+
+std::optional<double> to_optional_double(const std::string& v, const std::string& where) {
+  if (is_null(v)) return std::nullopt;
+  return to_double(v, where);
+}
+
+bool to_bool(const std::string& v, const std::string& where) {
+  std::string s = v;
+  std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+  if (s == "true" || s == "1" || s == "yes" || s == "on") return true;
+  if (s == "false" || s == "0" || s == "no" || s == "off") return false;
+  OMNI_FAIL_USAGE(where, ": expected true or false, got '", v, "'");
+}
+
+// The table every layer shares. Defaults here are the built-in layer; presets override them per model.
+const std::vector<Binding>& bindings() {
+  static const std::vector<Binding> table = [] {
+    std::vector<Binding> t;
+    auto str = [&](const char* name, const char* help, const char* def, std::string GenerateOptions::*field) {
+      t.push_back({{name, help, def, false},
+                   [field](GenerateOptions& o, const std::string& v, const std::string&) { o.*field = v; }});
+    };
+    auto i32 = [&](const char* name, const char* help, const char* def, int GenerateOptions::*field) {
+      t.push_back({{name, help, def, false}, [field](GenerateOptions& o, const std::string& v, const std::string& w) {
+                     o.*field = to_int32(v, w);
+                   }});
+    };
+    auto f64 = [&](const char* name, const char* help, const char* def, double GenerateOptions::*field) {
+      t.push_back({{name, help, def, false}, [field](GenerateOptions& o, const std::string& v, const std::string& w) {
+                     o.*field = to_double(v, w);
+                   }});
+    };
+    auto opt_f64 = [&](const char* name, const char* help, const char* def,
+                       std::optional<double> GenerateOptions::*field) {
+      t.push_back({{name, help, def, false}, [field](GenerateOptions& o, const std::string& v, const std::string& w) {
+                     o.*field = to_optional_double(v, w);
+                   }});
+    };
+    auto flag = [&](const char* name, const char* help, bool GenerateOptions::*field) {
+      t.push_back({{name, help, "false", true}, [field](GenerateOptions& o, const std::string& v, const std::string& w) {
+                     o.*field = to_bool(v, w);
+                   }});
+    };
+    auto par = [&](const char* name, const char* help, const char* def, int ParallelConfig::*field) {
+      t.push_back({{name, help, def, false}, [field](GenerateOptions& o, const std::string& v, const std::string& w) {
+                     o.parallel.*field = to_int32(v, w);
+                   }});
+    };
+    using G = GenerateOptions;
+    str("model", "diffusers-layout model folder, or ORG/NAME in the Hugging Face cache (offline); empty: the "
+                 "built-in default model (random weights, for trying the tool)", "", &G::model);
+    str("task", "t2v, i2v or ti2v; default: from model_index.json and --image", "", &G::task);
+    str("config", "YAML file of options (same names as the flags, without dashes)", "", &G::config_file);
+    str("prompt", "text prompt", "", &G::prompt);
+    str("negative-prompt", "negative prompt (default: the model preset's)", "", &G::negative_prompt);
+    str("prompts-file", "text file with one prompt per line (spread over data-parallel groups)", "",
+        &G::prompts_file);
+    str("image", "conditioning image for image-to-video (PNG, JPEG, ...)", "", &G::image);
+    i32("height", "video height in pixels", "720", &G::height);
+    i32("width", "video width in pixels", "1280", &G::width);
+    i32("num-frames", "number of frames (4k+1)", "81", &G::num_frames);
+    i32("num-inference-steps", "denoising steps", "40", &G::num_inference_steps);
+    f64("guidance-scale", "classifier-free guidance scale (high-noise expert `transformer`)", "5.0",
+        &G::guidance_scale);
+    opt_f64("guidance-scale-2", "guidance scale of the low-noise expert `transformer_2` (default: "
+                                "--guidance-scale)", "none", &G::guidance_scale_2);
+    opt_f64("boundary-ratio", "switch from transformer to transformer_2 when t < ratio*1000 (default: "
+                              "model_index.json's)", "none", &G::boundary_ratio);
+    opt_f64("flow-shift", "flow-matching shift (default: scheduler_config.json's)", "none", &G::flow_shift);
+    str("sample-solver", "unipc or euler", "unipc", &G::sample_solver);
+    t.push_back({{"seed", "random seed of the initial noise (CPU generator, as diffusers)", "42", false},
+                 [](G& o, const std::string& v, const std::string& w) { o.seed = to_int(v, w); }});
+    i32("max-sequence-length", "text tokens per prompt (padded / truncated)", "512", &G::max_sequence_length);
+    str("output", "output MP4 path", "output.mp4", &G::output);
+    i32("fps", "frames per second of the MP4", "16", &G::fps);
+    i32("crf", "H.264 quality (0 lossless .. 51 worst)", "18", &G::crf);
+    flag("overwrite", "replace an existing output file", &G::overwrite);
+    str("save-tensors", "write intermediate tensors (safetensors) to this path", "", &G::save_tensors);
+    str("report", "write the run report (JSON) to this path", "", &G::report);
+    flag("use-hsdp", "shard weights with HSDP", nullptr);
+    par("hsdp-shard-size", "ranks that split one copy of the weights (-1: automatic)", "-1",
+        &ParallelConfig::hsdp_shard_size);
+    par("hsdp-replicate-size", "number of weight copies (shard groups)", "-1",
+        &ParallelConfig::hsdp_replicate_size);
+    par("ulysses-degree", "Ulysses sequence-parallel degree", "1", &ParallelConfig::ulysses_degree);
+    par("ring-degree", "ring-attention sequence-parallel degree", "1", &ParallelConfig::ring_degree);
+    par("cfg-parallel-size", "1, or 2 to run cond and uncond on different ranks", "1",
+        &ParallelConfig::cfg_parallel_size);
+    par("tensor-parallel-size", "must be 1 (HSDP replaces tensor parallelism)", "1",
+        &ParallelConfig::tensor_parallel_size);
+    str("device", "cpu, cuda or cuda:N", "cpu", &G::device);
+    str("dtype", "transformer and text encoder dtype: bfloat16, float16 or float32", "bfloat16", &G::dtype);
+    str("vae-dtype", "VAE dtype: float32, bfloat16 or float16", "float32", &G::vae_dtype);
+    str("log-level", "debug, info, warn, error or off", "info", &G::log_level);
+    flag("dry-run", "validate, build the mesh, print the plan and exit without loading a model", &G::dry_run);
+    // use-hsdp lives in ParallelConfig: bind it by hand.
+    for (auto& b : t) {
+      if (b.spec.name == "use-hsdp")
+        b.set = [](G& o, const std::string& v, const std::string& w) { o.parallel.use_hsdp = to_bool(v, w); };
+    }
+    return t;
+  }();
+  return table;
+}
+
+const Binding* find_binding(const std::string& name) {
+  for (const auto& b : bindings())
+    if (b.spec.name == name) return &b;
+  return nullptr;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string strip_dashes(std::string s) {
+  while (!s.empty() && s[0] == '-') s.erase(0, 1);
+  auto eq = s.find('=');
+  if (eq != std::string::npos) s = s.substr(0, eq);
+  std::replace(s.begin(), s.end(), '_', '-');
+  return s;
+}
+
+}  // namespace
+
+const std::vector<OptionSpec>& option_table() {
+  static const std::vector<OptionSpec> specs = [] {
+    std::vector<OptionSpec> s;
+    for (const auto& b : bindings()) s.push_back(b.spec);
+    return s;
+  }();
+  return specs;
+}
+
+std::string closest_option(const std::string& name) {
+  std::string key = strip_dashes(name);
+  std::string best;
+  size_t best_d = std::numeric_limits<size_t>::max();
+  for (const auto& b : bindings()) {
+    size_t d = edit_distance(key, b.spec.name);
+    // A prefix match ("--num-frame", "--guidance") is a better hint than a short unrelated name.
+    if (b.spec.name.rfind(key, 0) == 0 && key.size() >= 3) d = std::min<size_t>(d, 1);
+    if (d < best_d) {
+      best_d = d;
+      best = b.spec.name;
+    }
+  }
+  return best;
+}
+
+CommandLine parse_command_line(int argc, const char* const* argv) {
+  CLI::App app{"omni-generate: Wan2.2 video generation on one GPU or many (launch with mpirun or srun)",
+               "omni-generate"};
+  app.allow_extras(true);  // unknown flags are reported by us, with a suggestion
+  app.set_help_flag("-h,--help", "print this help and exit");
+  std::map<std::string, std::string> raw;
+  std::map<std::string, bool> flags;
+  std::vector<std::pair<std::string, CLI::Option*>> registered;
+  for (const auto& b : bindings()) {
+    std::string help = b.spec.help;
+    if (!b.spec.is_flag && !b.spec.default_text.empty()) help += " [default: " + b.spec.default_text + "]";
+    CLI::Option* opt;
+    if (b.spec.is_flag) opt = app.add_flag("--" + b.spec.name, flags[b.spec.name], help);
+    else opt = app.add_option("--" + b.spec.name, raw[b.spec.name], help);
+    registered.emplace_back(b.spec.name, opt);
+  }
+
+  CommandLine out;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    out.help = true;
+    out.help_text = app.help();
+    return out;
+  } catch (const CLI::ParseError& e) {
+    // CLI11's messages name the option; add ours to say which flag and what it expects.
+    OMNI_FAIL_USAGE(e.what(), " (run with --help for the options)");
+  }
+  for (const auto& extra : app.remaining()) {
+    if (extra.rfind("-", 0) == 0) {
+      OMNI_FAIL_USAGE("unknown flag ", extra, "; did you mean --", closest_option(extra), "?");
+    }
+    OMNI_FAIL_USAGE("unexpected argument '", extra, "' (options take the form --name value)");
+  }
+  for (const auto& [name, opt] : registered) {
+    if (opt->count() == 0) continue;
+    out.values[name] = find_binding(name)->spec.is_flag ? (flags[name] ? "true" : "false") : raw[name];
+  }
+  return out;
+}
+
+std::map<std::string, std::string> parse_yaml_options(const std::string& yaml_text, const std::string& origin) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    OMNI_FAIL_USAGE(origin, ": not valid YAML: ", e.what());
+  }
+  std::map<std::string, std::string> out;
+  if (root.IsNull()) return out;
+  OMNI_CHECK_USAGE(root.IsMap(), origin, ": expected a mapping of option names to values");
+  for (const auto& kv : root) {
+    std::string key = kv.first.as<std::string>();
+    const Binding* b = find_binding(key);
+    OMNI_CHECK_USAGE(b != nullptr, origin, ": unknown key '", key, "'; did you mean '", closest_option(key), "'?");
+    OMNI_CHECK_USAGE(key != "config", origin, ": 'config' cannot be set inside a config file");
+    const YAML::Node& v = kv.second;
+    OMNI_CHECK_USAGE(v.IsScalar() || v.IsNull(), origin, ": key '", key, "' must be a single value");
+    out[key] = v.IsNull() ? "null" : v.Scalar();
+  }
+  return out;
+}
+
+std::map<std::string, std::string> read_yaml_file(const std::string& path) {
+  std::ifstream in(path);
+  OMNI_CHECK_USAGE(in.good(), "--config: cannot open '", path, "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_yaml_options(ss.str(), "config file " + path);
+}
+
+std::map<std::string, std::string> preset_options(const std::string& preset_name) {
+  const auto& texts = preset_texts();
+  auto it = texts.find(preset_name);
+  OMNI_CHECK(it != texts.end(), "no built-in preset named '", preset_name, "'");
+  return parse_yaml_options(it->second, "preset " + preset_name);
+}
+
+void apply_layer(GenerateOptions& opts, const std::map<std::string, std::string>& values, const std::string& origin) {
+  for (const auto& [key, value] : values) {
+    const Binding* b = find_binding(key);
+    OMNI_CHECK_USAGE(b != nullptr, origin, ": unknown option '", key, "'; did you mean '", closest_option(key), "'?");
+    std::string where = origin == "flag" ? "--" + key : key + " (" + origin + ")";
+    b->set(opts, value, where);
+    opts.sources[key] = origin;
+  }
+}
+
+void validate_options(const GenerateOptions& o) {
+  OMNI_CHECK_USAGE(o.height > 0 && o.height % 16 == 0, "--height must be a positive multiple of 16, got ", o.height);
+  OMNI_CHECK_USAGE(o.width > 0 && o.width % 16 == 0, "--width must be a positive multiple of 16, got ", o.width);
+  OMNI_CHECK_USAGE(o.num_frames >= 1, "--num-frames must be at least 1, got ", o.num_frames);
+  OMNI_CHECK_USAGE(o.num_inference_steps >= 1, "--num-inference-steps must be at least 1, got ",
+                   o.num_inference_steps);
+  OMNI_CHECK_USAGE(o.guidance_scale >= 0, "--guidance-scale must be non-negative, got ", o.guidance_scale);
+  OMNI_CHECK_USAGE(!o.guidance_scale_2 || *o.guidance_scale_2 >= 0, "--guidance-scale-2 must be non-negative, got ",
+                   o.guidance_scale_2.value_or(0));
+  OMNI_CHECK_USAGE(!o.boundary_ratio || (*o.boundary_ratio >= 0 && *o.boundary_ratio <= 1),
+                   "--boundary-ratio must lie in [0, 1], got ", o.boundary_ratio.value_or(0));
+  OMNI_CHECK_USAGE(!o.flow_shift || *o.flow_shift > 0, "--flow-shift must be positive, got ",
+                   o.flow_shift.value_or(0));
+  OMNI_CHECK_USAGE(o.sample_solver == "unipc" || o.sample_solver == "euler",
+                   "--sample-solver must be unipc or euler, got '", o.sample_solver, "'");
+  OMNI_CHECK_USAGE(o.max_sequence_length >= 1, "--max-sequence-length must be at least 1, got ",
+                   o.max_sequence_length);
+  OMNI_CHECK_USAGE(o.fps >= 1 && o.fps <= 240, "--fps must lie in [1, 240], got ", o.fps);
+  OMNI_CHECK_USAGE(o.crf >= 0 && o.crf <= 51, "--crf must lie in [0, 51], got ", o.crf);
+  OMNI_CHECK_USAGE(o.task.empty() || o.task == "t2v" || o.task == "i2v" || o.task == "ti2v",
+                   "--task must be t2v, i2v or ti2v, got '", o.task, "'");
+  auto is_dtype = [](const std::string& v) { return v == "float32" || v == "bfloat16" || v == "float16"; };
+  OMNI_CHECK_USAGE(is_dtype(o.dtype), "--dtype must be float32, bfloat16 or float16, got '", o.dtype, "'");
+  OMNI_CHECK_USAGE(is_dtype(o.vae_dtype), "--vae-dtype must be float32, bfloat16 or float16, got '", o.vae_dtype,
+                   "'");
+  OMNI_CHECK_USAGE(o.device == "cpu" || o.device == "cuda" || o.device.rfind("cuda:", 0) == 0,
+                   "--device must be cpu, cuda or cuda:N, got '", o.device, "'");
+  OMNI_CHECK_USAGE(o.prompt.empty() || o.prompts_file.empty(), "--prompt and --prompts-file are exclusive; give one");
+  OMNI_CHECK_USAGE(!o.output.empty(), "--output must not be empty");
+  log::parse_level(o.log_level);  // throws naming --log-level
+}
+
+GenerateOptions resolve_options(const CommandLine& cli, const std::string& preset_name) {
+  GenerateOptions opts;
+  std::map<std::string, std::string> defaults;
+  for (const auto& b : bindings()) defaults[b.spec.name] = b.spec.default_text;
+  apply_layer(opts, defaults, "default");
+  if (!preset_name.empty()) apply_layer(opts, preset_options(preset_name), "preset " + preset_name);
+  auto cfg = cli.values.find("config");
+  if (cfg != cli.values.end() && !cfg->second.empty()) {
+    apply_layer(opts, read_yaml_file(cfg->second), "config " + cfg->second);
+  }
+  apply_layer(opts, cli.values, "flag");
+  validate_options(opts);
+  return opts;
+}
+
+std::string preset_for(const std::string& model_name, const std::string& pipeline_class, bool expand_timesteps) {
+  std::string upper = model_name;
+  std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
+  if (upper.find("TI2V") != std::string::npos) return "wan2.2-ti2v-5b";
+  if (upper.find("I2V") != std::string::npos) return "wan2.2-i2v-a14b";
+  if (upper.find("T2V") != std::string::npos) return "wan2.2-t2v-a14b";
+  if (pipeline_class == "WanImageToVideoPipeline") return "wan2.2-i2v-a14b";
+  if (expand_timesteps) return "wan2.2-ti2v-5b";
+  return "wan2.2-t2v-a14b";
+}
+
+std::string describe(const GenerateOptions& o) {
+  // Re-read each value through the table's names so that the listing covers every option.
+  auto value_of = [&](const std::string& k) -> std::string {
+    std::ostringstream os;
+    auto opt = [&](const std::optional<double>& v) { return v ? std::to_string(*v) : std::string("(model default)"); };
+    if (k == "model") os << (o.model.empty() ? "(built-in default model)" : o.model);
+    else if (k == "task") os << (o.task.empty() ? "(from the model)" : o.task);
+    else if (k == "config") os << o.config_file;
+    else if (k == "prompt") os << o.prompt;
+    else if (k == "negative-prompt") os << o.negative_prompt;
+    else if (k == "prompts-file") os << o.prompts_file;
+    else if (k == "image") os << o.image;
+    else if (k == "height") os << o.height;
+    else if (k == "width") os << o.width;
+    else if (k == "num-frames") os << o.num_frames;
+    else if (k == "num-inference-steps") os << o.num_inference_steps;
+    else if (k == "guidance-scale") os << o.guidance_scale;
+    else if (k == "guidance-scale-2") os << (o.guidance_scale_2 ? std::to_string(*o.guidance_scale_2) : "(= guidance-scale)");
+    else if (k == "boundary-ratio") os << opt(o.boundary_ratio);
+    else if (k == "flow-shift") os << opt(o.flow_shift);
+    else if (k == "sample-solver") os << o.sample_solver;
+    else if (k == "seed") os << o.seed;
+    else if (k == "max-sequence-length") os << o.max_sequence_length;
+    else if (k == "output") os << o.output;
+    else if (k == "fps") os << o.fps;
+    else if (k == "crf") os << o.crf;
+    else if (k == "overwrite") os << (o.overwrite ? "true" : "false");
+    else if (k == "save-tensors") os << o.save_tensors;
+    else if (k == "report") os << o.report;
+    else if (k == "use-hsdp") os << (o.parallel.use_hsdp ? "true" : "false");
+    else if (k == "hsdp-shard-size") os << o.parallel.hsdp_shard_size;
+    else if (k == "hsdp-replicate-size") os << o.parallel.hsdp_replicate_size;
+    else if (k == "ulysses-degree") os << o.parallel.ulysses_degree;
+    else if (k == "ring-degree") os << o.parallel.ring_degree;
+    else if (k == "cfg-parallel-size") os << o.parallel.cfg_parallel_size;
+    else if (k == "tensor-parallel-size") os << o.parallel.tensor_parallel_size;
+    else if (k == "device") os << o.device;
+    else if (k == "dtype") os << o.dtype;
+    else if (k == "vae-dtype") os << o.vae_dtype;
+    else if (k == "log-level") os << o.log_level;
+    else if (k == "dry-run") os << (o.dry_run ? "true" : "false");
+    return os.str();
+  };
+  std::ostringstream os;
+  for (const auto& b : bindings()) {
+    auto src = o.sources.find(b.spec.name);
+    os << "  " << b.spec.name << ": " << value_of(b.spec.name) << "   ["
+       << (src == o.sources.end() ? "default" : src->second) << "]\n";
+  }
+  return os.str();
+}
+
+}  // namespace omni::config

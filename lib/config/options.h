@@ -1,0 +1,114 @@
+// GenerateOptions: every setting of a run, resolved from four layers in increasing precedence:
+//   built-in defaults < model preset (configs/*.yaml) < --config FILE.yaml < command-line flags.
+// All layers use the same names (the flags' kebab-case names, without the dashes, are the YAML keys).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/parallel_config.h"
+
+namespace omni::config {
+
+struct GenerateOptions {
+  // Model and task.
+  std::string model;  // "" = the built-in default model
+  std::string task;   // "" = from model_index.json and --image: t2v, i2v, ti2v
+  std::string config_file;
+
+  // Inputs.
+  std::string prompt;
+  std::string negative_prompt;
+  std::string prompts_file;
+  std::string image;
+
+  // Sampling.
+  int height = 720;
+  int width = 1280;
+  int num_frames = 81;
+  int num_inference_steps = 40;
+  double guidance_scale = 5.0;
+  std::optional<double> guidance_scale_2;  // unset: same as guidance_scale
+  std::optional<double> boundary_ratio;    // unset: model_index.json's
+  std::optional<double> flow_shift;        // unset: scheduler_config.json's
+  std::string sample_solver = "unipc";
+  int64_t seed = 42;
+  int max_sequence_length = 512;
+
+  // Outputs.
+  std::string output = "output.mp4";
+  int fps = 16;
+  int crf = 18;
+  bool overwrite = false;
+  std::string save_tensors;
+  std::string report;
+
+  // Parallelism.
+  ParallelConfig parallel;
+
+  // Runtime.
+  std::string device = "cpu";
+  std::string dtype = "bfloat16";
+  std::string vae_dtype = "float32";
+  std::string log_level = "info";
+  bool dry_run = false;
+
+  // Which layer set each key ("default", "preset <name>", "config <file>", "flag"), for --dry-run and reports.
+  std::map<std::string, std::string> sources;
+};
+
+// One option of the table that the command line, the YAML files and the presets share.
+struct OptionSpec {
+  std::string name;  // kebab-case, no dashes: "num-frames"
+  std::string help;
+  std::string default_text;  // shown in --help
+  bool is_flag = false;      // boolean switch (--use-hsdp); YAML takes true/false
+};
+
+const std::vector<OptionSpec>& option_table();
+
+// The closest option name to `name` (edit distance), for "did you mean --num-frames?" hints.
+std::string closest_option(const std::string& name);
+
+// Parsed command line: the raw values of the flags that were given, in the table's names.
+struct CommandLine {
+  std::map<std::string, std::string> values;
+  bool help = false;
+  std::string help_text;
+};
+
+// Parses argv with CLI11. Unknown flags, missing values and malformed numbers are usage errors naming the
+// flag and suggesting the closest valid one.
+CommandLine parse_command_line(int argc, const char* const* argv);
+
+// Reads a YAML mapping of option names to scalars; unknown keys are usage errors naming the file and the key
+// (with a suggestion). `origin` names the source in messages ("config file x.yaml", "preset t2v-a14b").
+std::map<std::string, std::string> parse_yaml_options(const std::string& yaml_text, const std::string& origin);
+std::map<std::string, std::string> read_yaml_file(const std::string& path);
+
+// The built-in presets: "wan2.2-t2v-a14b", "wan2.2-i2v-a14b", "wan2.2-ti2v-5b" (configs/<name>.yaml, embedded
+// in the binary at build time).
+const std::map<std::string, std::string>& preset_texts();
+std::map<std::string, std::string> preset_options(const std::string& preset_name);
+
+// Applies one layer of raw values onto `opts`, converting each to its type; a bad value is a usage error
+// naming the option and `origin`.
+void apply_layer(GenerateOptions& opts, const std::map<std::string, std::string>& values, const std::string& origin);
+
+// Checks the values that do not depend on the model: positive sizes, sizes multiple of 16, known solver and
+// dtypes, non-negative guidance, and so on. Usage errors name the flag and the value.
+void validate_options(const GenerateOptions& opts);
+
+// The whole resolution: defaults, then the preset `preset_name` (may be empty), then --config, then flags.
+GenerateOptions resolve_options(const CommandLine& cli, const std::string& preset_name);
+
+// Which preset fits a model: from its name ("...TI2V-5B..." etc.) when it says so, else from what its
+// model_index.json says (pipeline class, expand_timesteps). Returns "wan2.2-t2v-a14b" by default.
+std::string preset_for(const std::string& model_name, const std::string& pipeline_class, bool expand_timesteps);
+
+// Every resolved setting as "key: value" lines, with its source.
+std::string describe(const GenerateOptions& opts);
+
+}  // namespace omni::config

@@ -1,0 +1,183 @@
+// Option precedence: built-in defaults < model preset < --config file < flags, and the errors of each layer.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "config/options.h"
+#include "core/error.h"
+
+using omni::config::CommandLine;
+using omni::config::GenerateOptions;
+
+namespace {
+
+CommandLine parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "omni-generate");
+  std::vector<const char*> argv;
+  for (auto& a : args) argv.push_back(a.c_str());
+  return omni::config::parse_command_line(static_cast<int>(argv.size()), argv.data());
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  std::string path = testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// The message of the usage error that `f` throws (and that it is one: exit code 2).
+template <typename F>
+std::string usage_error(F f) {
+  try {
+    f();
+  } catch (const omni::Error& e) {
+    EXPECT_EQ(e.exit_code(), 2) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a usage error";
+  return "";
+}
+
+}  // namespace
+
+TEST(Options, BuiltInDefaultsWithoutPreset) {
+  GenerateOptions o = omni::config::resolve_options(parse({}), "");
+  EXPECT_EQ(o.num_inference_steps, 40);
+  EXPECT_EQ(o.height, 720);
+  EXPECT_EQ(o.sample_solver, "unipc");
+  EXPECT_FALSE(o.guidance_scale_2.has_value());
+  EXPECT_EQ(o.sources.at("height"), "default");
+}
+
+TEST(Options, PresetsCarryTheOfficialSettings) {
+  GenerateOptions t2v = omni::config::resolve_options(parse({}), "wan2.2-t2v-a14b");
+  EXPECT_EQ(t2v.num_frames, 81);
+  EXPECT_DOUBLE_EQ(t2v.guidance_scale, 4.0);
+  EXPECT_DOUBLE_EQ(*t2v.guidance_scale_2, 3.0);
+  EXPECT_DOUBLE_EQ(*t2v.boundary_ratio, 0.875);
+  EXPECT_DOUBLE_EQ(*t2v.flow_shift, 12.0);
+  EXPECT_EQ(t2v.fps, 16);
+  EXPECT_NE(t2v.negative_prompt.find("色调艳丽"), std::string::npos);
+  EXPECT_EQ(t2v.sources.at("flow-shift"), "preset wan2.2-t2v-a14b");
+
+  GenerateOptions i2v = omni::config::resolve_options(parse({}), "wan2.2-i2v-a14b");
+  EXPECT_DOUBLE_EQ(*i2v.boundary_ratio, 0.9);
+  EXPECT_DOUBLE_EQ(*i2v.flow_shift, 5.0);
+  EXPECT_DOUBLE_EQ(i2v.guidance_scale, 3.5);
+
+  GenerateOptions ti2v = omni::config::resolve_options(parse({}), "wan2.2-ti2v-5b");
+  EXPECT_EQ(ti2v.height, 704);
+  EXPECT_EQ(ti2v.width, 1280);
+  EXPECT_EQ(ti2v.num_frames, 121);
+  EXPECT_EQ(ti2v.num_inference_steps, 50);
+  EXPECT_EQ(ti2v.fps, 24);
+  EXPECT_FALSE(ti2v.boundary_ratio.has_value());
+}
+
+TEST(Options, ConfigFileOverridesPresetAndFlagsOverrideConfig) {
+  std::string cfg = write_temp("layer.yaml", "num-inference-steps: 7\nheight: 480\nflow-shift: 3\nuse-hsdp: true\n");
+  GenerateOptions o =
+      omni::config::resolve_options(parse({"--config", cfg, "--height", "256"}), "wan2.2-t2v-a14b");
+  EXPECT_EQ(o.num_inference_steps, 7);            // config over preset (40)
+  EXPECT_DOUBLE_EQ(*o.flow_shift, 3.0);           // config over preset (12)
+  EXPECT_EQ(o.height, 256);                       // flag over config (480)
+  EXPECT_EQ(o.width, 1280);                       // preset, untouched
+  EXPECT_TRUE(o.parallel.use_hsdp);               // flags can come from the file too
+  EXPECT_EQ(o.sources.at("height"), "flag");
+  EXPECT_EQ(o.sources.at("num-inference-steps"), "config " + cfg);
+  EXPECT_EQ(o.sources.at("width"), "preset wan2.2-t2v-a14b");
+}
+
+TEST(Options, NullInConfigResetsAnOptionalToTheModelDefault) {
+  std::string cfg = write_temp("null.yaml", "boundary-ratio: null\n");
+  GenerateOptions o = omni::config::resolve_options(parse({"--config", cfg}), "wan2.2-t2v-a14b");
+  EXPECT_FALSE(o.boundary_ratio.has_value());
+}
+
+TEST(Options, FlagsParseEveryTypeAndEqualsForm) {
+  GenerateOptions o = omni::config::resolve_options(
+      parse({"--num-frames=17", "--guidance-scale", "2.5", "--seed", "-3", "--use-hsdp", "--hsdp-shard-size", "2",
+             "--overwrite", "--prompt", "a cat", "--guidance-scale-2", "1.5"}),
+      "");
+  EXPECT_EQ(o.num_frames, 17);
+  EXPECT_DOUBLE_EQ(o.guidance_scale, 2.5);
+  EXPECT_EQ(o.seed, -3);
+  EXPECT_TRUE(o.parallel.use_hsdp);
+  EXPECT_EQ(o.parallel.hsdp_shard_size, 2);
+  EXPECT_TRUE(o.overwrite);
+  EXPECT_EQ(o.prompt, "a cat");
+  EXPECT_DOUBLE_EQ(*o.guidance_scale_2, 1.5);
+}
+
+TEST(Options, UnknownFlagSuggestsClosest) {
+  auto msg = usage_error([] { parse({"--num-framez", "3"}); });
+  EXPECT_NE(msg.find("unknown flag --num-framez; did you mean --num-frames?"), std::string::npos) << msg;
+  msg = usage_error([] { parse({"--guidance", "3"}); });
+  EXPECT_NE(msg.find("did you mean --guidance-scale"), std::string::npos) << msg;
+}
+
+TEST(Options, UnknownYamlKeyNamesFileAndKey) {
+  std::string cfg = write_temp("typo.yaml", "seeed: 3\n");
+  auto msg = usage_error([&] { omni::config::resolve_options(parse({"--config", cfg}), ""); });
+  EXPECT_NE(msg.find(cfg), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unknown key 'seeed'; did you mean 'seed'?"), std::string::npos) << msg;
+}
+
+TEST(Options, BadValuesNameTheirSource) {
+  auto msg = usage_error([] { omni::config::resolve_options(parse({"--height", "abc"}), ""); });
+  EXPECT_NE(msg.find("--height: expected an integer, got 'abc'"), std::string::npos) << msg;
+  std::string cfg = write_temp("bad.yaml", "fps: fast\n");
+  msg = usage_error([&] { omni::config::resolve_options(parse({"--config", cfg}), ""); });
+  EXPECT_NE(msg.find("fps (config " + cfg + "): expected an integer, got 'fast'"), std::string::npos) << msg;
+  msg = usage_error([] { omni::config::resolve_options(parse({"--config", "/nonexistent/x.yaml"}), ""); });
+  EXPECT_NE(msg.find("--config: cannot open '/nonexistent/x.yaml'"), std::string::npos) << msg;
+}
+
+TEST(Options, ValidationNamesTheFlag) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string text;
+  };
+  std::vector<Case> cases = {
+      {{"--num-frames", "0"}, "--num-frames must be at least 1, got 0"},
+      {{"--height", "30"}, "--height must be a positive multiple of 16, got 30"},
+      {{"--width", "-16"}, "--width must be a positive multiple of 16, got -16"},
+      {{"--sample-solver", "ddim"}, "--sample-solver must be unipc or euler, got 'ddim'"},
+      {{"--dtype", "fp8"}, "--dtype must be float32, bfloat16 or float16, got 'fp8'"},
+      {{"--log-level", "loud"}, "--log-level: expected one of debug, info, warn, error, off; got 'loud'"},
+      {{"--boundary-ratio", "1.5"}, "--boundary-ratio must lie in [0, 1], got 1.5"},
+      {{"--task", "v2v"}, "--task must be t2v, i2v or ti2v, got 'v2v'"},
+      {{"--prompt", "a", "--prompts-file", "p.txt"}, "--prompt and --prompts-file are exclusive"},
+  };
+  for (const auto& c : cases) {
+    auto msg = usage_error([&] { omni::config::resolve_options(parse(c.args), ""); });
+    EXPECT_NE(msg.find(c.text), std::string::npos) << "got: " << msg;
+  }
+}
+
+TEST(Options, PresetForModel) {
+  using omni::config::preset_for;
+  EXPECT_EQ(preset_for("Wan-AI/Wan2.2-T2V-A14B-Diffusers", "", false), "wan2.2-t2v-a14b");
+  EXPECT_EQ(preset_for("Wan-AI/Wan2.2-I2V-A14B-Diffusers", "", false), "wan2.2-i2v-a14b");
+  EXPECT_EQ(preset_for("Wan-AI/Wan2.2-TI2V-5B-Diffusers", "", false), "wan2.2-ti2v-5b");
+  EXPECT_EQ(preset_for("/data/my-model", "WanImageToVideoPipeline", false), "wan2.2-i2v-a14b");
+  EXPECT_EQ(preset_for("/data/my-model", "WanPipeline", true), "wan2.2-ti2v-5b");
+  EXPECT_EQ(preset_for("/data/my-model", "WanPipeline", false), "wan2.2-t2v-a14b");
+}
+
+TEST(Options, EveryOptionOfTheDesignExists) {
+  // DESIGN.md section 5's flag list: each must be in the table (and so on the command line and in YAML).
+  const char* names[] = {"model", "task", "config", "prompt", "negative-prompt", "prompts-file", "image", "height",
+                         "width", "num-frames", "num-inference-steps", "guidance-scale", "guidance-scale-2",
+                         "boundary-ratio", "flow-shift", "sample-solver", "seed", "max-sequence-length", "output",
+                         "fps", "save-tensors", "report", "use-hsdp", "hsdp-shard-size", "hsdp-replicate-size",
+                         "ulysses-degree", "ring-degree", "cfg-parallel-size", "tensor-parallel-size", "device",
+                         "dtype", "vae-dtype", "log-level", "dry-run", "overwrite", "crf"};
+  for (const char* n : names) {
+    bool found = false;
+    for (const auto& spec : omni::config::option_table()) found |= spec.name == n;
+    EXPECT_TRUE(found) << n;
+  }
+}
