@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs dependencies (apt), builds, and runs the whole test suite with ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/install-deps.sh
+bash tools/build.sh
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+cd "${BUILD_DIR:-build}"
+ctest --output-on-failure --timeout 900 ${CTEST_ARGS:-}
