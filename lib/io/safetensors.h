@@ -108,4 +108,12 @@ class Checkpoint {
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
+// Writes `tensors` as a sharded checkpoint in `dir` the way Hugging Face does: shards
+// <stem>-00001-of-0000N.safetensors filled in order up to `max_shard_bytes` each (a larger tensor gets a shard of
+// its own) and <stem>.safetensors.index.json {"metadata": {"total_size": ...}, "weight_map": {tensor: file}}.
+// Returns the path of the index file.
+std::string write_sharded_safetensors(const std::string& dir, const std::string& stem,
+                                      const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                                      int64_t max_shard_bytes);
+
 }  // namespace omni::io

@@ -1,0 +1,227 @@
+#include "io/model_dir.h"
+
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+
+#include "core/error.h"
+#include "io/json_file.h"
+
+namespace omni::io {
+
+namespace {
+
+bool is_dir(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool is_file(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string join(const std::string& dir, const std::string& name) {
+  if (dir.empty() || dir.back() == '/') return dir + name;
+  return dir + "/" + name;
+}
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+std::string home_dir() {
+  std::string home = env("HOME");
+  if (!home.empty()) return home;
+  if (const passwd* pw = ::getpwuid(::getuid()); pw && pw->pw_dir) return pw->pw_dir;
+  return "/";
+}
+
+// ORG/NAME: two non-empty parts of repository-id characters (what the hub allows: letters, digits, - _ .).
+bool looks_like_repo_id(const std::string& s) {
+  const auto slash = s.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == s.size()) return false;
+  if (s.find('/', slash + 1) != std::string::npos) return false;
+  if (s[0] == '.') return false;
+  for (char c : s) {
+    const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' || c == '/';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+// Classes we can run, per component. image_encoder / image_processor (Wan2.1 I2V's CLIP) are not supported.
+const std::map<std::string, std::vector<std::string>>& supported_classes() {
+  static const std::map<std::string, std::vector<std::string>> m = {
+      {"text_encoder", {"UMT5EncoderModel"}},
+      {"tokenizer", {"T5Tokenizer", "T5TokenizerFast"}},
+      {"transformer", {"WanTransformer3DModel"}},
+      {"transformer_2", {"WanTransformer3DModel"}},
+      {"vae", {"AutoencoderKLWan"}},
+      {"scheduler", {"UniPCMultistepScheduler", "FlowMatchEulerDiscreteScheduler"}},
+      {"image_encoder", {}},
+      {"image_processor", {}},
+  };
+  return m;
+}
+
+std::string join_list(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+}  // namespace
+
+ModelIndex parse_model_index(const nlohmann::json& j, const std::string& path) {
+  OMNI_CHECK_INPUT(j.is_object(), path, ": model_index.json must be a JSON object");
+  ModelIndex mi;
+  auto cls = j.find("_class_name");
+  OMNI_CHECK_INPUT(cls != j.end() && cls->is_string(), path, ": missing string \"_class_name\" (the pipeline class)");
+  mi.class_name = cls->get<std::string>();
+  OMNI_CHECK_INPUT(mi.class_name == "WanPipeline" || mi.class_name == "WanImageToVideoPipeline", path,
+                   ": unsupported pipeline class '", mi.class_name,
+                   "' (supported: WanPipeline, WanImageToVideoPipeline)");
+  mi.image_to_video = mi.class_name == "WanImageToVideoPipeline";
+
+  if (auto br = j.find("boundary_ratio"); br != j.end() && !br->is_null()) {
+    OMNI_CHECK_INPUT(br->is_number(), path, ": \"boundary_ratio\" must be a number or null, found ", br->dump());
+    const double r = br->get<double>();
+    OMNI_CHECK_INPUT(r >= 0.0 && r <= 1.0, path, ": \"boundary_ratio\" must be in [0, 1], found ", r);
+    mi.boundary_ratio = r;
+  }
+  if (auto et = j.find("expand_timesteps"); et != j.end() && !et->is_null()) {
+    OMNI_CHECK_INPUT(et->is_boolean(), path, ": \"expand_timesteps\" must be true or false, found ", et->dump());
+    mi.expand_timesteps = et->get<bool>();
+  }
+
+  const auto& supported = supported_classes();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    const nlohmann::json& v = it.value();
+    if (key.empty() || key[0] == '_' || key == "boundary_ratio" || key == "expand_timesteps") continue;
+    // Components are [library, class] pairs; any other value is a pipeline config attribute we do not use.
+    if (!v.is_array()) continue;
+    OMNI_CHECK_INPUT(v.size() == 2, path, ": component '", key, "' must be [library, class], found ", v.dump());
+    if (v[0].is_null() && v[1].is_null()) continue;  // optional component left out
+    OMNI_CHECK_INPUT(v[0].is_string() && v[1].is_string(), path, ": component '", key,
+                     "' must be [library, class] strings, found ", v.dump());
+    ComponentSpec spec{v[0].get<std::string>(), v[1].get<std::string>()};
+    auto sup = supported.find(key);
+    OMNI_CHECK_INPUT(sup != supported.end(), path, ": unknown component '", key, "' (", spec.class_name, ")");
+    bool ok = false;
+    for (const auto& c : sup->second) ok = ok || c == spec.class_name;
+    OMNI_CHECK_INPUT(ok, path, ": component '", key, "' has unsupported class '", spec.class_name, "'",
+                     sup->second.empty() ? std::string(" (this component is not supported)")
+                                         : " (supported: " + join_list(sup->second) + ")");
+    mi.components[key] = spec;
+  }
+  for (const char* required : {"text_encoder", "tokenizer", "transformer", "vae", "scheduler"})
+    OMNI_CHECK_INPUT(mi.has(required), path, ": required component '", required, "' is missing or null");
+  // diffusers switches to transformer_2 below the boundary; a boundary without it cannot run.
+  OMNI_CHECK_INPUT(!mi.boundary_ratio || mi.has("transformer_2"), path, ": \"boundary_ratio\" is ",
+                   mi.boundary_ratio.value_or(0.0), " but component 'transformer_2' is absent");
+  return mi;
+}
+
+ModelIndex read_model_index(const std::string& path) { return parse_model_index(read_json(path), path); }
+
+std::string hf_hub_cache_dir() {
+  const std::string hub = env("HF_HUB_CACHE");
+  if (!hub.empty()) return hub;
+  const std::string hf_home = env("HF_HOME");
+  if (!hf_home.empty()) return join(hf_home, "hub");
+  return join(home_dir(), ".cache/huggingface/hub");
+}
+
+std::string resolve_model_path(const std::string& model) {
+  OMNI_CHECK_USAGE(!model.empty(), "--model is empty; give a diffusers pipeline folder or an ORG/NAME model id");
+  std::vector<std::string> looked;  // every place looked at, for the error message
+  if (is_dir(model)) {
+    const std::string index = join(model, "model_index.json");
+    OMNI_CHECK_INPUT(is_file(index), "--model ", model, ": the folder has no model_index.json (expected a diffusers "
+                     "pipeline folder, e.g. a download of Wan-AI/Wan2.2-T2V-A14B-Diffusers)");
+    return model;
+  }
+  struct stat st {};
+  looked.push_back(model + (::stat(model.c_str(), &st) == 0 ? " (local path: not a folder)"
+                                                            : " (local folder: does not exist)"));
+
+  if (looks_like_repo_id(model)) {
+    const std::string cache = hf_hub_cache_dir();
+    const std::string org = model.substr(0, model.find('/'));
+    const std::string name = model.substr(model.find('/') + 1);
+    const std::string repo_dir = join(cache, "models--" + org + "--" + name);
+    const std::string ref_file = join(repo_dir, "refs/main");
+    const std::string how = !env("HF_HUB_CACHE").empty() ? "$HF_HUB_CACHE"
+                            : !env("HF_HOME").empty()    ? "$HF_HOME/hub"
+                                                         : "~/.cache/huggingface/hub";
+    if (!is_dir(repo_dir)) {
+      looked.push_back(repo_dir + " (Hugging Face cache from " + how + ": not downloaded)");
+    } else if (!is_file(ref_file)) {
+      looked.push_back(ref_file + " (Hugging Face cache from " + how + ": no main revision recorded)");
+    } else {
+      std::ifstream in(ref_file);
+      std::string revision;
+      std::getline(in, revision);
+      revision = trim(revision);
+      const std::string snapshot = join(repo_dir, "snapshots/" + revision);
+      if (revision.empty() || !is_dir(snapshot)) {
+        looked.push_back(snapshot + " (snapshot named by " + ref_file + ": missing)");
+      } else {
+        const std::string index = join(snapshot, "model_index.json");
+        OMNI_CHECK_INPUT(is_file(index), "--model ", model, ": cached snapshot ", snapshot,
+                         " has no model_index.json (incomplete download? re-run huggingface-cli download ", model,
+                         ")");
+        return snapshot;
+      }
+    }
+  } else {
+    looked.push_back("(not an ORG/NAME model id, so the Hugging Face cache was not searched)");
+  }
+  std::string where;
+  for (const auto& l : looked) where += "\n  " + l;
+  OMNI_FAIL_INPUT("--model ", model, ": model not found. Looked at:", where,
+                  "\nDownload it first (e.g. huggingface-cli download ", model,
+                  ") or give the path of a diffusers pipeline folder; nothing is fetched from the network.");
+}
+
+ModelDir ModelDir::open(const std::string& model) { return ModelDir(resolve_model_path(model)); }
+
+ModelDir::ModelDir(const std::string& root) : root_(root) {
+  while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+  index_ = read_model_index(join(root_, "model_index.json"));
+}
+
+std::string ModelDir::component_dir(const std::string& component) const {
+  OMNI_CHECK_INPUT(index_.has(component), join(root_, "model_index.json"), ": the model has no component '",
+                   component, "'");
+  const std::string dir = join(root_, component);
+  OMNI_CHECK_INPUT(is_dir(dir), dir, ": component folder '", component,
+                   "' listed in model_index.json does not exist (incomplete download?)");
+  return dir;
+}
+
+std::string ModelDir::component_config_path(const std::string& component) const {
+  const std::string dir = component_dir(component);
+  if (component == "scheduler") return join(dir, "scheduler_config.json");
+  if (component == "tokenizer") return join(dir, "tokenizer_config.json");
+  return join(dir, "config.json");
+}
+
+nlohmann::json ModelDir::component_config(const std::string& component) const {
+  return read_json(component_config_path(component));
+}
+
+}  // namespace omni::io

@@ -1,0 +1,70 @@
+// The --model argument: a local diffusers pipeline folder or an ORG/NAME repository id found (offline) in the
+// Hugging Face cache, and its model_index.json (which pipeline, which components, the MoE boundary).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace omni::io {
+
+// One entry of model_index.json: "vae": ["diffusers", "AutoencoderKLWan"].
+struct ComponentSpec {
+  std::string library;
+  std::string class_name;
+};
+
+struct ModelIndex {
+  std::string class_name;       // "WanPipeline" or "WanImageToVideoPipeline"
+  bool image_to_video = false;  // class_name == WanImageToVideoPipeline
+  // Fraction of the training timesteps above which `transformer` runs and below which `transformer_2` runs
+  // (Wan2.2 A14B); absent for single-transformer models.
+  std::optional<double> boundary_ratio;
+  // Wan2.2 TI2V-5B: per-token timesteps (the conditioning frame gets timestep 0).
+  bool expand_timesteps = false;
+  // The components present; [null, null] entries are left out.
+  std::map<std::string, ComponentSpec> components;
+
+  bool has(const std::string& component) const { return components.count(component) != 0; }
+};
+
+// Validates the parsed model_index.json: supported pipeline class, known components with supported classes,
+// the required components present, boundary_ratio in [0, 1] and only with transformer_2. Input errors name
+// `path`, the key and what was found.
+ModelIndex parse_model_index(const nlohmann::json& j, const std::string& path);
+ModelIndex read_model_index(const std::string& path);
+
+// The Hugging Face hub cache folder: $HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub.
+std::string hf_hub_cache_dir();
+
+// Resolves --model to a pipeline folder holding model_index.json: an existing local folder, or ORG/NAME looked
+// up offline as <cache>/models--ORG--NAME/snapshots/<refs/main>. A model not found is an input error listing
+// every place looked at.
+std::string resolve_model_path(const std::string& model);
+
+class ModelDir {
+ public:
+  // `model` as given to --model (see resolve_model_path).
+  static ModelDir open(const std::string& model);
+  // `root`: a pipeline folder holding model_index.json.
+  explicit ModelDir(const std::string& root);
+
+  const std::string& root() const { return root_; }
+  const ModelIndex& index() const { return index_; }
+  bool has(const std::string& component) const { return index_.has(component); }
+  // <root>/<component>; input error if the index lacks it or the folder does not exist.
+  std::string component_dir(const std::string& component) const;
+  // The component's config: scheduler/scheduler_config.json, tokenizer/tokenizer_config.json, else
+  // <component>/config.json.
+  std::string component_config_path(const std::string& component) const;
+  nlohmann::json component_config(const std::string& component) const;
+
+ private:
+  std::string root_;
+  ModelIndex index_;
+};
+
+}  // namespace omni::io
