@@ -1,0 +1,130 @@
+#include "dist/communicator.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
+
+#include "core/error.h"
+
+namespace omni::dist {
+namespace {
+
+bool mpi_running() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+}  // namespace
+
+MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
+  int initialized = 0;
+  MPI_CHECK(MPI_Initialized(&initialized));
+  if (initialized) {
+    // Someone else (a test harness, an embedding program) owns MPI; only record what it provides.
+    MPI_CHECK(MPI_Query_thread(&thread_level_));
+    return;
+  }
+  int provided = MPI_THREAD_SINGLE;
+  MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+  owns_ = true;
+  thread_level_ = provided;
+  // FUNNELED is enough when only the main thread calls MPI; SINGLE would forbid the threads LibTorch
+  // itself starts from ever touching MPI-allocated state, which we cannot promise.
+  OMNI_CHECK(provided >= MPI_THREAD_FUNNELED, "the MPI library provides thread level ", provided,
+             " but omni needs at least MPI_THREAD_FUNNELED (", MPI_THREAD_FUNNELED, ")");
+}
+
+MpiEnvironment::~MpiEnvironment() {
+  if (owns_ && mpi_running()) MPI_Finalize();
+}
+
+Communicator::Communicator(MPI_Comm comm, bool owned) : comm_(comm), owned_(owned) {
+  if (comm_ == MPI_COMM_NULL) {
+    owned_ = false;
+    return;
+  }
+  // MPI_COMM_WORLD and MPI_COMM_SELF are predefined: freeing them is erroneous.
+  if (comm_ == MPI_COMM_WORLD || comm_ == MPI_COMM_SELF) owned_ = false;
+  MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  MPI_CHECK(MPI_Comm_size(comm_, &size_));
+}
+
+Communicator::~Communicator() {
+  release();
+}
+
+Communicator::Communicator(Communicator&& other) noexcept
+    : comm_(std::exchange(other.comm_, MPI_COMM_NULL)),
+      owned_(std::exchange(other.owned_, false)),
+      rank_(std::exchange(other.rank_, -1)),
+      size_(std::exchange(other.size_, 0)) {}
+
+Communicator& Communicator::operator=(Communicator&& other) noexcept {
+  if (this != &other) {
+    release();
+    comm_ = std::exchange(other.comm_, MPI_COMM_NULL);
+    owned_ = std::exchange(other.owned_, false);
+    rank_ = std::exchange(other.rank_, -1);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+void Communicator::release() noexcept {
+  // A communicator that outlives MPI_Finalize (a static, an exception unwinding past main's environment)
+  // must not call into MPI; the handle dies with the library.
+  if (owned_ && comm_ != MPI_COMM_NULL && mpi_running()) MPI_Comm_free(&comm_);
+  comm_ = MPI_COMM_NULL;
+  owned_ = false;
+  rank_ = -1;
+  size_ = 0;
+}
+
+Communicator Communicator::world() {
+  return Communicator(MPI_COMM_WORLD, false);
+}
+
+Communicator Communicator::split(int color, int key) const {
+  OMNI_CHECK(valid(), "split() on a null communicator");
+  MPI_Comm out = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &out));
+  return Communicator(out, true);
+}
+
+Communicator Communicator::dup() const {
+  OMNI_CHECK(valid(), "dup() on a null communicator");
+  MPI_Comm out = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_dup(comm_, &out));
+  return Communicator(out, true);
+}
+
+void Communicator::barrier() const {
+  OMNI_CHECK(valid(), "barrier() on a null communicator");
+  MPI_CHECK(MPI_Barrier(comm_));
+}
+
+std::vector<int> Communicator::world_ranks() const {
+  OMNI_CHECK(valid(), "world_ranks() on a null communicator");
+  std::vector<int> mine(size_), out(size_);
+  for (int i = 0; i < size_; ++i) mine[i] = i;
+  MPI_Group group = MPI_GROUP_NULL, world_group = MPI_GROUP_NULL;
+  MPI_CHECK(MPI_Comm_group(comm_, &group));
+  MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &world_group));
+  MPI_CHECK(MPI_Group_translate_ranks(group, size_, mine.data(), world_group, out.data()));
+  MPI_Group_free(&group);
+  MPI_Group_free(&world_group);
+  return out;
+}
+
+void abort_all(int exit_code, const std::string& message) {
+  if (!message.empty()) {
+    std::fprintf(stderr, "%s\n", message.c_str());
+    std::fflush(stderr);
+  }
+  if (mpi_running()) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::exit(exit_code);
+}
+
+}  // namespace omni::dist

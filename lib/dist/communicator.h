@@ -1,0 +1,78 @@
+// The MPI environment and an RAII communicator (DESIGN.md section 4; c10d / TensorRT-LLM style).
+//
+// MpiEnvironment initializes MPI once per process and finalizes it only if it was the one that
+// initialized it, so that tests and embedding programs that already called MPI_Init keep working.
+// Communicator owns an MPI_Comm (freed on destruction, before MPI_Finalize) and makes new ones with
+// split() and dup(); it is movable, never copyable, so two owners can never free one handle twice.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+namespace omni::dist {
+
+class MpiEnvironment {
+ public:
+  // Asks for MPI_THREAD_MULTIPLE (a progress or loader thread may call MPI) and accepts FUNNELED when the
+  // library offers less than MULTIPLE; anything below FUNNELED is an error. argc/argv may be null.
+  MpiEnvironment(int* argc = nullptr, char*** argv = nullptr);
+  ~MpiEnvironment();
+  MpiEnvironment(const MpiEnvironment&) = delete;
+  MpiEnvironment& operator=(const MpiEnvironment&) = delete;
+
+  int thread_level() const { return thread_level_; }
+  bool thread_multiple() const { return thread_level_ >= MPI_THREAD_MULTIPLE; }
+  // True when this object called MPI_Init_thread and will call MPI_Finalize.
+  bool owns_mpi() const { return owns_; }
+
+ private:
+  int thread_level_ = MPI_THREAD_SINGLE;
+  bool owns_ = false;
+};
+
+class Communicator {
+ public:
+  Communicator() = default;  // null: valid() is false
+  // Takes ownership of `comm` when `owned` (it is freed on destruction); MPI_COMM_WORLD is never owned.
+  Communicator(MPI_Comm comm, bool owned);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+  Communicator(Communicator&& other) noexcept;
+  Communicator& operator=(Communicator&& other) noexcept;
+
+  // A non-owning handle on MPI_COMM_WORLD.
+  static Communicator world();
+
+  bool valid() const { return comm_ != MPI_COMM_NULL; }
+  MPI_Comm comm() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  // Collective over this communicator: ranks with the same color form a new communicator, ordered by key
+  // (ties by rank). A negative color (MPI_UNDEFINED) returns a null communicator.
+  Communicator split(int color, int key) const;
+  // Collective: a new communicator over the same ranks with its own message space, so a library's
+  // traffic never matches a caller's messages.
+  Communicator dup() const;
+  void barrier() const;
+  // The MPI_COMM_WORLD rank of each member, in this communicator's rank order.
+  std::vector<int> world_ranks() const;
+
+ private:
+  void release() noexcept;
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  bool owned_ = false;
+  int rank_ = -1;
+  int size_ = 0;
+};
+
+// Fatal path for errors seen by only some ranks: prints `message` from this rank to stderr and brings
+// every rank of MPI_COMM_WORLD down with `exit_code`, so that no rank is left waiting in a collective.
+// Falls back to std::exit when MPI is not running.
+[[noreturn]] void abort_all(int exit_code, const std::string& message);
+
+}  // namespace omni::dist

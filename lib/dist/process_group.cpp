@@ -1,0 +1,163 @@
+#include "dist/process_group.h"
+
+#include <ATen/ATen.h>
+
+#include <numeric>
+
+#include "core/error.h"
+#include "dist/process_group_mpi.h"
+#ifdef OMNI_WITH_NCCL
+#include "dist/process_group_nccl.h"
+#endif
+
+namespace omni::dist {
+namespace {
+
+bool supported_dtype(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat:
+    case at::kDouble:
+    case at::kBFloat16:
+    case at::kHalf:
+    case at::kLong:
+    case at::kInt:
+    case at::kChar:
+    case at::kByte:
+    case at::kBool:
+      return true;
+    default:
+      return false;
+  }
+}
+
+int64_t sum_of(const std::vector<int64_t>& v) {
+  return std::accumulate(v.begin(), v.end(), int64_t{0});
+}
+
+// True when the byte ranges of the two tensors intersect.
+bool overlaps(const at::Tensor& a, const at::Tensor& b) {
+  if (a.numel() == 0 || b.numel() == 0) return false;
+  auto pa = reinterpret_cast<uintptr_t>(a.data_ptr());
+  auto pb = reinterpret_cast<uintptr_t>(b.data_ptr());
+  auto ea = pa + a.numel() * a.element_size(), eb = pb + b.numel() * b.element_size();
+  return pa < eb && pb < ea;
+}
+
+void check_counts(const std::vector<int64_t>& counts, int size, const char* op, const char* arg) {
+  OMNI_CHECK(static_cast<int>(counts.size()) == size, op, ": ", arg, " has ", counts.size(), " entries for a group of ",
+             size);
+  for (size_t i = 0; i < counts.size(); ++i)
+    OMNI_CHECK(counts[i] >= 0, op, ": ", arg, "[", i, "] is negative (", counts[i], ")");
+}
+
+}  // namespace
+
+void wait_all(const std::vector<WorkHandle>& works) {
+  for (const auto& w : works)
+    if (w) w->wait();
+}
+
+std::vector<int64_t> exclusive_offsets(const std::vector<int64_t>& counts) {
+  std::vector<int64_t> out(counts.size(), 0);
+  for (size_t i = 1; i < counts.size(); ++i) out[i] = out[i - 1] + counts[i - 1];
+  return out;
+}
+
+void ProcessGroup::check_tensor(const at::Tensor& t, const char* op, const char* arg) const {
+  OMNI_CHECK(t.defined(), op, ": ", arg, " is undefined");
+  OMNI_CHECK(t.device() == device(), op, ": ", arg, " is on ", t.device(), " but the ", backend_name(),
+             " group works on ", device());
+  OMNI_CHECK(t.is_contiguous(), op, ": ", arg, " must be contiguous (shape ", t.sizes(), ", strides ", t.strides(),
+             ")");
+  OMNI_CHECK(supported_dtype(t.scalar_type()), op, ": ", arg, " has unsupported dtype ", t.scalar_type());
+}
+
+WorkHandle ProcessGroup::all_gather_into_flat(const at::Tensor& output, const at::Tensor& input) {
+  check_tensor(output, "all_gather_into_flat", "output");
+  check_tensor(input, "all_gather_into_flat", "input");
+  OMNI_CHECK(output.scalar_type() == input.scalar_type(), "all_gather_into_flat: output is ", output.scalar_type(),
+             " but input is ", input.scalar_type());
+  OMNI_CHECK(output.numel() == input.numel() * size_, "all_gather_into_flat: output has ", output.numel(),
+             " elements, expected input's ", input.numel(), " x group size ", size_);
+  if (overlaps(output, input)) {
+    const auto own = static_cast<char*>(output.data_ptr()) + rank_ * input.numel() * input.element_size();
+    OMNI_CHECK(input.data_ptr() == own, "all_gather_into_flat: input overlaps output but is not output's slice ",
+               "for rank ", rank_);
+  }
+  return do_all_gather(output, input);
+}
+
+WorkHandle ProcessGroup::all_gather_v(const at::Tensor& output, const at::Tensor& input,
+                                      const std::vector<int64_t>& counts) {
+  check_tensor(output, "all_gather_v", "output");
+  check_tensor(input, "all_gather_v", "input");
+  check_counts(counts, size_, "all_gather_v", "counts");
+  OMNI_CHECK(output.scalar_type() == input.scalar_type(), "all_gather_v: output is ", output.scalar_type(),
+             " but input is ", input.scalar_type());
+  OMNI_CHECK(input.numel() == counts[rank_], "all_gather_v: input has ", input.numel(), " elements but counts[", rank_,
+             "] = ", counts[rank_]);
+  OMNI_CHECK(output.numel() == sum_of(counts), "all_gather_v: output has ", output.numel(),
+             " elements but the counts sum to ", sum_of(counts));
+  OMNI_CHECK(!overlaps(output, input), "all_gather_v: input and output overlap");
+  return do_all_gather_v(output, input, counts);
+}
+
+WorkHandle ProcessGroup::all_to_all(const at::Tensor& output, const at::Tensor& input) {
+  check_tensor(output, "all_to_all", "output");
+  check_tensor(input, "all_to_all", "input");
+  OMNI_CHECK(output.scalar_type() == input.scalar_type(), "all_to_all: output is ", output.scalar_type(),
+             " but input is ", input.scalar_type());
+  OMNI_CHECK(output.numel() == input.numel() && input.numel() % size_ == 0, "all_to_all: input has ", input.numel(),
+             " and output ", output.numel(), " elements; both must be the same multiple of the group size ", size_);
+  OMNI_CHECK(!overlaps(output, input), "all_to_all: input and output overlap (in place is not supported)");
+  return do_all_to_all(output, input);
+}
+
+WorkHandle ProcessGroup::all_to_all_v(const at::Tensor& output, const at::Tensor& input,
+                                      const std::vector<int64_t>& send_counts,
+                                      const std::vector<int64_t>& recv_counts) {
+  check_tensor(output, "all_to_all_v", "output");
+  check_tensor(input, "all_to_all_v", "input");
+  check_counts(send_counts, size_, "all_to_all_v", "send_counts");
+  check_counts(recv_counts, size_, "all_to_all_v", "recv_counts");
+  OMNI_CHECK(output.scalar_type() == input.scalar_type(), "all_to_all_v: output is ", output.scalar_type(),
+             " but input is ", input.scalar_type());
+  OMNI_CHECK(input.numel() == sum_of(send_counts), "all_to_all_v: input has ", input.numel(),
+             " elements but send_counts sum to ", sum_of(send_counts));
+  OMNI_CHECK(output.numel() == sum_of(recv_counts), "all_to_all_v: output has ", output.numel(),
+             " elements but recv_counts sum to ", sum_of(recv_counts));
+  OMNI_CHECK(!overlaps(output, input), "all_to_all_v: input and output overlap (in place is not supported)");
+  return do_all_to_all_v(output, input, send_counts, recv_counts);
+}
+
+WorkHandle ProcessGroup::broadcast(const at::Tensor& tensor, int root) {
+  check_tensor(tensor, "broadcast", "tensor");
+  OMNI_CHECK(root >= 0 && root < size_, "broadcast: root ", root, " is outside the group of ", size_);
+  return do_broadcast(tensor, root);
+}
+
+WorkHandle ProcessGroup::all_reduce(const at::Tensor& tensor, ReduceOp op) {
+  check_tensor(tensor, "all_reduce", "tensor");
+  OMNI_CHECK(tensor.scalar_type() != at::kBool, "all_reduce: bool tensors cannot be reduced; use uint8");
+  return do_all_reduce(tensor, op);
+}
+
+WorkHandle ProcessGroup::barrier() {
+  return do_barrier();
+}
+
+std::unique_ptr<ProcessGroup> make_process_group(const Communicator& comm, at::Device device) {
+  OMNI_CHECK(comm.valid(), "make_process_group: null communicator");
+  if (device.is_cpu()) return std::make_unique<ProcessGroupMpi>(comm);
+  if (device.is_cuda()) {
+#ifdef OMNI_WITH_NCCL
+    return std::make_unique<ProcessGroupNccl>(comm, device);
+#else
+    OMNI_FAIL_USAGE("--device ", device, " needs the NCCL backend, but this build has none (configure with NCCL ",
+                    "and CUDA present, or -DOMNI_WITH_NCCL=ON); use --device cpu");
+#endif
+  }
+  OMNI_FAIL_USAGE("--device ", device, ": no communication backend for this device type (expected cpu or cuda)");
+}
+
+}  // namespace omni::dist

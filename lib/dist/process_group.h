@@ -1,0 +1,107 @@
+// ProcessGroup: the collectives HSDP and sequence parallelism need, over at::Tensor, each returning a Work
+// handle so that communication overlaps computation (DESIGN.md section 4; PyTorch c10d's shape).
+//
+// Backends: ProcessGroupMpi (CPU tensors, non-blocking MPI) and ProcessGroupNccl (CUDA tensors, only with
+// OMNI_WITH_NCCL). make_process_group() picks one from the device.
+//
+// Rules every call follows:
+// - Collective: every rank of the group issues the same calls in the same order, with matching sizes.
+// - Tensors are contiguous, on the group's device, of one dtype per call; they are read as flat element
+//   arrays whatever their shape. Supported dtypes: float32, float64, bfloat16, float16, int64, int32, int8,
+//   uint8 and bool (bool not in all_reduce). Violations throw an internal error naming the call and argument.
+// - Until the Work completes, inputs must not be written and outputs not read; the Work keeps the tensors
+//   alive, so dropping a handle early never frees memory under a transfer (the destructor waits).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dist/communicator.h"
+
+namespace omni::dist {
+
+class Work {
+ public:
+  virtual ~Work() = default;
+  // Makes the result usable by whatever runs next on this rank: MPI blocks until the transfer is done;
+  // NCCL makes the compute stream wait for it (the host does not block). Idempotent.
+  virtual void wait() = 0;
+  // Non-blocking poll; also drives progress of MPI's non-blocking collectives.
+  virtual bool is_completed() = 0;
+  // Blocks the host until the result is in memory (NCCL: the device finished the transfer).
+  virtual void synchronize() { wait(); }
+};
+using WorkHandle = std::shared_ptr<Work>;
+
+// Waits on each handle in order.
+void wait_all(const std::vector<WorkHandle>& works);
+
+enum class ReduceOp { kSum, kMax };
+
+class ProcessGroup {
+ public:
+  virtual ~ProcessGroup() = default;
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  virtual at::Device device() const = 0;
+  virtual const char* backend_name() const = 0;
+
+  // The HSDP gather: `input` holds n elements, `output` n * size(); rank r's input lands at [r*n, (r+1)*n).
+  // `input` may be exactly output's own slice (in place), otherwise the two must not overlap.
+  WorkHandle all_gather_into_flat(const at::Tensor& output, const at::Tensor& input);
+  // Variable sizes: rank r contributes counts[r] elements; output holds sum(counts), in rank order.
+  WorkHandle all_gather_v(const at::Tensor& output, const at::Tensor& input, const std::vector<int64_t>& counts);
+  // Equal splits: input and output hold size() * c elements; input chunk j goes to rank j and output chunk
+  // j comes from rank j.
+  WorkHandle all_to_all(const at::Tensor& output, const at::Tensor& input);
+  // Variable splits, in elements: send_counts[j] consecutive elements of input (in rank order) go to
+  // rank j; recv_counts[j] elements from rank j land consecutively in output. Every rank's send_counts[j]
+  // must equal rank j's recv_counts[this rank].
+  WorkHandle all_to_all_v(const at::Tensor& output, const at::Tensor& input, const std::vector<int64_t>& send_counts,
+                          const std::vector<int64_t>& recv_counts);
+  WorkHandle broadcast(const at::Tensor& tensor, int root);
+  // In place. bfloat16 and float16 are reduced in float32 on MPI (one rounding at the end).
+  WorkHandle all_reduce(const at::Tensor& tensor, ReduceOp op = ReduceOp::kSum);
+  WorkHandle barrier();
+
+  // NCCL: the stream (a cudaStream_t) that produces inputs and consumes outputs; every collective first
+  // waits for the work queued on it, and Work::wait() makes it wait for the collective. Default: the
+  // legacy default stream. MPI: ignored.
+  virtual void set_compute_stream(void* stream) {}
+
+ protected:
+  ProcessGroup(int rank, int size) : rank_(rank), size_(size) {}
+
+  virtual WorkHandle do_all_gather(const at::Tensor& output, const at::Tensor& input) = 0;
+  virtual WorkHandle do_all_gather_v(const at::Tensor& output, const at::Tensor& input,
+                                     const std::vector<int64_t>& counts) = 0;
+  virtual WorkHandle do_all_to_all(const at::Tensor& output, const at::Tensor& input) = 0;
+  virtual WorkHandle do_all_to_all_v(const at::Tensor& output, const at::Tensor& input,
+                                     const std::vector<int64_t>& send_counts,
+                                     const std::vector<int64_t>& recv_counts) = 0;
+  virtual WorkHandle do_broadcast(const at::Tensor& tensor, int root) = 0;
+  virtual WorkHandle do_all_reduce(const at::Tensor& tensor, ReduceOp op) = 0;
+  virtual WorkHandle do_barrier() = 0;
+
+ private:
+  void check_tensor(const at::Tensor& t, const char* op, const char* arg) const;
+
+  int rank_;
+  int size_;
+};
+
+// Collective over `comm`: an MPI group for a CPU device, an NCCL group for a CUDA device (needs a build with
+// OMNI_WITH_NCCL; otherwise a usage error naming --device). The group keeps its own duplicate of `comm`.
+std::unique_ptr<ProcessGroup> make_process_group(const Communicator& comm, at::Device device);
+
+// Element offsets of consecutive blocks: {0, c0, c0+c1, ...} (size counts.size()).
+std::vector<int64_t> exclusive_offsets(const std::vector<int64_t>& counts);
+
+}  // namespace omni::dist

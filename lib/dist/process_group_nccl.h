@@ -1,0 +1,60 @@
+// NCCL backend of ProcessGroup for CUDA tensors (only with OMNI_WITH_NCCL).
+//
+// One ncclComm per group, bootstrapped by broadcasting rank 0's ncclUniqueId over the group's MPI
+// communicator. Collectives run on a dedicated communication stream, which first waits for the work already
+// queued on the compute stream (so inputs are ready); each Work records a CUDA event on the communication
+// stream, and wait() makes the compute stream wait for it. The host never blocks, so the next unit's gather
+// overlaps the current unit's kernels.
+// A Work polls its group's communicator for asynchronous errors, so it must not outlive the group.
+//
+// Only raw data_ptr() and the CUDA runtime API are used (no ATen CUDA headers): the build must also work
+// with a CPU-only LibTorch, where CUDA tensors exist only as views (at::for_blob) of cudaMalloc'd memory.
+#pragma once
+
+#ifdef OMNI_WITH_NCCL
+
+#include "dist/cuda_check.h"
+#include "dist/process_group.h"
+
+namespace omni::dist {
+
+class ProcessGroupNccl : public ProcessGroup {
+ public:
+  // Collective over `comm`. `device` is a CUDA device; without an index, the current CUDA device.
+  ProcessGroupNccl(const Communicator& comm, at::Device device);
+  ~ProcessGroupNccl() override;
+
+  at::Device device() const override { return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device_index_)); }
+  const char* backend_name() const override { return "nccl"; }
+  void set_compute_stream(void* stream) override { compute_stream_ = static_cast<cudaStream_t>(stream); }
+  cudaStream_t comm_stream() const { return stream_; }
+
+ protected:
+  WorkHandle do_all_gather(const at::Tensor& output, const at::Tensor& input) override;
+  WorkHandle do_all_gather_v(const at::Tensor& output, const at::Tensor& input,
+                             const std::vector<int64_t>& counts) override;
+  WorkHandle do_all_to_all(const at::Tensor& output, const at::Tensor& input) override;
+  WorkHandle do_all_to_all_v(const at::Tensor& output, const at::Tensor& input, const std::vector<int64_t>& send_counts,
+                             const std::vector<int64_t>& recv_counts) override;
+  WorkHandle do_broadcast(const at::Tensor& tensor, int root) override;
+  WorkHandle do_all_reduce(const at::Tensor& tensor, ReduceOp op) override;
+  WorkHandle do_barrier() override;
+
+ private:
+  // Orders the communication stream after everything queued so far on the compute stream.
+  void wait_for_compute();
+  // A Work whose event is recorded on the communication stream now; `host_sync` makes wait() block.
+  WorkHandle finish(std::vector<at::Tensor> keep, bool host_sync = false);
+
+  Communicator comm_;
+  int device_index_ = 0;
+  ncclComm_t nccl_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  cudaStream_t compute_stream_ = nullptr;  // null: the legacy default stream, which LibTorch uses by default
+  cudaEvent_t ready_ = nullptr;            // reused: cudaStreamWaitEvent captures the event when called
+  float* scratch_ = nullptr;               // one float on the device for barrier()
+};
+
+}  // namespace omni::dist
+
+#endif  // OMNI_WITH_NCCL

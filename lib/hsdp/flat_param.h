@@ -1,0 +1,91 @@
+// One HSDP unit (a transformer block, a UMT5 block, or a model's root): its parameters live in flat buffers,
+// one per dtype, padded to a multiple of the shard size; this rank keeps only its contiguous slice. Before the
+// unit runs, the slices are all-gathered into a reusable full buffer and the parameter slots are pointed at
+// views of it; after, the slots are emptied and the buffer goes back to the pool (DESIGN.md section 4).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dist/process_group.h"
+
+namespace omni::hsdp {
+
+// A parameter the unit owns: its checkpoint name, shape, the dtype it is held in, and the slot the model
+// reads it from (a tensor the model's forward uses; HSDP assigns views into the gathered buffer).
+struct ParamSlot {
+  std::string name;
+  std::vector<int64_t> shape;
+  at::ScalarType dtype;
+  at::Tensor* slot;
+  int64_t numel() const;
+};
+
+// Fills this rank's slice: elements [begin, begin + count) of the concatenation of the flattened tensors
+// `names` (in order), converted to `dtype`, as a 1-D tensor of `count` elements; zero past the end.
+using ShardReader = std::function<at::Tensor(const std::vector<std::string>& names, int64_t begin, int64_t count,
+                                             at::ScalarType dtype)>;
+
+// Reusable full-size buffers, keyed by (dtype, elements); a released buffer is handed to the next unit of the
+// same size, so the steady state allocates nothing.
+class BufferPool {
+ public:
+  explicit BufferPool(at::Device device) : device_(device) {}
+  at::Tensor acquire(at::ScalarType dtype, int64_t numel);
+  void release(at::Tensor buffer);
+  int64_t held_bytes() const;  // bytes of free buffers kept for reuse
+
+ private:
+  at::Device device_;
+  std::vector<at::Tensor> free_;
+};
+
+class FlatParamUnit {
+ public:
+  // `group` is the shard group (nullptr or size 1: the unit is held whole, nothing is gathered).
+  FlatParamUnit(std::string name, std::vector<ParamSlot> params, dist::ProcessGroup* group, at::Device device);
+
+  const std::string& name() const { return name_; }
+  // Reads this rank's slice of every dtype group through `reader` (only those elements are read).
+  void load_shard(const ShardReader& reader);
+  // Starts the all-gather of every dtype group into pool buffers; returns at once (the transfer overlaps).
+  void start_gather(BufferPool& pool);
+  // Waits for the gather and points every parameter slot at its view of the full buffer.
+  void finish_gather();
+  // Empties the slots and returns the full buffers to the pool.
+  void release(BufferPool& pool);
+  bool gathering() const { return !works_.empty(); }
+  bool gathered() const { return gathered_; }
+
+  int64_t resident_bytes() const;   // bytes of this rank's slices
+  int64_t full_bytes() const;       // bytes of the gathered (padded) buffers
+  int64_t unpadded_bytes() const;   // bytes of the parameters themselves
+  // Bytes this rank receives from the others in one gather: full - own slice.
+  int64_t received_bytes_per_gather() const;
+
+ private:
+  struct Group {  // the parameters of one dtype
+    at::ScalarType dtype;
+    std::vector<ParamSlot> params;
+    std::vector<int64_t> offsets;  // element offset of each parameter in the flat buffer
+    int64_t numel = 0;             // unpadded
+    int64_t padded = 0;            // multiple of the shard size
+    at::Tensor shard;              // [padded / shard_size], this rank's slice
+    at::Tensor full;               // [padded] while gathered
+  };
+
+  std::string name_;
+  dist::ProcessGroup* group_;
+  int shard_size_ = 1;
+  int shard_rank_ = 0;
+  at::Device device_;
+  std::vector<Group> groups_;
+  std::vector<dist::WorkHandle> works_;
+  bool gathered_ = false;
+};
+
+}  // namespace omni::hsdp

@@ -1,0 +1,311 @@
+#include "pipeline/wan_pipeline.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cstdio>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "io/json_file.h"
+#include "io/safetensors.h"
+#include "models/autoencoder_kl_wan.h"
+#include "models/hsdp_sharding.h"
+#include "models/umt5_encoder.h"
+#include "models/umt5_tokenizer.h"
+#include "models/wan_transformer.h"
+#include "sched/scheduler.h"
+
+namespace omni::pipeline {
+namespace {
+
+const char* const kExpertNames[2] = {"transformer", "transformer_2"};
+
+std::vector<const models::Module*> blocks_of(const models::WanTransformer3DModel& m) {
+  std::vector<const models::Module*> out;
+  for (int i = 0; i < m.num_blocks(); ++i) out.push_back(&m.block(i));
+  return out;
+}
+
+std::vector<const models::Module*> blocks_of(models::Umt5Encoder& m) {
+  std::vector<const models::Module*> out;
+  for (int i = 0; i < m.num_blocks(); ++i) out.push_back(&m.block(i));
+  return out;
+}
+
+std::string step_key(int step) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "step%02d.latents", step);
+  return buf;
+}
+
+at::Tensor to_float_cpu(const at::Tensor& t) { return t.detach().to(at::kCPU).to(at::kFloat).contiguous(); }
+
+}  // namespace
+
+const char* task_name(Task task) {
+  switch (task) {
+    case Task::kTextToVideo: return "t2v";
+    case Task::kImageToVideo: return "i2v";
+    case Task::kTextImageToVideo: return "ti2v";
+  }
+  return "?";
+}
+
+Task WanPipeline::resolve_task(const io::ModelIndex& index, const std::string& task_flag, bool has_image) {
+  if (index.image_to_video) {
+    OMNI_CHECK_USAGE(task_flag.empty() || task_flag == "i2v", "--task ", task_flag, " does not fit this model: its "
+                     "model_index.json names WanImageToVideoPipeline (image-to-video); use --task i2v");
+    OMNI_CHECK_USAGE(has_image, "this model is image-to-video (WanImageToVideoPipeline) and needs --image");
+    return Task::kImageToVideo;
+  }
+  if (index.expand_timesteps) {
+    // TI2V-5B: image mode with --image, text mode without.
+    OMNI_CHECK_USAGE(!(task_flag == "i2v" && !has_image), "--task i2v needs --image");
+    OMNI_CHECK_USAGE(!(task_flag == "t2v" && has_image), "--task t2v takes no --image (drop one of them)");
+    return Task::kTextImageToVideo;
+  }
+  OMNI_CHECK_USAGE(task_flag.empty() || task_flag == "t2v", "--task ", task_flag, " does not fit this model: it is "
+                   "text-to-video (WanPipeline without expand_timesteps); use --task t2v");
+  OMNI_CHECK_USAGE(!has_image, "this model is text-to-video and takes no --image (image-to-video needs an I2V or "
+                   "TI2V checkpoint)");
+  return Task::kTextToVideo;
+}
+
+WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& settings, const dist::DeviceMesh* mesh)
+    : index_(model.index()), settings_(settings), mesh_(mesh) {
+  pool_ = std::make_shared<hsdp::BufferPool>(settings_.device);
+  stats_ = std::make_shared<hsdp::HsdpStats>();
+  if (mesh_ != nullptr && settings_.use_hsdp && mesh_->layout().hsdp_shard > 1)
+    shard_group_ = dist::make_process_group(mesh_->shard(), settings_.device);
+  if (mesh_ != nullptr && mesh_->layout().cfg == 2) cfg_group_ = dist::make_process_group(mesh_->cfg(), settings_.device);
+
+  // Text: tokenizer and UMT5, the encoder sharded block by block like the transformers.
+  tokenizer_ = std::make_unique<models::Umt5Tokenizer>(models::Umt5Tokenizer::from_dir(model.component_dir("tokenizer")));
+  const std::string te_dir = model.component_dir("text_encoder");
+  text_encoder_ = std::make_unique<models::Umt5Encoder>(
+      models::Umt5Config::from_json(model.component_config_path("text_encoder")), settings_.dtype);
+  {
+    auto ckpt = io::Checkpoint::open(te_dir);
+    text_encoder_sharded_ = models::shard_model("text_encoder", *text_encoder_, blocks_of(*text_encoder_), ckpt,
+                                                shard_group_.get(), settings_.dtype, settings_.device, pool_, stats_);
+    param_bytes_total_ += text_encoder_sharded_->full_bytes();
+  }
+
+  // The experts: `transformer` always, `transformer_2` for the two-expert A14B models.
+  for (const char* name : kExpertNames) {
+    if (!model.has(name)) continue;
+    const std::string dir = model.component_dir(name);
+    auto config = models::WanTransformerConfig::load(dir);
+    auto m = std::make_unique<models::WanTransformer3DModel>(config, settings_.dtype);
+    auto ckpt = io::Checkpoint::open(dir);
+    experts_sharded_.push_back(models::shard_model(name, *m, blocks_of(*m), ckpt, shard_group_.get(), settings_.dtype,
+                                                   settings_.device, pool_, stats_));
+    param_bytes_total_ += experts_sharded_.back()->full_bytes();
+    experts_.push_back(std::move(m));
+  }
+  OMNI_CHECK_INPUT(!experts_.empty(), model.root(), ": no transformer component");
+  disk_bytes_read_ = stats_->disk_bytes_read;
+
+  // The VAE stays whole on every rank.
+  const std::string vae_dir = model.component_dir("vae");
+  vae_ = models::AutoencoderKLWan::load(vae_dir, settings_.vae_dtype, settings_.device);
+  param_bytes_total_ += vae_->parameter_bytes();
+  disk_bytes_read_ += vae_->parameter_bytes();  // read whole (converted); an upper bound of the stored bytes
+
+  scheduler_source_ = model.component_config_path("scheduler");
+  scheduler_config_ = model.component_config("scheduler");
+  // Validate the scheduler now, so that a bad config fails before the first prompt.
+  sched::make_scheduler(scheduler_config_, settings_.sample_solver, settings_.flow_shift, scheduler_source_);
+
+  if (experts_.size() == 2) {
+    OMNI_CHECK_INPUT(settings_.boundary_ratio || index_.boundary_ratio, model.root(),
+                     "/model_index.json: two transformers but no boundary_ratio (give --boundary-ratio)");
+  }
+}
+
+WanPipeline::~WanPipeline() = default;
+
+int WanPipeline::spatial_multiple() const {
+  const auto& c = experts_[0]->config();
+  return static_cast<int>(vae_->config().scale_factor_spatial * std::max(c.patch_size[1], c.patch_size[2]));
+}
+
+int WanPipeline::temporal_factor() const { return static_cast<int>(vae_->config().scale_factor_temporal); }
+
+void WanPipeline::check_request(GenerationRequest& r) const {
+  const int m = spatial_multiple();
+  OMNI_CHECK_USAGE(r.height % m == 0 && r.width % m == 0, "--height and --width must be multiples of ", m,
+                   " for this model (VAE factor ", vae_->config().scale_factor_spatial, " x patch size), got ",
+                   r.height, "x", r.width);
+  const int tf = temporal_factor();
+  if (r.num_frames % tf != 1) {
+    int rounded = std::max(r.num_frames / tf * tf + 1, 1);
+    OMNI_WARN("--num-frames ", r.num_frames, " is not of the form ", tf, "k+1; using ", rounded, " (as diffusers)");
+    r.num_frames = rounded;
+  }
+}
+
+at::Tensor WanPipeline::encode_text(const std::vector<std::string>& prompts, int max_sequence_length) {
+  models::HsdpHooks hooks(text_encoder_sharded_.get());
+  return models::encode_prompts(*tokenizer_, *text_encoder_, prompts, max_sequence_length, settings_.dtype,
+                                settings_.device, &hooks);
+}
+
+at::Tensor WanPipeline::run_transformer(int expert, const at::Tensor& x, const at::Tensor& timestep,
+                                        const at::Tensor& context) {
+  models::HsdpHooks hooks(experts_sharded_[static_cast<size_t>(expert)].get());
+  return experts_[static_cast<size_t>(expert)]->forward(x, timestep, context, &hooks);
+}
+
+at::Tensor WanPipeline::guided_prediction(int expert, const at::Tensor& x, const at::Tensor& timestep,
+                                          const at::Tensor& prompt_embeds, const at::Tensor& negative_embeds,
+                                          double scale, bool do_cfg) {
+  if (!do_cfg) return run_transformer(expert, x, timestep, prompt_embeds);
+  const int64_t b = x.size(0);
+  at::Tensor cond, uncond;
+  if (cfg_group_) {
+    // cfg group rank 0 runs the conditional branch, rank 1 the unconditional one; both get both.
+    const bool is_cond = cfg_group_->rank() == 0;
+    at::Tensor mine = run_transformer(expert, x, timestep, is_cond ? prompt_embeds : negative_embeds).contiguous();
+    at::Tensor both = at::empty({2 * mine.numel()}, mine.options());
+    cfg_group_->all_gather_into_flat(both, mine.view({-1}))->wait();
+    both = both.view({2, mine.numel()});  // [branch, numel]
+    cond = both[0].view(mine.sizes());
+    uncond = both[1].view(mine.sizes());
+  } else {
+    // One batch [cond; uncond]: one gather per unit for both branches.
+    at::Tensor out = run_transformer(expert, at::cat({x, x}, 0), at::cat({timestep, timestep}, 0),
+                                     at::cat({prompt_embeds, negative_embeds}, 0));  // [2B, C, F, H, W]
+    cond = out.narrow(0, 0, b);
+    uncond = out.narrow(0, b, b);
+  }
+  return uncond + scale * (cond - uncond);
+}
+
+GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepCallback& on_step) {
+  GenerationResult result;
+  const at::Device dev = settings_.device;
+  const bool do_cfg = req.guidance_scale > 1.0;
+  const bool two_experts = experts_.size() == 2;
+  const bool expand = index_.expand_timesteps;
+  const bool image_mode = req.image.defined();
+  auto keep = [&](const std::string& name, const at::Tensor& t) {
+    if (req.keep_tensors) result.tensors.emplace_back(name, to_float_cpu(t));
+  };
+
+  // 1. Text.
+  at::Tensor prompt_embeds, negative_embeds;
+  {
+    ScopedPhase phase(result.times, "text_encode");
+    prompt_embeds = encode_text({req.prompt}, req.max_sequence_length);
+    if (do_cfg) negative_embeds = encode_text({req.negative_prompt}, req.max_sequence_length);
+  }
+  keep("prompt_embeds", prompt_embeds);
+  if (do_cfg) keep("negative_prompt_embeds", negative_embeds);
+
+  // 2. Latents: the noise is drawn on the CPU from a generator seeded like torch.Generator("cpu").manual_seed.
+  const auto& vcfg = vae_->config();
+  const int64_t lat_frames = (req.num_frames - 1) / vcfg.scale_factor_temporal + 1;
+  const int64_t lat_h = req.height / vcfg.scale_factor_spatial;
+  const int64_t lat_w = req.width / vcfg.scale_factor_spatial;
+  const int64_t channels = (index_.image_to_video || expand) ? vcfg.z_dim : experts_[0]->config().in_channels;
+  at::Tensor latents;
+  {
+    auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(req.seed));
+    latents = at::randn({1, channels, lat_frames, lat_h, lat_w}, gen, at::TensorOptions().dtype(at::kFloat));
+    latents = latents.to(dev);  // [1, z, T, h, w]
+  }
+  keep("init_latents", latents);
+
+  // 3. Image conditioning.
+  at::Tensor condition;        // i2v: [1, 4 + z, T, h, w]; ti2v image mode: [1, z, 1, h, w]
+  at::Tensor first_frame_mask;  // ti2v: [1, 1, T, h, w], 0 on the first latent frame when an image is given
+  if (image_mode) {
+    ScopedPhase phase(result.times, "image_encode");
+    OMNI_CHECK(req.image.size(0) == req.height && req.image.size(1) == req.width, "image of ", req.image.sizes(),
+               " not resized to ", req.height, "x", req.width);
+    at::Tensor image = req.image.to(dev).to(at::kFloat).permute({2, 0, 1}).unsqueeze(0);  // [1, 3, H, W]
+    image = image * 2.0 - 1.0;
+    image = image.unsqueeze(2);  // [1, 3, 1, H, W]
+    at::Tensor clip = image;
+    if (!expand) {
+      // I2V-A14B: the image then num_frames - 1 zero frames.
+      clip = at::cat({image, at::zeros({1, 3, req.num_frames - 1, req.height, req.width}, image.options())}, 2);
+    }
+    at::Tensor z = vae_->encode(clip.to(settings_.vae_dtype)).to(at::kFloat);  // [1, z, T or 1, h, w]
+    z = vae_->normalize_latents(z);
+    if (expand) {
+      condition = z;
+    } else {
+      // 4-channel first-frame mask: 1 on latent frame 0 (the image), 0 after.
+      at::Tensor mask = at::zeros({1, 4, lat_frames, lat_h, lat_w}, z.options());
+      mask.narrow(2, 0, 1).fill_(1.0);
+      condition = at::cat({mask, z}, 1);  // [1, 4 + z, T, h, w]
+    }
+  }
+  if (expand) {
+    first_frame_mask = at::ones({1, 1, lat_frames, lat_h, lat_w}, latents.options());
+    if (image_mode) first_frame_mask.narrow(2, 0, 1).fill_(0.0);
+  }
+
+  // 4. Denoise.
+  auto scheduler = sched::make_scheduler(scheduler_config_, settings_.sample_solver, settings_.flow_shift,
+                                         scheduler_source_);
+  scheduler->set_timesteps(req.num_inference_steps, dev);
+  const auto& timesteps = scheduler->timestep_values();
+  const std::optional<double> ratio = settings_.boundary_ratio ? settings_.boundary_ratio : index_.boundary_ratio;
+  const int train_steps = scheduler->config().num_train_timesteps;
+  const double g2 = req.guidance_scale_2.value_or(req.guidance_scale);
+  const auto& pcfg = experts_[0]->config();
+  {
+    ScopedPhase phase(result.times, "denoise");
+    for (size_t i = 0; i < timesteps.size(); ++i) {
+      Timer step_timer;
+      const int64_t t = timesteps[i];
+      const int64_t step_received_before = stats_->received_bytes_total;
+      int expert = 0;
+      double scale = req.guidance_scale;
+      if (two_experts && ratio && static_cast<double>(t) < *ratio * train_steps) {
+        expert = 1;
+        scale = g2;
+      }
+      at::Tensor model_input;
+      at::Tensor timestep;
+      if (expand) {
+        model_input = image_mode ? (1 - first_frame_mask) * condition + first_frame_mask * latents : latents;
+        // Per-token timesteps: t on every token, 0 on the conditioning frame's tokens. [1, S]
+        at::Tensor m = first_frame_mask[0][0].slice(1, 0, lat_h, pcfg.patch_size[1]).slice(2, 0, lat_w,
+                                                                                        pcfg.patch_size[2]);
+        timestep = (m * static_cast<double>(t)).flatten().unsqueeze(0);
+      } else {
+        model_input = index_.image_to_video ? at::cat({latents, condition}, 1) : latents;
+        timestep = at::full({1}, t, at::TensorOptions().dtype(at::kLong).device(dev));
+      }
+      model_input = model_input.to(settings_.dtype);
+      at::Tensor noise_pred =
+          guided_prediction(expert, model_input, timestep, prompt_embeds, negative_embeds, scale, do_cfg);
+      latents = scheduler->step(noise_pred, t, latents);
+      keep(step_key(static_cast<int>(i)), latents);
+      gathered_last_step_ = stats_->received_bytes_total - step_received_before;
+      if (on_step) {
+        on_step({static_cast<int>(i), static_cast<int>(timesteps.size()), t, kExpertNames[expert],
+                 step_timer.seconds()});
+      }
+    }
+  }
+  if (expand && image_mode) latents = (1 - first_frame_mask) * condition + first_frame_mask * latents;
+  keep("latents", latents);
+
+  // 5. Decode (the writing rank only).
+  if (req.decode) {
+    ScopedPhase phase(result.times, "decode");
+    at::Tensor z = vae_->denormalize_latents(latents.to(settings_.vae_dtype));
+    at::Tensor video = vae_->decode(z);                       // [1, 3, F, H, W] in [-1, 1]
+    at::Tensor frames = (video * 0.5 + 0.5).clamp(0.0, 1.0);  // [1, 3, F, H, W]
+    result.frames = to_float_cpu(frames.permute({0, 2, 3, 4, 1}));  // [1, F, H, W, 3]
+    keep("frames", result.frames);
+  }
+  return result;
+}
+
+}  // namespace omni::pipeline

@@ -1,0 +1,137 @@
+// The Wan pipeline: what diffusers' WanPipeline and WanImageToVideoPipeline do for Wan2.2 (T2V-A14B with two
+// experts, I2V-A14B, TI2V-5B in text and image mode), with HSDP-sharded models, classifier-free guidance
+// batched or split over the cfg group, and sequence parallelism inside the transformer.
+//
+// One generate() call is one video: encode prompts, draw the initial noise exactly as diffusers does (seeded
+// CPU generator, so every rank and layout gets the same numbers), denoise (expert per step by boundary_ratio,
+// CFG only when the scale is above 1), and on the decoding rank decode with the VAE to frames in [0, 1].
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/timer.h"
+#include "dist/device_mesh.h"
+#include "dist/process_group.h"
+#include "hsdp/hsdp_engine.h"
+#include "io/model_dir.h"
+
+namespace omni::models {
+class Umt5Tokenizer;
+class Umt5Encoder;
+class WanTransformer3DModel;
+class AutoencoderKLWan;
+}  // namespace omni::models
+
+namespace omni::pipeline {
+
+enum class Task { kTextToVideo, kImageToVideo, kTextImageToVideo };
+const char* task_name(Task task);
+
+struct PipelineSettings {
+  at::Device device = at::kCPU;
+  at::ScalarType dtype = at::kFloat;      // transformer and text encoder
+  at::ScalarType vae_dtype = at::kFloat;
+  bool use_hsdp = false;
+  std::string sample_solver = "unipc";
+  std::optional<double> flow_shift;       // --flow-shift; else scheduler_config.json's
+  std::optional<double> boundary_ratio;   // --boundary-ratio; else model_index.json's
+};
+
+struct GenerationRequest {
+  std::string prompt;
+  std::string negative_prompt;
+  at::Tensor image;  // [H, W, 3] float32 in [0, 1] at the output size, or undefined (text mode)
+  int height = 0;
+  int width = 0;
+  int num_frames = 0;
+  int num_inference_steps = 0;
+  double guidance_scale = 1.0;
+  std::optional<double> guidance_scale_2;
+  int64_t seed = 0;
+  int max_sequence_length = 512;
+  bool decode = true;         // this rank decodes the video (the writing rank)
+  bool keep_tensors = false;  // collect the --save-tensors intermediates
+};
+
+struct StepInfo {
+  int step;        // 0-based
+  int num_steps;
+  int64_t timestep;
+  const char* expert;  // "transformer" / "transformer_2"
+  double seconds;      // of this step
+};
+using StepCallback = std::function<void(const StepInfo&)>;
+
+struct GenerationResult {
+  at::Tensor frames;  // [1, F, H, W, 3] float32 in [0, 1] (decoding rank only)
+  std::vector<std::pair<std::string, at::Tensor>> tensors;  // --save-tensors names, float32
+  PhaseTimes times;   // text_encode, denoise, decode
+};
+
+class WanPipeline {
+ public:
+  // Loads every component of `model` (a resolved model folder). With HSDP, the text encoder and the
+  // transformers are sharded over `mesh`'s shard group; the VAE is whole on every rank. `mesh` may be null
+  // for a single process.
+  WanPipeline(const io::ModelDir& model, const PipelineSettings& settings, const dist::DeviceMesh* mesh);
+  ~WanPipeline();
+
+  // The task this checkpoint runs given whether an image is supplied (and --task, "" for automatic); a usage
+  // error when they do not fit (an image-to-video checkpoint without --image, ...).
+  static Task resolve_task(const io::ModelIndex& index, const std::string& task_flag, bool has_image);
+
+  // Spatial multiple that height and width must be: VAE spatial factor x transformer patch size.
+  int spatial_multiple() const;
+  int temporal_factor() const;
+  // Checks the request's sizes against the model; rounds num_frames to 4k+1 with a warning (as diffusers).
+  void check_request(GenerationRequest& request) const;
+
+  GenerationResult generate(const GenerationRequest& request, const StepCallback& on_step = nullptr);
+
+  const io::ModelIndex& index() const { return index_; }
+  // Bytes of all weights of all components as held in memory (whole, not per rank).
+  int64_t param_bytes_total() const { return param_bytes_total_; }
+  const hsdp::HsdpStats& hsdp_stats() const { return *stats_; }
+  // Bytes one denoising step gathers (transformer in use), from the last generate().
+  int64_t gathered_bytes_last_step() const { return gathered_last_step_; }
+  int64_t disk_bytes_read() const { return disk_bytes_read_; }
+
+ private:
+  at::Tensor encode_text(const std::vector<std::string>& prompts, int max_sequence_length);
+  // One forward of `expert` (0 or 1) on a batch, through HSDP hooks when sharded.
+  at::Tensor run_transformer(int expert, const at::Tensor& x, const at::Tensor& timestep, const at::Tensor& context);
+  // The guided velocity: cond and uncond batched, or each on its cfg rank and exchanged.
+  at::Tensor guided_prediction(int expert, const at::Tensor& model_input, const at::Tensor& timestep,
+                               const at::Tensor& prompt_embeds, const at::Tensor& negative_embeds, double scale,
+                               bool do_cfg);
+
+  io::ModelIndex index_;
+  PipelineSettings settings_;
+  const dist::DeviceMesh* mesh_;
+  std::unique_ptr<dist::ProcessGroup> shard_group_;
+  std::unique_ptr<dist::ProcessGroup> cfg_group_;
+  std::shared_ptr<hsdp::BufferPool> pool_;
+  std::shared_ptr<hsdp::HsdpStats> stats_;
+
+  std::unique_ptr<models::Umt5Tokenizer> tokenizer_;
+  std::unique_ptr<models::Umt5Encoder> text_encoder_;
+  std::unique_ptr<hsdp::ShardedModel> text_encoder_sharded_;
+  std::vector<std::unique_ptr<models::WanTransformer3DModel>> experts_;  // transformer, transformer_2
+  std::vector<std::unique_ptr<hsdp::ShardedModel>> experts_sharded_;
+  std::unique_ptr<models::AutoencoderKLWan> vae_;
+  nlohmann::json scheduler_config_;
+  std::string scheduler_source_;
+
+  int64_t param_bytes_total_ = 0;
+  int64_t gathered_last_step_ = 0;
+  int64_t disk_bytes_read_ = 0;
+};
+
+}  // namespace omni::pipeline

@@ -1,0 +1,363 @@
+// Multi-rank test of lib/dist under mpirun (1, 2 and 4 ranks): the Communicator, the DeviceMesh's groups and
+// every ProcessGroup collective, nccl-tests style -- each rank computes the expected buffer independently from
+// the same closed-form pattern and the result must match it exactly (max abs error 0; the patterns are exact
+// in bfloat16 and their sums too). Every rank runs the same checks in the same order; each check's error is
+// all-reduced (max) so a failure on any rank fails it everywhere, and rank 0 prints one line per check and
+// "N passed, N failed". A thrown error aborts all ranks instead of leaving them waiting.
+#include <ATen/ATen.h>
+
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "config/parallel_config.h"
+#include "core/error.h"
+#include "dist/communicator.h"
+#include "dist/device_mesh.h"
+#include "dist/process_group.h"
+
+namespace {
+
+using omni::dist::Communicator;
+using omni::dist::DeviceMesh;
+using omni::dist::ProcessGroup;
+using omni::dist::ReduceOp;
+using omni::dist::WorkHandle;
+
+int g_passed = 0, g_failed = 0;
+int g_world_rank = 0;
+
+// Records one check: the worst error over all ranks against `tol`.
+void check(const std::string& what, double local_err, double tol = 0.0) {
+  double err = local_err;
+  MPI_Allreduce(&local_err, &err, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  const bool ok = err <= tol;
+  (ok ? g_passed : g_failed)++;
+  if (g_world_rank == 0) std::printf("%s %s max_abs_err=%g\n", ok ? "ok  " : "FAIL", what.c_str(), err);
+  if (!ok && local_err > tol)
+    std::fprintf(stderr, "rank %d: %s: max_abs_err=%g\n", g_world_rank, what.c_str(), local_err);
+}
+void check_true(const std::string& what, bool local_ok) {
+  check(what, local_ok ? 0.0 : 1.0);
+}
+
+const char* dtype_name(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat:
+      return "f32";
+    case at::kBFloat16:
+      return "bf16";
+    case at::kHalf:
+      return "f16";
+    case at::kLong:
+      return "i64";
+    case at::kInt:
+      return "i32";
+    case at::kByte:
+      return "u8";
+    default:
+      return "?";
+  }
+}
+
+// The value rank `src` sends towards `dst` at element index `offset + k`, as dtype `t`. Integers 0..48 mixed
+// by a hash; floats are (raw - 24) / 2 + 0.25, exact in bfloat16 and so are sums of four; int64 adds
+// src * 2^40 to exercise the high bits; uint8 keeps raw so that sums of four stay below 256.
+at::Tensor pattern(at::ScalarType t, int src, int dst, int64_t n, int64_t offset = 0) {
+  at::Tensor k = at::arange(offset, offset + n, at::kLong);
+  at::Tensor raw = (k * 7 + (src * 131 + dst * 71)).remainder(49);
+  switch (t) {
+    case at::kFloat:
+    case at::kBFloat16:
+    case at::kHalf:
+      return ((raw.to(at::kDouble) - 24) * 0.5 + 0.25).to(t);
+    case at::kLong:
+      return raw - 24 + static_cast<int64_t>(src) * (int64_t{1} << 40);
+    case at::kInt:
+      return ((raw - 24) * 1000 + src).to(at::kInt);
+    case at::kByte:
+      return raw.to(at::kByte);
+    default:
+      OMNI_FAIL("no pattern for ", t);
+  }
+}
+
+double max_err(const at::Tensor& got, const at::Tensor& want) {
+  if (got.numel() != want.numel()) return 1e30;
+  if (got.numel() == 0) return 0.0;
+  return (got.to(at::kDouble) - want.to(at::kDouble)).abs().max().item<double>();
+}
+
+// Runs every collective on `pg`, whose group rank i is world rank members[i]. Patterns use world ranks, so
+// data that crossed into the wrong group would not match.
+void run_collectives(ProcessGroup& pg, const std::vector<int>& members, const std::string& label,
+                     const std::vector<at::ScalarType>& dtypes) {
+  const int g = pg.size(), me = pg.rank();
+  const int wme = members[me];
+  check_true(label + " rank/size match the member list", g == static_cast<int>(members.size()) && wme == g_world_rank);
+  for (at::ScalarType t : dtypes) {
+    const std::string tag = label + " " + dtype_name(t);
+    auto opts = at::TensorOptions().dtype(t);
+
+    // HSDP gather: a flat parameter of N elements (not a multiple of g), padded with zeros to a multiple.
+    for (int64_t N : {int64_t{1}, int64_t{1003}, int64_t{65537}}) {
+      const int64_t shard = (N + g - 1) / g, padded = shard * g;
+      at::Tensor full = at::zeros({padded}, opts);
+      full.narrow(0, 0, N).copy_(pattern(t, 0, 0, N));
+      at::Tensor out = at::full({padded}, 7, opts);
+      pg.all_gather_into_flat(out, full.narrow(0, me * shard, shard).clone())->wait();
+      check(tag + " all_gather_into_flat N=" + std::to_string(N), max_err(out, full));
+      // In place: this rank's shard already sits in its slice of the output.
+      at::Tensor out2 = at::full({padded}, 7, opts);
+      out2.narrow(0, me * shard, shard).copy_(full.narrow(0, me * shard, shard));
+      pg.all_gather_into_flat(out2, out2.narrow(0, me * shard, shard))->wait();
+      check(tag + " all_gather_into_flat in-place N=" + std::to_string(N), max_err(out2, full));
+    }
+
+    // Variable sizes, one rank contributing nothing when g > 1.
+    {
+      std::vector<int64_t> counts(g);
+      for (int r = 0; r < g; ++r) counts[r] = (g > 1 && r == 1) ? 0 : 5 + 3 * r;
+      std::vector<at::Tensor> parts;
+      for (int r = 0; r < g; ++r) parts.push_back(pattern(t, members[r], 0, counts[r]));
+      at::Tensor out = at::full({omni::dist::exclusive_offsets(counts).back() + counts.back()}, 7, opts);
+      pg.all_gather_v(out, pattern(t, wme, 0, counts[me]), counts)->wait();
+      check(tag + " all_gather_v", max_err(out, at::cat(parts)));
+    }
+
+    // All-to-all, equal splits of 7 elements per peer.
+    {
+      const int64_t c = 7;
+      std::vector<at::Tensor> send, want;
+      for (int j = 0; j < g; ++j) send.push_back(pattern(t, wme, members[j], c));
+      for (int j = 0; j < g; ++j) want.push_back(pattern(t, members[j], wme, c));
+      at::Tensor out = at::full({g * c}, 7, opts);
+      pg.all_to_all(out, at::cat(send))->wait();
+      check(tag + " all_to_all", max_err(out, at::cat(want)));
+    }
+
+    // All-to-all with uneven splits (a sequence of 13 + rank tokens cut unevenly), zeros included.
+    {
+      auto count = [&](int src, int dst) -> int64_t { return (src * 3 + dst * 2) % 5; };
+      std::vector<int64_t> sc(g), rc(g);
+      std::vector<at::Tensor> send, want;
+      for (int j = 0; j < g; ++j) {
+        sc[j] = count(me, j);
+        rc[j] = count(j, me);
+        send.push_back(pattern(t, wme, members[j], sc[j], 100));
+        want.push_back(pattern(t, members[j], wme, rc[j], 100));
+      }
+      at::Tensor out = at::full({at::cat(want).numel()}, 7, opts);
+      pg.all_to_all_v(out, at::cat(send), sc, rc)->wait();
+      check(tag + " all_to_all_v", max_err(out, at::cat(want)));
+    }
+
+    // Broadcast from every root.
+    for (int root = 0; root < g; ++root) {
+      at::Tensor buf = me == root ? pattern(t, members[root], 1, 513) : at::full({513}, 7, opts);
+      pg.broadcast(buf, root)->wait();
+      check(tag + " broadcast root=" + std::to_string(root), max_err(buf, pattern(t, members[root], 1, 513)));
+    }
+
+    // All-reduce sum and max; the expected value sums the members' patterns in double.
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+      const int64_t n = 1001;
+      at::Tensor want = pattern(t, members[0], 2, n).to(at::kDouble);
+      for (int r = 1; r < g; ++r) {
+        at::Tensor v = pattern(t, members[r], 2, n).to(at::kDouble);
+        want = op == ReduceOp::kSum ? want + v : at::maximum(want, v);
+      }
+      at::Tensor buf = pattern(t, wme, 2, n);
+      pg.all_reduce(buf, op)->wait();
+      check(tag + (op == ReduceOp::kSum ? " all_reduce sum" : " all_reduce max"), max_err(buf, want));
+    }
+  }
+
+  // Overlap: two collectives in flight at once, polled, then waited in reverse order of issue.
+  {
+    const int64_t n = 4099;
+    at::Tensor gathered = at::zeros({n * g}, at::kFloat);
+    at::Tensor summed = pattern(at::kFloat, wme, 3, n);
+    WorkHandle a = pg.all_gather_into_flat(gathered, pattern(at::kFloat, wme, 4, n));
+    WorkHandle b = pg.all_reduce(summed, ReduceOp::kSum);
+    for (int spin = 0; spin < 100 && !(a->is_completed() && b->is_completed()); ++spin) {
+    }
+    b->wait();
+    a->wait();
+    std::vector<at::Tensor> parts;
+    at::Tensor want_sum = at::zeros({n}, at::kDouble);
+    for (int r = 0; r < g; ++r) {
+      parts.push_back(pattern(at::kFloat, members[r], 4, n));
+      want_sum += pattern(at::kFloat, members[r], 3, n).to(at::kDouble);
+    }
+    check(label + " overlapped all_gather", max_err(gathered, at::cat(parts)));
+    check(label + " overlapped all_reduce", max_err(summed, want_sum));
+    check_true(label + " overlapped works report completion", a->is_completed() && b->is_completed());
+    // A dropped handle still completes (its destructor waits), so the result is there afterwards.
+    at::Tensor dropped = pattern(at::kBFloat16, wme, 5, 17);
+    pg.all_reduce(dropped, ReduceOp::kMax);
+    at::Tensor want_max = pattern(at::kBFloat16, members[0], 5, 17).to(at::kDouble);
+    for (int r = 1; r < g; ++r)
+      want_max = at::maximum(want_max, pattern(at::kBFloat16, members[r], 5, 17).to(at::kDouble));
+    check(label + " dropped work completes", max_err(dropped, want_max));
+    WorkHandle bar = pg.barrier();
+    bar->wait();
+    check_true(label + " barrier", bar->is_completed());
+  }
+}
+
+bool throws(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const omni::Error&) {
+    return true;
+  }
+  return false;
+}
+
+void test_argument_checks(ProcessGroup& pg) {
+  const int g = pg.size();
+  at::Tensor in = at::zeros({10}, at::kFloat);
+  check_true("checks: gather output of the wrong size throws",
+             throws([&] { pg.all_gather_into_flat(at::zeros({10 * g + 1}, at::kFloat), in); }));
+  check_true("checks: gather of mixed dtypes throws",
+             throws([&] { pg.all_gather_into_flat(at::zeros({10 * g}, at::kBFloat16), in); }));
+  check_true("checks: non-contiguous tensor throws", throws([&] {
+               pg.broadcast(at::zeros({4, 4}, at::kFloat).t(), 0);
+             }));
+  check_true("checks: unsupported dtype throws", throws([&] { pg.broadcast(at::zeros({4}, at::kComplexFloat), 0); }));
+  check_true("checks: all_to_all_v counts not summing to the input throw", throws([&] {
+               pg.all_to_all_v(in, in.clone(), std::vector<int64_t>(g, 11), std::vector<int64_t>(g, 11));
+             }));
+  check_true("checks: broadcast root outside the group throws", throws([&] { pg.broadcast(in, g); }));
+#ifndef OMNI_WITH_NCCL
+  check_true("checks: a CUDA device in a build without NCCL is a usage error", [&] {
+    try {
+      omni::dist::make_process_group(Communicator::world(), at::Device(at::kCUDA, 0));
+    } catch (const omni::Error& e) {
+      return e.code() == omni::ExitCode::kUsage;
+    }
+    return false;
+  }());
+#endif
+}
+
+void test_communicator() {
+  Communicator world = Communicator::world();
+  int wsize = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+  check_true("communicator: world rank/size", world.rank() == g_world_rank && world.size() == wsize);
+  // Split into even and odd world ranks, ordered by descending rank.
+  Communicator parity = world.split(g_world_rank % 2, -g_world_rank);
+  std::vector<int> want;
+  for (int r = wsize - 1; r >= 0; --r)
+    if (r % 2 == g_world_rank % 2) want.push_back(r);
+  check_true("communicator: split by parity, key reverses order", parity.world_ranks() == want);
+  Communicator none = world.split(-1, 0);
+  check_true("communicator: negative color gives a null communicator", !none.valid());
+  Communicator copy = parity.dup();
+  check_true("communicator: dup keeps ranks", copy.world_ranks() == want && copy.comm() != parity.comm());
+  Communicator moved(std::move(copy));
+  check_true("communicator: move leaves the source null", !copy.valid() && moved.world_ranks() == want);
+  moved.barrier();
+  omni::dist::MpiEnvironment nested;
+  check_true("communicator: a second environment does not own MPI", !nested.owns_mpi());
+}
+
+struct MeshCase {
+  omni::config::ParallelConfig pc;
+  std::string name;
+};
+
+void test_mesh(const MeshCase& mc, int wsize) {
+  const auto layout = omni::config::resolve_layout(mc.pc, wsize);
+  DeviceMesh mesh(layout, Communicator::world());
+  const std::string label = "mesh[" + mc.name + "]";
+  for (const char* kind : DeviceMesh::kinds()) {
+    const auto& comm = mesh.group(kind);
+    const auto expected = layout.group_of(kind, g_world_rank);
+    check_true(label + " " + kind + " communicator members",
+               comm.world_ranks() == expected && mesh.group_ranks(kind) == expected);
+  }
+  // Collectives on the groups the HSDP engine and sequence parallelism use.
+  for (const char* kind : {"shard", "replicate", "ulysses", "cfg"}) {
+    auto pg = omni::dist::make_process_group(mesh.group(kind), at::Device(at::kCPU));
+    run_collectives(*pg, mesh.group_ranks(kind), label + " " + kind, {at::kFloat, at::kBFloat16});
+  }
+}
+
+int run_all() {
+  int wsize = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+  test_communicator();
+
+  std::vector<int> world_members(wsize);
+  for (int r = 0; r < wsize; ++r) world_members[r] = r;
+  auto world_pg = omni::dist::make_process_group(Communicator::world(), at::Device(at::kCPU));
+  check_true("world group is the mpi backend", std::string(world_pg->backend_name()) == "mpi");
+  run_collectives(*world_pg, world_members, "world",
+                  {at::kFloat, at::kBFloat16, at::kLong, at::kHalf, at::kInt, at::kByte});
+  test_argument_checks(*world_pg);
+
+  // The issue's 4-rank layout, checked against hand-written groups as well as against Layout::group_of.
+  std::vector<MeshCase> cases;
+  auto add = [&](std::string name, int uly, int ring, int cfg, bool hsdp, int shard, int rep) {
+    omni::config::ParallelConfig pc;
+    pc.ulysses_degree = uly;
+    pc.ring_degree = ring;
+    pc.cfg_parallel_size = cfg;
+    pc.use_hsdp = hsdp;
+    pc.hsdp_shard_size = shard;
+    pc.hsdp_replicate_size = rep;
+    cases.push_back({pc, std::move(name)});
+  };
+  if (wsize == 1) add("hsdp 1", 1, 1, 1, true, 1, -1);
+  if (wsize == 2) {
+    add("ulysses 2 hsdp shard 2", 2, 1, 1, true, -1, -1);
+    add("cfg 2 hsdp replicate 2 x shard 1", 1, 1, 2, true, 1, 2);
+  }
+  if (wsize == 4) {
+    add("ulysses 2 x cfg 2, hsdp replicate 2 x shard 2", 2, 1, 2, true, 2, 2);
+    add("dp 2 x ulysses 2, hsdp shard 4", 2, 1, 1, true, 4, 1);
+  }
+  for (const auto& mc : cases) test_mesh(mc, wsize);
+  if (wsize == 4) {
+    const auto layout = omni::config::resolve_layout(cases[0].pc, 4);
+    DeviceMesh mesh(layout, Communicator::world());
+    const int r = g_world_rank;
+    check_true("mesh[ulysses 2 x cfg 2] hand-written groups",
+               mesh.group_ranks("ulysses") == std::vector<int>{r / 2 * 2, r / 2 * 2 + 1} &&
+                   mesh.group_ranks("cfg") == std::vector<int>{r % 2, r % 2 + 2} &&
+                   mesh.group_ranks("shard") == std::vector<int>{r / 2 * 2, r / 2 * 2 + 1} &&
+                   mesh.group_ranks("replicate") == std::vector<int>{r % 2, r % 2 + 2} &&
+                   mesh.group_ranks("dp") == std::vector<int>{r} && mesh.group_ranks("ring") == std::vector<int>{r});
+  }
+
+  // A larger gather (4 MiB of float32 per rank), the size class of a transformer block's shard.
+  {
+    const int64_t n = (1 << 20) + 3;
+    at::Tensor out = at::zeros({n * wsize}, at::kFloat);
+    world_pg->all_gather_into_flat(out, pattern(at::kFloat, g_world_rank, 9, n))->wait();
+    std::vector<at::Tensor> parts;
+    for (int r = 0; r < wsize; ++r) parts.push_back(pattern(at::kFloat, r, 9, n));
+    check("world f32 all_gather_into_flat 4 MiB per rank", max_err(out, at::cat(parts)));
+  }
+
+  if (g_world_rank == 0) std::printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  omni::dist::MpiEnvironment env(&argc, &argv);
+  int rc = 1;
+  try {
+    rc = run_all();
+  } catch (const std::exception& e) {
+    omni::dist::abort_all(1, std::string("collectives_test: ") + e.what());
+  }
+  return rc;
+}
