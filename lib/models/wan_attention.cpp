@@ -1,0 +1,50 @@
+#include "models/wan_attention.h"
+
+#include "core/error.h"
+#include "core/torch_compat.h"
+
+namespace omni::models {
+
+at::Tensor wan_attention_core(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, AttentionKind kind,
+                              AttentionBackend* backend) {
+  if (backend) return backend->attend(q, k, v, kind);
+  return compat::scaled_dot_product_attention(q, k, v);
+}
+
+WanAttention::WanAttention(int64_t dim, int64_t heads, double eps, AttentionKind kind)
+    : heads_(heads),
+      eps_(eps),
+      kind_(kind),
+      to_q_(child("to_q", std::make_unique<wan::Linear>(dim, dim))),
+      to_k_(child("to_k", std::make_unique<wan::Linear>(dim, dim))),
+      to_v_(child("to_v", std::make_unique<wan::Linear>(dim, dim))),
+      to_out_(child("to_out.0", std::make_unique<wan::Linear>(dim, dim))),
+      // torch.nn.RMSNorm weights are not in _keep_in_fp32_modules: they take the model dtype.
+      norm_q_(param("norm_q.weight", {dim})),
+      norm_k_(param("norm_k.weight", {dim})) {}
+
+at::Tensor WanAttention::forward(const at::Tensor& x, const at::Tensor& context, const RotaryEmbedding* rope,
+                                 AttentionBackend* backend) const {
+  const at::Tensor& kv_source = kind_ == AttentionKind::kSelf ? x : context;
+  OMNI_CHECK(kv_source.defined(), "cross-attention needs the text context");
+  OMNI_CHECK(kind_ == AttentionKind::kCross || rope != nullptr, "self-attention needs the rotary tables");
+
+  auto q = compat::rms_norm(to_q_->forward(x), norm_q_, eps_);          // [B, S, D]
+  auto k = compat::rms_norm(to_k_->forward(kv_source), norm_k_, eps_);  // [B, Sk, D]
+  auto v = to_v_->forward(kv_source);                                   // [B, Sk, D]
+
+  q = q.unflatten(2, {heads_, -1});  // [B, S, H, d]
+  k = k.unflatten(2, {heads_, -1});  // [B, Sk, H, d]
+  v = v.unflatten(2, {heads_, -1});  // [B, Sk, H, d]
+  if (kind_ == AttentionKind::kSelf) {
+    q = apply_rotary_emb(q, *rope);
+    k = apply_rotary_emb(k, *rope);
+  }
+
+  auto out = wan_attention_core(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), kind_,
+                                backend);   // [B, H, S, d]
+  out = out.transpose(1, 2).flatten(2, 3);  // [B, S, D]
+  return to_out_->forward(out.to(x.scalar_type()));
+}
+
+}  // namespace omni::models

@@ -1,0 +1,87 @@
+#include "models/wan_rotary_pos_embed.h"
+
+#include "core/error.h"
+
+namespace omni::models {
+
+namespace {
+
+// get_1d_rotary_pos_embed(dim, max_seq_len, theta, use_real=True, repeat_interleave_real=True, float64):
+// returns cos and sin [max_seq_len, dim], each value repeated for both channels of its pair.
+std::pair<at::Tensor, at::Tensor> rope_1d(int64_t dim, int64_t max_seq_len, double theta) {
+  auto f64 = at::TensorOptions().dtype(at::kDouble);
+  auto exponents = at::arange(0, dim, 2, f64).slice(0, 0, dim / 2).div(static_cast<double>(dim));  // [dim/2]
+  auto inv_freq = at::pow(theta, exponents).reciprocal();                                          // [dim/2]
+  auto pos = at::arange(max_seq_len, f64);                                                         // [L]
+  auto angles = at::outer(pos, inv_freq);                                                          // [L, dim/2]
+  auto cos = angles.cos().repeat_interleave(2, 1).to(at::kFloat);                                  // [L, dim]
+  auto sin = angles.sin().repeat_interleave(2, 1).to(at::kFloat);                                  // [L, dim]
+  return {cos, sin};
+}
+
+}  // namespace
+
+WanRotaryPosEmbed::WanRotaryPosEmbed(int64_t attention_head_dim, int64_t max_seq_len, double theta)
+    : head_dim_(attention_head_dim), max_seq_len_(max_seq_len) {
+  OMNI_CHECK(attention_head_dim > 0 && attention_head_dim % 2 == 0,
+             "rotary embedding needs an even attention_head_dim, got ", attention_head_dim);
+  const int64_t d = attention_head_dim;
+  const int64_t h_dim = 2 * (d / 6);
+  const int64_t t_dim = d - 2 * h_dim;
+  std::vector<at::Tensor> cos_parts, sin_parts;
+  for (int64_t dim : {t_dim, h_dim, h_dim}) {
+    auto [c, s] = rope_1d(dim, max_seq_len, theta);
+    cos_parts.push_back(c);
+    sin_parts.push_back(s);
+  }
+  auto cos_all = at::cat(cos_parts, 1);  // [L, d]
+  auto sin_all = at::cat(sin_parts, 1);  // [L, d]
+  // diffusers' forward splits the concatenated table at d - 2*(d//3), d//3, d//3 (not at the construction
+  // sizes); mirror that so that any head_dim gives the reference's numbers.
+  const int64_t third = d / 3;
+  const int64_t split[3] = {d - 2 * third, third, third};
+  int64_t begin = 0;
+  for (int axis = 0; axis < 3; ++axis) {
+    cos_[axis] = cos_all.slice(1, begin, begin + split[axis]).contiguous();  // [L, part]
+    sin_[axis] = sin_all.slice(1, begin, begin + split[axis]).contiguous();  // [L, part]
+    begin += split[axis];
+  }
+}
+
+RotaryEmbedding WanRotaryPosEmbed::forward(int64_t frames, int64_t height, int64_t width,
+                                           const at::Device& device) const {
+  const int64_t sizes[3] = {frames, height, width};
+  const char* axis_name[3] = {"frames", "height", "width"};
+  for (int a = 0; a < 3; ++a) {
+    OMNI_CHECK_USAGE(sizes[a] > 0 && sizes[a] <= max_seq_len_, "the video is ", sizes[a], " patches along ",
+                     axis_name[a], ", outside the transformer's rope_max_seq_len (", max_seq_len_,
+                     "); use a smaller size");
+  }
+  auto grid_table = [&](const std::array<at::Tensor, 3>& table) {
+    // Each axis indexed by its own coordinate and broadcast over the other two, then concatenated.
+    auto f = table[0].slice(0, 0, frames).to(device).view({frames, 1, 1, -1}).expand({frames, height, width, -1});
+    auto h = table[1].slice(0, 0, height).to(device).view({1, height, 1, -1}).expand({frames, height, width, -1});
+    auto w = table[2].slice(0, 0, width).to(device).view({1, 1, width, -1}).expand({frames, height, width, -1});
+    return at::cat({f, h, w}, -1).reshape({frames * height * width, head_dim_});  // [S, d]
+  };
+  // diffusers' apply_rotary_emb reads cos at even and sin at odd channels; keep just those.
+  auto cos = grid_table(cos_).slice(1, 0, head_dim_, 2).contiguous();  // [S, d/2]
+  auto sin = grid_table(sin_).slice(1, 1, head_dim_, 2).contiguous();  // [S, d/2]
+  return {cos, sin};
+}
+
+at::Tensor apply_rotary_emb(const at::Tensor& x, const RotaryEmbedding& rope) {
+  OMNI_CHECK(x.dim() == 4 && x.size(1) == rope.cos.size(0) && x.size(3) == 2 * rope.cos.size(1), "apply_rotary_emb: x ",
+             x.sizes(), " does not match rope tables ", rope.cos.sizes());
+  auto pairs = x.unflatten(-1, {x.size(3) / 2, 2});  // [B, S, H, d/2, 2]
+  auto x1 = pairs.select(-1, 0);                     // [B, S, H, d/2]
+  auto x2 = pairs.select(-1, 1);                     // [B, S, H, d/2]
+  auto cos = rope.cos.unsqueeze(1);                  // [S, 1, d/2]
+  auto sin = rope.sin.unsqueeze(1);                  // [S, 1, d/2]
+  auto out1 = x1 * cos - x2 * sin;                   // float32
+  auto out2 = x1 * sin + x2 * cos;                   // float32
+  // Each result is rounded to x's dtype separately, as diffusers' out[..., 0::2] = ... assignments do.
+  return at::stack({out1.to(x.scalar_type()), out2.to(x.scalar_type())}, -1).flatten(-2);  // [B, S, H, d]
+}
+
+}  // namespace omni::models

@@ -1,0 +1,46 @@
+// WanRotaryPosEmbed: 3-axis rotary position embedding over the (frame, row, column) patch grid.
+//
+// head_dim d is split into frame / row / column parts of d - 4*(d//6), 2*(d//6), 2*(d//6) channels; each part
+// rotates its channel pairs by position * 10000^(-2i/k) (angles and cos/sin in float64, then float32, as
+// diffusers' get_1d_rotary_pos_embed). Pairs are interleaved: channels (2i, 2i+1) form one complex number.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <array>
+#include <cstdint>
+
+namespace omni::models {
+
+// cos and sin per token and channel pair: [S, d/2] float32 each, tokens in (frame, row, column) order.
+// A sequence-parallel rank slices both along dim 0 to its own tokens.
+struct RotaryEmbedding {
+  at::Tensor cos;
+  at::Tensor sin;
+  RotaryEmbedding slice(int64_t begin, int64_t end) const {
+    return {cos.slice(0, begin, end), sin.slice(0, begin, end)};
+  }
+};
+
+class WanRotaryPosEmbed {
+ public:
+  WanRotaryPosEmbed(int64_t attention_head_dim, int64_t max_seq_len, double theta = 10000.0);
+
+  // Tables for a post-patch grid of frames x height x width tokens, on `device`.
+  RotaryEmbedding forward(int64_t frames, int64_t height, int64_t width, const at::Device& device) const;
+
+ private:
+  int64_t head_dim_;
+  int64_t max_seq_len_;
+  // Per axis (frame, row, column): the repeat-interleaved tables [max_seq_len, part] in float32, CPU,
+  // already cut at diffusers' forward split points (which equal the construction split for even head_dim
+  // with 2*(d//6) == d//3, and are mirrored as written otherwise).
+  std::array<at::Tensor, 3> cos_;
+  std::array<at::Tensor, 3> sin_;
+};
+
+// Rotates q or k: x [B, S, H, d] (any float dtype), rope tables [S, d/2]. The products run in float32 (the
+// tables' dtype, as in diffusers) and the result is cast back to x's dtype.
+at::Tensor apply_rotary_emb(const at::Tensor& x, const RotaryEmbedding& rope);
+
+}  // namespace omni::models

@@ -1,0 +1,156 @@
+#include "models/wan_transformer.h"
+
+#include "core/error.h"
+#include "io/safetensors.h"
+
+namespace omni::models {
+
+namespace {
+const char* kBlockPrefix = "blocks.";
+}
+
+WanTransformer3DModel::WanTransformer3DModel(const WanTransformerConfig& config, at::ScalarType dtype)
+    : config_(config),
+      dtype_(dtype),
+      rope_(config.attention_head_dim, config.rope_max_seq_len),
+      scale_shift_table_(param("scale_shift_table", {1, 2, config.inner_dim()}, ParamDtype::kFloat32)),
+      patch_weight_(param("patch_embedding.weight", {config.inner_dim(), config.in_channels, config.patch_size[0],
+                                                     config.patch_size[1], config.patch_size[2]})),
+      patch_bias_(param("patch_embedding.bias", {config.inner_dim()})) {
+  config_.validate("transformer config");
+  OMNI_CHECK_USAGE(dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf,
+                   "the transformer runs in float32, bfloat16 or float16, not ", dtype);
+  const int64_t dim = config.inner_dim();
+  condition_embedder_ =
+      child("condition_embedder", std::make_unique<WanTimeTextEmbedding>(dim, config.freq_dim, config.text_dim));
+  for (int64_t i = 0; i < config.num_layers; ++i) {
+    blocks_.push_back(child(kBlockPrefix + std::to_string(i),
+                            std::make_unique<WanTransformerBlock>(dim, config.ffn_dim, config.num_attention_heads,
+                                                                  config.cross_attn_norm, config.eps)));
+  }
+  proj_out_ = child("proj_out", std::make_unique<wan::Linear>(dim, config.out_channels * config.patch_volume()));
+}
+
+std::unique_ptr<WanTransformer3DModel> WanTransformer3DModel::load(const std::string& component_dir,
+                                                                   at::ScalarType dtype, const at::Device& device) {
+  auto config = WanTransformerConfig::load(component_dir);
+  auto model = std::make_unique<WanTransformer3DModel>(config, dtype);
+  auto ckpt = io::Checkpoint::open(component_dir);
+  load_state(*model, ckpt, dtype, device);
+  return model;
+}
+
+Module& WanTransformer3DModel::block(int i) {
+  OMNI_CHECK(i >= 0 && i < num_blocks(), "block index ", i, " out of range [0, ", num_blocks(), ")");
+  return *blocks_[i];
+}
+
+const WanTransformerBlock& WanTransformer3DModel::block(int i) const {
+  OMNI_CHECK(i >= 0 && i < num_blocks(), "block index ", i, " out of range [0, ", num_blocks(), ")");
+  return *blocks_[i];
+}
+
+std::vector<ParamRef> WanTransformer3DModel::root_parameters() const {
+  std::vector<ParamRef> out;
+  for (auto& p : parameters()) {
+    if (p.name.compare(0, std::char_traits<char>::length(kBlockPrefix), kBlockPrefix) != 0) out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<ParamRef> WanTransformer3DModel::block_parameters(int i) const {
+  std::vector<ParamRef> out;
+  block(i).collect(kBlockPrefix + std::to_string(i) + ".", out);
+  return out;
+}
+
+WanTransformerState WanTransformer3DModel::prepare(const at::Tensor& hidden_states, const at::Tensor& timestep,
+                                                   const at::Tensor& encoder_hidden_states) const {
+  const auto& c = config_;
+  OMNI_CHECK(hidden_states.dim() == 5 && hidden_states.size(1) == c.in_channels, "transformer input must be [B, ",
+             c.in_channels, ", F, H, W], got ", hidden_states.sizes());
+  const int64_t batch = hidden_states.size(0);
+  const int64_t pt = c.patch_size[0], ph = c.patch_size[1], pw = c.patch_size[2];
+  const int64_t frames = hidden_states.size(2), height = hidden_states.size(3), width = hidden_states.size(4);
+  OMNI_CHECK_USAGE(frames % pt == 0 && height % ph == 0 && width % pw == 0, "latent size ", frames, "x", height, "x",
+                   width, " (frames x height x width) is not a multiple of the transformer patch size ", pt, "x", ph,
+                   "x", pw);
+  const int64_t gf = frames / pt, gh = height / ph, gw = width / pw, seq = gf * gh * gw;
+  OMNI_CHECK(encoder_hidden_states.dim() == 3 && encoder_hidden_states.size(0) == batch &&
+                 encoder_hidden_states.size(2) == c.text_dim,
+             "encoder_hidden_states must be [", batch, ", L, ", c.text_dim, "], got ", encoder_hidden_states.sizes());
+  OMNI_CHECK((timestep.dim() == 1 && timestep.size(0) == batch) ||
+                 (timestep.dim() == 2 && timestep.size(0) == batch && timestep.size(1) == seq),
+             "timestep must be [", batch, "] or [", batch, ", ", seq, "] (one per token), got ", timestep.sizes());
+
+  OMNI_CHECK(patch_weight_.defined(), "transformer root parameters are not loaded (or not gathered)");
+  // Inputs may arrive on the host (latents, scheduler timesteps); everything runs where the weights are.
+  const auto device = patch_weight_.device();
+
+  WanTransformerState st;
+  st.batch = batch;
+  st.grid = {gf, gh, gw};
+  st.rope = rope_.forward(gf, gh, gw, device);
+
+  // Conv3d with kernel == stride is a linear map of each patch: gather patches as rows and multiply by the
+  // flattened kernel. Same sum as the convolution, and it runs in every dtype on every device.
+  auto x = hidden_states.to(device, dtype_);
+  const int64_t cin = c.in_channels;
+  x = x.reshape({batch, cin, gf, pt, gh, ph, gw, pw});                  // [B, C, F', pt, H', ph, W', pw]
+  x = x.permute({0, 2, 4, 6, 1, 3, 5, 7});                              // [B, F', H', W', C, pt, ph, pw]
+  x = x.reshape({batch, seq, cin * pt * ph * pw});                      // [B, S, C*pt*ph*pw]
+  auto w = patch_weight_.reshape({c.inner_dim(), cin * pt * ph * pw});  // [D, C*pt*ph*pw]
+  st.tokens = at::linear(x, w, patch_bias_);                            // [B, S, D]
+
+  st.cond = condition_embedder_->forward(timestep.to(device), encoder_hidden_states.to(device), dtype_);
+  return st;
+}
+
+at::Tensor WanTransformer3DModel::run_block(int i, const at::Tensor& x, const at::Tensor& context,
+                                            const at::Tensor& timestep_proj, const RotaryEmbedding& rope,
+                                            AttentionBackend* backend) const {
+  return block(i).forward(x, context, timestep_proj, rope, backend);
+}
+
+at::Tensor WanTransformer3DModel::finish(const at::Tensor& x, const WanTransformerState& st) const {
+  const auto& c = config_;
+  const auto& temb = st.cond.temb;  // [B, D] or [B, S, D]
+  // Output modulation from the raw temb (not SiLU'd, not time_proj): shift first, then scale.
+  at::Tensor shift, scale;
+  if (temb.dim() == 3) {
+    auto mod = scale_shift_table_.unsqueeze(0) + temb.unsqueeze(2);  // [B, S, 2, D] float32
+    shift = mod.select(2, 0);                                        // [B, S, D]
+    scale = mod.select(2, 1);                                        // [B, S, D]
+  } else {
+    auto mod = scale_shift_table_ + temb.unsqueeze(1);  // [B, 2, D] float32
+    shift = mod.slice(1, 0, 1);                         // [B, 1, D]
+    scale = mod.slice(1, 1, 2);                         // [B, 1, D]
+  }
+  const at::Tensor none;
+  auto h = (wan::layer_norm_fp32(x, none, none, c.eps) * (1 + scale) + shift).to(dtype_);
+  h = proj_out_->forward(h);  // [B, S, pt*ph*pw*C_out]
+
+  const int64_t pt = c.patch_size[0], ph = c.patch_size[1], pw = c.patch_size[2];
+  const auto [gf, gh, gw] = st.grid;
+  h = h.view({st.batch, gf, gh, gw, pt, ph, pw, c.out_channels});           // [B, F', H', W', pt, ph, pw, C]
+  h = h.permute({0, 7, 1, 4, 2, 5, 3, 6});                                  // [B, C, F', pt, H', ph, W', pw]
+  return h.reshape({st.batch, c.out_channels, gf * pt, gh * ph, gw * pw});  // [B, C, F, H, W]
+}
+
+at::Tensor WanTransformer3DModel::forward(const at::Tensor& hidden_states, const at::Tensor& timestep,
+                                          const at::Tensor& encoder_hidden_states, UnitHooks* hooks,
+                                          AttentionBackend* backend) const {
+  if (hooks) hooks->before(UnitHooks::kRootUnit);
+  auto st = prepare(hidden_states, timestep, encoder_hidden_states);
+  at::Tensor x = st.tokens;
+  for (int i = 0; i < num_blocks(); ++i) {
+    if (hooks) hooks->before(i);
+    x = run_block(i, x, st.cond.context, st.cond.timestep_proj, st.rope, backend);
+    if (hooks) hooks->after(i);
+  }
+  auto out = finish(x, st);
+  if (hooks) hooks->after(UnitHooks::kRootUnit);
+  return out;
+}
+
+}  // namespace omni::models

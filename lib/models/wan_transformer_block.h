@@ -1,0 +1,37 @@
+// WanTransformerBlock: modulated self-attention, cross-attention on the text, modulated feed-forward.
+// LayerNorms, the modulation arithmetic and the gated residual sums run in float32 exactly where diffusers
+// has them; the cross-attention residual is summed in the activation dtype, as there.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+#include "models/module.h"
+#include "models/wan_attention.h"
+#include "models/wan_rotary_pos_embed.h"
+#include "models/wan_transformer_layers.h"
+
+namespace omni::models {
+
+class WanTransformerBlock : public Module {
+ public:
+  WanTransformerBlock(int64_t dim, int64_t ffn_dim, int64_t heads, bool cross_attn_norm, double eps);
+
+  // x: [B, S, D]; context: [B, L, D] (projected text); timestep_proj: [B, 6, D] or [B, S, 6, D] (per-token);
+  // rope: tables for the S tokens of x. Returns [B, S, D] in x's dtype.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& context, const at::Tensor& timestep_proj,
+                     const RotaryEmbedding& rope, AttentionBackend* backend = nullptr) const;
+
+ private:
+  double eps_;
+  bool cross_attn_norm_;
+  WanAttention* attn1_;
+  WanAttention* attn2_;
+  wan::FeedForward* ffn_;
+  at::Tensor* norm2_weight_ = nullptr;  // present only with cross_attn_norm
+  at::Tensor* norm2_bias_ = nullptr;
+  at::Tensor& scale_shift_table_;  // [1, 6, D] float32
+};
+
+}  // namespace omni::models

@@ -1,0 +1,47 @@
+// Small building blocks of WanTransformer3DModel that diffusers takes from its shared modules: nn.Linear,
+// FeedForward ("gelu-approximate"), and FP32LayerNorm as a function. They live in namespace wan so that
+// other models' helpers of the same name do not collide inside omni_models.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+#include "models/module.h"
+
+namespace omni::models::wan {
+
+// nn.Linear with bias: weight [out, in], bias [out]. The input must already be in the weight's dtype;
+// callers cast explicitly where diffusers does, so a silent mixed-dtype path cannot hide.
+class Linear : public Module {
+ public:
+  Linear(int64_t in_features, int64_t out_features, ParamDtype rule = ParamDtype::kModel);
+  at::Tensor forward(const at::Tensor& x) const;
+  int64_t in_features() const { return in_; }
+  int64_t out_features() const { return out_; }
+
+ private:
+  int64_t in_;
+  int64_t out_;
+  at::Tensor& weight_;
+  at::Tensor& bias_;
+};
+
+// diffusers FeedForward(dim, inner_dim, activation_fn="gelu-approximate"): net.0.proj, tanh-GELU, net.2
+// (net.1 is dropout and holds no weights).
+class FeedForward : public Module {
+ public:
+  FeedForward(int64_t dim, int64_t inner_dim);
+  at::Tensor forward(const at::Tensor& x) const;
+
+ private:
+  Linear* proj_;
+  Linear* out_;
+};
+
+// FP32LayerNorm over the last dimension: statistics and affine in float32, result float32 (diffusers
+// casts back to the input dtype, but every Wan call site feeds a float32 input, so that cast is a no-op).
+// `weight`/`bias` may be undefined (elementwise_affine=False).
+at::Tensor layer_norm_fp32(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps);
+
+}  // namespace omni::models::wan
