@@ -355,9 +355,7 @@ std::string preset_for(const std::string& model_name, const std::string& pipelin
   return "wan2.2-t2v-a14b";
 }
 
-std::string describe(const GenerateOptions& o) {
-  // Re-read each value through the table's names so that the listing covers every option.
-  auto value_of = [&](const std::string& k) -> std::string {
+std::string option_value(const GenerateOptions& o, const std::string& k) {
     std::ostringstream os;
     auto opt = [&](const std::optional<double>& v) { return v ? std::to_string(*v) : std::string("(model default)"); };
     if (k == "model") os << (o.model.empty() ? "(built-in default model)" : o.model);
@@ -397,11 +395,13 @@ std::string describe(const GenerateOptions& o) {
     else if (k == "log-level") os << o.log_level;
     else if (k == "dry-run") os << (o.dry_run ? "true" : "false");
     return os.str();
-  };
+  }
+
+std::string describe(const GenerateOptions& o) {
   std::ostringstream os;
   for (const auto& b : bindings()) {
     auto src = o.sources.find(b.spec.name);
-    os << "  " << b.spec.name << ": " << value_of(b.spec.name) << "   ["
+    os << "  " << b.spec.name << ": " << option_value(o, b.spec.name) << "   ["
        << (src == o.sources.end() ? "default" : src->second) << "]\n";
   }
   return os.str();

@@ -108,6 +108,9 @@ GenerateOptions resolve_options(const CommandLine& cli, const std::string& prese
 // model_index.json says (pipeline class, expand_timesteps). Returns "wan2.2-t2v-a14b" by default.
 std::string preset_for(const std::string& model_name, const std::string& pipeline_class, bool expand_timesteps);
 
+// The resolved value of option `key` as text (what --dry-run and the JSON sidecar show).
+std::string option_value(const GenerateOptions& opts, const std::string& key);
+
 // Every resolved setting as "key: value" lines, with its source.
 std::string describe(const GenerateOptions& opts);
 

@@ -1,0 +1,27 @@
+// Progress of the denoising loop on rank 0: a redrawn bar (step, expert, seconds per step, ETA) when stderr is
+// a terminal, plain log lines otherwise (batch jobs, CI logs).
+#pragma once
+
+#include <string>
+
+namespace omni {
+
+class Progress {
+ public:
+  // `enabled` false: prints nothing (ranks other than 0).
+  Progress(std::string label, int total, bool enabled);
+  ~Progress();
+  // Step `done` (1-based count of finished steps) took `seconds`; `detail` is shown beside it ("transformer_2").
+  void update(int done, double seconds, const std::string& detail);
+  void finish();
+
+ private:
+  std::string label_;
+  int total_;
+  bool enabled_;
+  bool tty_;
+  bool open_ = false;
+  double elapsed_ = 0.0;
+};
+
+}  // namespace omni

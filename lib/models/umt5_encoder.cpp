@@ -1,0 +1,154 @@
+#include "models/umt5_encoder.h"
+
+#include <string>
+
+#include "core/error.h"
+#include "io/json_file.h"
+#include "io/safetensors.h"
+#include "models/umt5_tokenizer.h"
+
+namespace omni::models {
+
+namespace {
+
+const char* const kSharedName = "shared.weight";
+const char* const kEncoderEmbedName = "encoder.embed_tokens.weight";
+const char* const kBlockPrefix = "encoder.block.";
+
+int64_t positive_int(const nlohmann::json& cfg, const std::string& path, const char* key, bool required,
+                     int64_t fallback) {
+  if (!cfg.contains(key) || cfg[key].is_null()) {
+    OMNI_CHECK_INPUT(!required, path, ": missing '", key, "' (UMT5 text encoder config)");
+    return fallback;
+  }
+  OMNI_CHECK_INPUT(cfg[key].is_number_integer(), path, ": '", key, "' must be an integer, found ", cfg[key].dump());
+  const auto value = cfg[key].get<int64_t>();
+  OMNI_CHECK_INPUT(value > 0, path, ": '", key, "' must be positive, found ", value);
+  return value;
+}
+
+}  // namespace
+
+Umt5Config Umt5Config::from_json(const std::string& path) {
+  const auto cfg = io::read_json(path);
+  OMNI_CHECK_INPUT(cfg.is_object(), path, ": expected a JSON object (text_encoder/config.json)");
+  Umt5Config c;
+  c.vocab_size = positive_int(cfg, path, "vocab_size", true, 0);
+  c.d_model = positive_int(cfg, path, "d_model", true, 0);
+  c.d_kv = positive_int(cfg, path, "d_kv", true, 0);
+  c.d_ff = positive_int(cfg, path, "d_ff", true, 0);
+  c.num_layers = positive_int(cfg, path, "num_layers", true, 0);
+  c.num_heads = positive_int(cfg, path, "num_heads", true, 0);
+  c.relative_attention_num_buckets = positive_int(cfg, path, "relative_attention_num_buckets", false, 32);
+  c.relative_attention_max_distance = positive_int(cfg, path, "relative_attention_max_distance", false, 128);
+  if (cfg.contains("layer_norm_epsilon") && !cfg["layer_norm_epsilon"].is_null()) {
+    OMNI_CHECK_INPUT(cfg["layer_norm_epsilon"].is_number(), path, ": 'layer_norm_epsilon' must be a number");
+    c.layer_norm_epsilon = cfg["layer_norm_epsilon"].get<double>();
+    OMNI_CHECK_INPUT(c.layer_norm_epsilon > 0, path, ": 'layer_norm_epsilon' must be positive");
+  }
+  // UMT5Config derives the activation from feed_forward_proj ("gated-gelu" means gelu_new, whatever
+  // dense_act_fn says), so that is the key that decides.
+  const std::string ff = cfg.value("feed_forward_proj", std::string("gated-gelu"));
+  OMNI_CHECK_INPUT(ff == "gated-gelu", path, ": feed_forward_proj is '", ff,
+                   "'; only 'gated-gelu' (UMT5 as used by Wan) is supported");
+  // Bidirectional buckets: half per direction, half of those exact; the log range must be non-empty.
+  OMNI_CHECK_INPUT(c.relative_attention_num_buckets >= 4 && c.relative_attention_num_buckets % 2 == 0, path,
+                   ": relative_attention_num_buckets must be an even number >= 4, found ",
+                   c.relative_attention_num_buckets);
+  OMNI_CHECK_INPUT(c.relative_attention_max_distance > c.relative_attention_num_buckets / 4, path,
+                   ": relative_attention_max_distance (", c.relative_attention_max_distance,
+                   ") must exceed a quarter of relative_attention_num_buckets");
+  return c;
+}
+
+void Umt5Config::resolve_embedding(const io::Checkpoint& ckpt) {
+  const bool has_shared = ckpt.contains(kSharedName);
+  const bool has_encoder = ckpt.contains(kEncoderEmbedName);
+  embedding_name = (!has_shared && has_encoder) ? kEncoderEmbedName : kSharedName;
+  embedding_also_untied_copy = has_shared && has_encoder;
+}
+
+Umt5Encoder::Umt5Encoder(const Umt5Config& config, at::ScalarType dtype) : config_(config), dtype_(dtype) {
+  OMNI_CHECK_USAGE(dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf,
+                   "UMT5 text encoder: unsupported dtype ", at::toString(dtype),
+                   " (float32, bfloat16 or float16)");
+  OMNI_CHECK(config.num_layers > 0 && config.d_model > 0, "UMT5 config not initialized");
+  embedding_ = &param(config.embedding_name, {config.vocab_size, config.d_model});
+  // A duplicate tied copy is claimed so that loading accepts the checkpoint; forward never reads it.
+  if (config.embedding_also_untied_copy) param(kEncoderEmbedName, {config.vocab_size, config.d_model});
+  final_norm_ = &param("encoder.final_layer_norm.weight", {config.d_model});
+  for (int64_t i = 0; i < config.num_layers; ++i) {
+    blocks_.push_back(child(kBlockPrefix + std::to_string(i), std::make_unique<Umt5Block>(config, dtype)));
+  }
+}
+
+std::unique_ptr<Umt5Encoder> Umt5Encoder::load(const std::string& text_encoder_dir, at::ScalarType dtype,
+                                               const at::Device& device) {
+  auto config = Umt5Config::from_json(text_encoder_dir + "/config.json");
+  const auto ckpt = io::Checkpoint::open(text_encoder_dir);
+  config.resolve_embedding(ckpt);
+  auto encoder = std::make_unique<Umt5Encoder>(config, dtype);
+  load_state(*encoder, ckpt, dtype, device);
+  return encoder;
+}
+
+Module& Umt5Encoder::block(int i) {
+  OMNI_CHECK(i >= 0 && i < num_blocks(), "UMT5 block index ", i, " out of range [0, ", num_blocks(), ")");
+  return *blocks_[i];
+}
+
+const Module& Umt5Encoder::block(int i) const {
+  OMNI_CHECK(i >= 0 && i < num_blocks(), "UMT5 block index ", i, " out of range [0, ", num_blocks(), ")");
+  return *blocks_[i];
+}
+
+std::string Umt5Encoder::block_prefix(int i) const { return kBlockPrefix + std::to_string(i) + "."; }
+
+std::vector<ParamRef> Umt5Encoder::root_parameters() const {
+  std::vector<ParamRef> root;
+  for (auto& p : parameters()) {
+    if (p.name.compare(0, std::string(kBlockPrefix).size(), kBlockPrefix) != 0) root.push_back(p);
+  }
+  return root;
+}
+
+at::Tensor Umt5Encoder::forward(const at::Tensor& ids, const at::Tensor& mask, UnitHooks* hooks) const {
+  OMNI_CHECK(ids.dim() == 2 && ids.scalar_type() == at::kLong, "UMT5: input ids must be [B, L] int64, got ",
+             shape_str(ids.sizes()), " ", at::toString(ids.scalar_type()));
+  OMNI_CHECK(mask.sizes() == ids.sizes(), "UMT5: attention mask ", shape_str(mask.sizes()),
+             " does not match the ids ", shape_str(ids.sizes()));
+  const int64_t len = ids.size(1);
+  if (hooks) hooks->before(UnitHooks::kRootUnit);
+  auto hidden = at::embedding(*embedding_, ids);  // [B, L, D]
+  // The additive mask takes the embeddings' dtype, as in transformers.
+  auto mask_bias = extended_attention_mask(mask.to(ids.device()), hidden.scalar_type());  // [B, 1, 1, L]
+  auto buckets = relative_position_buckets(len, len, config_.relative_attention_num_buckets,
+                                           config_.relative_attention_max_distance, ids.device());  // [L, L]
+  for (int i = 0; i < num_blocks(); ++i) {
+    if (hooks) hooks->before(i);
+    hidden = blocks_[i]->forward(hidden, mask_bias, buckets);
+    if (hooks) hooks->after(i);
+  }
+  hidden = t5_layer_norm(hidden, *final_norm_, config_.layer_norm_epsilon);  // [B, L, D]
+  if (hooks) hooks->after(UnitHooks::kRootUnit);
+  return hidden;
+}
+
+at::Tensor encode_prompts(const Umt5Tokenizer& tokenizer, const Umt5Encoder& encoder,
+                          const std::vector<std::string>& prompts, int64_t max_sequence_length,
+                          at::ScalarType dtype, const at::Device& device, UnitHooks* hooks) {
+  std::vector<std::string> cleaned;
+  cleaned.reserve(prompts.size());
+  for (const auto& p : prompts) cleaned.push_back(clean_prompt(p));
+  const auto tokens = tokenizer(cleaned, max_sequence_length);
+  auto ids = tokens.input_ids.to(device);        // [B, L]
+  auto mask = tokens.attention_mask.to(device);  // [B, L]
+  auto hidden = encoder.forward(ids, mask, hooks).to(dtype);  // [B, L, D]
+  // diffusers keeps u[:len] and pads with zeros back to max_sequence_length; a select does the same exactly.
+  auto lengths = mask.gt(0).sum(1, /*keepdim=*/true);  // [B, 1]
+  auto positions = at::arange(max_sequence_length, at::TensorOptions().dtype(at::kLong).device(device));
+  auto keep = (positions.unsqueeze(0) < lengths).unsqueeze(-1);  // [B, L, 1]
+  return at::where(keep, hidden, at::zeros({}, hidden.options()));  // [B, L, D]
+}
+
+}  // namespace omni::models

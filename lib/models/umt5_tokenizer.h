@@ -1,0 +1,85 @@
+// The UMT5 tokenizer of the Wan pipelines (transformers' T5Tokenizer / T5TokenizerFast over the checkpoint's
+// tokenizer/spiece.model) and the pipeline's prompt cleaning (diffusers' prompt_clean).
+//
+// What HF's fast tokenizer does beyond plain SentencePiece ids, and what is mirrored here:
+// - special tokens written in the text ("</s>", "<pad>", "<unk>") are matched before normalization and become
+//   their ids; SentencePiece alone would spell them out piece by piece. The text between them is encoded on
+//   its own (the Metaspace pre-tokenizer prepends "▁" to every segment, as SentencePiece's dummy prefix does);
+// - eos (</s>, id 1) is appended (TemplateProcessing "$A </s>");
+// - truncation to max_length keeps eos as the last id; padding to max_length with pad id 0, mask 0.
+// The fast tokenizer's WhitespaceSplit equals SentencePiece's own whitespace folding for T5 models (pieces
+// never span "▁", extra whitespace removed), so whole segments go through SentencePiece unchanged.
+//
+// libsentencepiece is opened at run time, privately (RTLD_LOCAL | RTLD_DEEPBIND), never linked: Debian's copy
+// exports the protobuf it bundles, which clashes with the libprotobuf that Debian's LibTorch loads (see
+// umt5_tokenizer.cpp). An executable must therefore not have libsentencepiece among its start-up libraries.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sentencepiece {
+class SentencePieceProcessor;
+}
+
+namespace omni::models {
+
+// Python's html.unescape: named references (the HTML 4 set plus &apos; and HTML5's semicolon-less legacy
+// forms, longest-prefix rule included), &#NNN; and &#xHH; with the HTML5 replacements (cp1252 for 0x80-0x9F,
+// U+FFFD for 0, surrogates and out-of-range values, nothing for noncharacters). Unknown names stay as written.
+std::string html_unescape(const std::string& text);
+
+// diffusers' prompt_clean: html unescape twice, strip, runs of (Unicode) whitespace folded to one space,
+// strip. ftfy.fix_text, which diffusers also applies where installed, is an identity for plain text and is
+// not reproduced.
+std::string clean_prompt(const std::string& text);
+
+// What `tokenizer(texts, padding="max_length", max_length=L, truncation=True, add_special_tokens=True,
+// return_attention_mask=True, return_tensors="pt")` returns.
+struct TokenizedBatch {
+  at::Tensor input_ids;          // [B, L] int64
+  at::Tensor attention_mask;     // [B, L] int64, 1 for real tokens (eos included)
+  std::vector<int64_t> lengths;  // real tokens per row (the mask's row sums)
+};
+
+class Umt5Tokenizer {
+ public:
+  // `spiece_path`: a SentencePiece model with T5's ids (pad 0, eos 1, unk 2). A missing or unreadable file
+  // is an input error naming it.
+  explicit Umt5Tokenizer(const std::string& spiece_path);
+  // The tokenizer folder of a diffusers checkpoint: spiece.model, and tokenizer_config.json when present
+  // (its tokenizer_class must be a T5 tokenizer).
+  static Umt5Tokenizer from_dir(const std::string& tokenizer_dir);
+
+  ~Umt5Tokenizer();
+  Umt5Tokenizer(Umt5Tokenizer&&) noexcept;
+  Umt5Tokenizer& operator=(Umt5Tokenizer&&) noexcept;
+
+  // Ids of `text` without eos or padding (HF's tokenizer(text, add_special_tokens=False)).
+  std::vector<int64_t> encode(const std::string& text) const;
+  // Ids with eos appended, truncated to `max_length` keeping eos last; no padding.
+  std::vector<int64_t> encode_with_eos(const std::string& text, int64_t max_length) const;
+  // The padded batch; texts are tokenized as given (clean them first, as the pipeline does).
+  TokenizedBatch operator()(const std::vector<std::string>& texts, int64_t max_length) const;
+
+  int64_t pad_id() const { return pad_id_; }
+  int64_t eos_id() const { return eos_id_; }
+  int64_t vocab_size() const;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
+  int64_t pad_id_ = 0;
+  int64_t eos_id_ = 1;
+  // Texts of the special tokens HF matches verbatim in the input (control and unknown pieces) with their ids,
+  // longest first so that a longer token wins over a prefix of it.
+  std::vector<std::pair<std::string, int64_t>> special_;
+};
+
+}  // namespace omni::models

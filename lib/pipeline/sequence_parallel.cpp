@@ -1,0 +1,284 @@
+#include "pipeline/sequence_parallel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "core/error.h"
+#include "core/torch_compat.h"
+#include "dist/device_mesh.h"
+#include "models/wan_transformer.h"
+
+namespace omni::pipeline {
+
+using models::AttentionKind;
+
+namespace {
+
+int64_t sum_of(const std::vector<int64_t>& v) {
+  return std::accumulate(v.begin(), v.end(), int64_t{0});
+}
+
+std::vector<int64_t> scaled(const std::vector<int64_t>& v, int64_t factor) {
+  std::vector<int64_t> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = v[i] * factor;
+  return out;
+}
+
+void check_bhsd(const at::Tensor& t, const char* who, const char* name) {
+  OMNI_CHECK(t.defined() && t.dim() == 4, who, ": ", name, " must be [B, H, S, d], got ",
+             t.defined() ? models::shape_str(t.sizes()) : std::string("undefined"));
+}
+
+}  // namespace
+
+std::vector<int64_t> token_chunks(int64_t seq, int parts) {
+  OMNI_CHECK(parts >= 1 && seq >= 0, "token_chunks: ", seq, " tokens over ", parts, " parts");
+  std::vector<int64_t> out(parts, seq / parts);
+  for (int64_t i = 0; i < seq % parts; ++i) out[i] += 1;
+  return out;
+}
+
+void check_ulysses_heads(int64_t heads, int ulysses) {
+  if (ulysses >= 1 && heads % ulysses == 0) return;
+  std::string divisors;
+  for (int64_t i = 1; i <= heads; ++i)
+    if (heads % i == 0) divisors += (divisors.empty() ? "" : ", ") + std::to_string(i);
+  OMNI_FAIL_USAGE("--ulysses-degree ", ulysses, " does not divide the transformer's ", heads,
+                  " attention heads (Ulysses gives each rank heads / ulysses whole heads); use one of ", divisors,
+                  ", or split the rest of the sequence with --ring-degree");
+}
+
+PartialAttention block_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
+                                 int64_t max_score_elements) {
+  check_bhsd(q, "block_attention", "q");
+  check_bhsd(k, "block_attention", "k");
+  check_bhsd(v, "block_attention", "v");
+  const int64_t batch = q.size(0), heads = q.size(1), sq = q.size(2), sk = k.size(2);
+  OMNI_CHECK(sk > 0 && v.size(2) == sk, "block_attention: empty or mismatched key block (k ", k.sizes(), ", v ",
+             v.sizes(), ")");
+  // float32 throughout: the scores, the exponentials and the weighted sum, like the reference's softmax.
+  const auto qf = q.to(at::kFloat);
+  const auto kt = k.to(at::kFloat).transpose(-2, -1);  // [B, H, d, Sk]
+  const auto vf = v.to(at::kFloat);                    // [B, H, Sk, dv]
+
+  auto one_chunk = [&](const at::Tensor& qc) {
+    auto scores = at::matmul(qc, kt).mul_(scale);  // [B, H, n, Sk]
+    auto lse = at::logsumexp(scores, -1);          // [B, H, n]
+    scores.sub_(lse.unsqueeze(-1)).exp_();         // block-normalized probabilities
+    return PartialAttention{at::matmul(scores, vf), lse};
+  };
+
+  const int64_t rows = std::max<int64_t>(1, max_score_elements / std::max<int64_t>(1, batch * heads * sk));
+  if (rows >= sq) return one_chunk(qf);
+  PartialAttention res{at::empty({batch, heads, sq, v.size(3)}, qf.options()),  // [B, H, Sq, dv]
+                       at::empty({batch, heads, sq}, qf.options())};           // [B, H, Sq]
+  for (int64_t s0 = 0; s0 < sq; s0 += rows) {
+    const int64_t s1 = std::min(sq, s0 + rows);
+    auto part = one_chunk(qf.slice(2, s0, s1));
+    res.out.slice(2, s0, s1).copy_(part.out);
+    res.lse.slice(2, s0, s1).copy_(part.lse);
+  }
+  return res;
+}
+
+void merge_attention(PartialAttention& acc, const PartialAttention& block) {
+  OMNI_CHECK(acc.out.sizes() == block.out.sizes() && acc.lse.sizes() == block.lse.sizes(),
+             "merge_attention: partial results of different shapes (", acc.out.sizes(), " vs ", block.out.sizes(), ")");
+  // softmax over K1 u K2 = (Z1 * out1 + Z2 * out2) / (Z1 + Z2) with Z = exp(lse): weights exp(lse_i - lse).
+  auto lse = at::logaddexp(acc.lse, block.lse);              // [B, H, Sq]
+  auto w_acc = (acc.lse - lse).exp_().unsqueeze(-1);         // [B, H, Sq, 1]
+  auto w_block = (block.lse - lse).exp_().unsqueeze(-1);     // [B, H, Sq, 1]
+  acc.out = acc.out.mul(w_acc).addcmul_(block.out, w_block);  // [B, H, Sq, d]
+  acc.lse = lse;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Ring attention.
+
+RingAttention::RingAttention(dist::ProcessGroup* ring, std::vector<int64_t> tokens_per_rank)
+    : ring_(ring), tokens_(std::move(tokens_per_rank)) {
+  const int size = ring ? ring->size() : 1;
+  OMNI_CHECK(static_cast<int>(tokens_.size()) == size, "RingAttention: ", tokens_.size(),
+             " token counts for a ring of ", size);
+}
+
+at::Tensor RingAttention::attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                 AttentionKind kind) {
+  if (kind == AttentionKind::kCross || !ring_ || ring_->size() == 1)
+    return compat::scaled_dot_product_attention(q, k, v);
+  check_bhsd(q, "RingAttention", "q");
+  check_bhsd(k, "RingAttention", "k");
+  const int size = ring_->size(), me = ring_->rank();
+  const int next = (me + 1) % size, prev = (me + size - 1) % size;
+  OMNI_CHECK(q.size(2) == tokens_[me] && k.size(2) == tokens_[me] && v.sizes() == k.sizes(), "RingAttention: rank ",
+             me, " expected ", tokens_[me], " tokens, got q ", q.sizes(), ", k ", k.sizes(), ", v ", v.sizes());
+  const int64_t batch = k.size(0), heads = k.size(1), d = k.size(3);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
+
+  // K and V travel together: one transfer per hop.
+  at::Tensor kv = at::stack({k, v}).contiguous();  // [2, B, H, S_me, d]
+  PartialAttention acc;
+  // At step t this rank holds the block that started on ring rank (me - t); it passes it on to `next`
+  // while computing on it, and receives the block of (me - t - 1) from `prev`.
+  for (int t = 0; t < size; ++t) {
+    dist::WorkHandle work;
+    at::Tensor incoming;
+    if (t + 1 < size) {
+      const int src = ((me - t - 1) % size + size) % size;
+      incoming = at::empty({2, batch, heads, tokens_[src], d}, kv.options());  // [2, B, H, S_src, d]
+      std::vector<int64_t> send(size, 0), recv(size, 0);
+      send[next] = kv.numel();
+      recv[prev] = incoming.numel();
+      work = ring_->all_to_all_v(incoming, kv, send, recv);
+    }
+    auto part = block_attention(q, kv[0], kv[1], scale);
+    if (t == 0) {
+      acc = std::move(part);
+    } else {
+      merge_attention(acc, part);
+    }
+    if (work) {
+      work->wait();
+      kv = incoming;
+    }
+  }
+  return acc.out.to(q.scalar_type());  // [B, H, S_me, d]
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Ulysses attention.
+
+UlyssesAttention::UlyssesAttention(dist::ProcessGroup* ulysses, std::vector<int64_t> tokens_per_rank,
+                                   models::AttentionBackend* inner)
+    : ulysses_(ulysses), tokens_(std::move(tokens_per_rank)), inner_(inner) {
+  const int size = ulysses ? ulysses->size() : 1;
+  OMNI_CHECK(static_cast<int>(tokens_.size()) == size, "UlyssesAttention: ", tokens_.size(),
+             " token counts for a group of ", size);
+}
+
+at::Tensor UlyssesAttention::attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                    AttentionKind kind) {
+  auto core = [&](const at::Tensor& cq, const at::Tensor& ck, const at::Tensor& cv) {
+    return inner_ ? inner_->attend(cq, ck, cv, kind) : compat::scaled_dot_product_attention(cq, ck, cv);
+  };
+  // Cross-attention: all heads of the whole text are here already; no exchange.
+  if (kind == AttentionKind::kCross) return compat::scaled_dot_product_attention(q, k, v);
+  if (!ulysses_ || ulysses_->size() == 1) return core(q, k, v);
+
+  check_bhsd(q, "UlyssesAttention", "q");
+  const int u = ulysses_->size(), me = ulysses_->rank();
+  const int64_t batch = q.size(0), heads = q.size(1), s_me = q.size(2), d = q.size(3);
+  check_ulysses_heads(heads, u);
+  OMNI_CHECK(s_me == tokens_[me] && k.sizes() == q.sizes() && v.sizes() == q.sizes(), "UlyssesAttention: rank ", me,
+             " expected ", tokens_[me], " tokens, got q ", q.sizes(), ", k ", k.sizes(), ", v ", v.sizes());
+  const int64_t hl = heads / u;
+  const int64_t seq = sum_of(tokens_);
+  const auto offsets = dist::exclusive_offsets(tokens_);
+
+  // 1. Sequence-sharded -> head-sharded, q, k and v in one exchange: rank j gets head group j of our tokens.
+  auto send = at::stack({q, k, v})                        // [3, B, H, S_me, d]
+                  .view({3, batch, u, hl, s_me, d})       // [3, B, u, H/u, S_me, d]
+                  .permute({2, 0, 1, 3, 4, 5})            // [u, 3, B, H/u, S_me, d]
+                  .contiguous();
+  const int64_t per_token = 3 * batch * hl * d;
+  auto recv = at::empty({per_token * seq}, send.options());  // rank j's block: [3, B, H/u, S_j, d]
+  ulysses_->all_to_all_v(recv, send, std::vector<int64_t>(u, per_token * s_me), scaled(tokens_, per_token))->wait();
+  std::vector<at::Tensor> blocks;
+  for (int j = 0; j < u; ++j) {
+    blocks.push_back(recv.narrow(0, per_token * offsets[j], per_token * tokens_[j])
+                         .view({3, batch, hl, tokens_[j], d}));  // [3, B, H/u, S_j, d]
+  }
+  auto qkv = at::cat(blocks, 3);  // [3, B, H/u, S, d], tokens in sequence order
+
+  auto out = core(qkv[0], qkv[1], qkv[2]);  // [B, H/u, S, d]
+
+  // 2. Head-sharded -> sequence-sharded: rank j gets our heads for its tokens.
+  std::vector<at::Tensor> pieces;
+  for (int j = 0; j < u; ++j) pieces.push_back(out.narrow(2, offsets[j], tokens_[j]).reshape({-1}));
+  auto back_send = at::cat(pieces);                          // rank j's part: [B, H/u, S_j, d]
+  auto back = at::empty({u, batch, hl, s_me, d}, out.options());  // [u, B, H/u, S_me, d]
+  const int64_t per_token_out = batch * hl * d;
+  ulysses_->all_to_all_v(back, back_send, scaled(tokens_, per_token_out),
+                         std::vector<int64_t>(u, per_token_out * s_me))
+      ->wait();
+  return back.permute({1, 0, 2, 3, 4}).reshape({batch, heads, s_me, d});  // [B, H, S_me, d]
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The sequence-parallel forward.
+
+SequenceParallel SequenceParallel::from_mesh(const dist::DeviceMesh& mesh, const at::Device& device) {
+  // Same order on every rank; a group of one rank needs no process group.
+  auto make = [&](const dist::Communicator& comm) -> std::shared_ptr<dist::ProcessGroup> {
+    if (comm.size() == 1) return nullptr;
+    return dist::make_process_group(comm, device);
+  };
+  SequenceParallel sp;
+  sp.ulysses = make(mesh.ulysses());
+  sp.ring = make(mesh.ring());
+  sp.sp = make(mesh.sp());
+  OMNI_CHECK(mesh.sp().rank() == sp.rank(), "sp group rank ", mesh.sp().rank(), " is not ring_i * ulysses + ",
+             "ulysses_i = ", sp.rank());
+  return sp;
+}
+
+at::Tensor sp_forward(const models::WanTransformer3DModel& model, const at::Tensor& hidden_states,
+                      const at::Tensor& timestep, const at::Tensor& encoder_hidden_states, models::UnitHooks* hooks,
+                      const SequenceParallel& sp) {
+  using models::UnitHooks;
+  const int n = sp.degree();
+  if (n == 1) return model.forward(hidden_states, timestep, encoder_hidden_states, hooks);
+
+  const int u = sp.ulysses_degree(), ring = sp.ring_degree(), me = sp.rank();
+  const auto& cfg = model.config();
+  // Usage checks before any unit is gathered; every rank sees the same inputs and fails alike.
+  check_ulysses_heads(cfg.num_attention_heads, u);
+  OMNI_CHECK(sp.sp && sp.sp->size() == n && sp.sp->rank() == me, "sp_forward: the sp group (size ",
+             sp.sp ? sp.sp->size() : 0, ", rank ", sp.sp ? sp.sp->rank() : -1, ") does not match ring ", ring,
+             " x ulysses ", u, " (rank ", me, ")");
+  if (hidden_states.dim() == 5) {
+    const int64_t seq = hidden_states.size(2) / cfg.patch_size[0] * (hidden_states.size(3) / cfg.patch_size[1]) *
+                        (hidden_states.size(4) / cfg.patch_size[2]);
+    OMNI_CHECK_USAGE(seq >= n, "the latent video has ", seq, " transformer tokens, fewer than the sequence-parallel ",
+                     "degree ", n, " (--ulysses-degree ", u, " x --ring-degree ", ring,
+                     "); use a larger video or smaller degrees");
+  }
+
+  if (hooks) hooks->before(UnitHooks::kRootUnit);
+  auto st = model.prepare(hidden_states, timestep, encoder_hidden_states);
+  const int64_t batch = st.tokens.size(0), seq = st.tokens.size(1), dim = st.tokens.size(2);
+  const auto chunks = token_chunks(seq, n);  // sp rank r = ring_i * u + ulysses_i holds chunk r
+  const int64_t begin = dist::exclusive_offsets(chunks)[me], count = chunks[me];
+
+  // Ulysses exchanges within this ring slot's u chunks; the ring passes whole slots.
+  const int ring_i = me / u;
+  std::vector<int64_t> ulysses_tokens(chunks.begin() + ring_i * u, chunks.begin() + (ring_i + 1) * u);
+  std::vector<int64_t> ring_tokens(ring, 0);
+  for (int i = 0; i < n; ++i) ring_tokens[i / u] += chunks[i];
+  RingAttention ring_attention(sp.ring.get(), ring_tokens);
+  UlyssesAttention ulysses_attention(sp.ulysses.get(), ulysses_tokens, ring > 1 ? &ring_attention : nullptr);
+  models::AttentionBackend* backend =
+      u > 1 ? static_cast<models::AttentionBackend*>(&ulysses_attention) : &ring_attention;
+
+  at::Tensor x = st.tokens.narrow(1, begin, count);  // [B, S_me, D]
+  const auto& tproj = st.cond.timestep_proj;          // [B, 6, D] or per token [B, S, 6, D]
+  const at::Tensor my_tproj = tproj.dim() == 4 ? tproj.narrow(1, begin, count) : tproj;
+  const auto my_rope = st.rope.slice(begin, begin + count);  // [S_me, d/2]
+  for (int i = 0; i < model.num_blocks(); ++i) {
+    if (hooks) hooks->before(i);
+    x = model.run_block(i, x, st.cond.context, my_tproj, my_rope, backend);
+    if (hooks) hooks->after(i);
+  }
+
+  // Token-major, so each rank's chunk is one contiguous run of the gathered buffer.
+  auto local = x.transpose(0, 1).contiguous();                // [S_me, B, D]
+  auto full = at::empty({seq, batch, dim}, local.options());  // [S, B, D]
+  sp.sp->all_gather_v(full, local, scaled(chunks, batch * dim))->wait();
+  auto out = model.finish(full.transpose(0, 1), st);  // [B, C_out, F, H, W]
+  if (hooks) hooks->after(UnitHooks::kRootUnit);
+  return out;
+}
+
+}  // namespace omni::pipeline

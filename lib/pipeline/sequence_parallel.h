@@ -1,0 +1,116 @@
+// Sequence parallelism for the Wan transformer (DESIGN.md section 4): the token sequence of one video is split
+// over the sp = ring x ulysses ranks, each rank running every block on its own contiguous token chunk.
+//
+// - Ulysses (DeepSpeed-Ulysses): around self-attention, one all-to-all turns q/k/v from sequence-sharded,
+//   all heads [B, H, S_r, d] into head-sharded, all tokens [B, H/u, S, d]; the attention core runs on whole
+//   sequences of H/u heads and a second all-to-all turns the result back. Needs heads % ulysses == 0.
+// - Ring (ring attention): each rank keeps its queries; K/V blocks travel around the ring, one hop per step
+//   (the next hop's transfer overlaps the current block's compute), and the per-block results are merged with
+//   the log-sum-exp (online softmax) rule, which is exact up to float rounding.
+// - USP (both): Ulysses inside (contiguous ranks), ring outside, on the head-sharded tensors.
+//
+// Cross-attention needs no communication: k/v are the whole text context, which every rank holds.
+// Token chunks may differ by one token between ranks (S need not be divisible by the degree); the
+// collectives carry per-rank counts.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "dist/process_group.h"
+#include "models/module.h"
+#include "models/wan_attention.h"
+
+namespace omni::dist {
+class DeviceMesh;
+}
+namespace omni::models {
+class WanTransformer3DModel;
+}
+
+namespace omni::pipeline {
+
+// Sizes of `parts` contiguous chunks of `seq` tokens, as even as possible (the first seq % parts chunks hold
+// one token more).
+std::vector<int64_t> token_chunks(int64_t seq, int parts);
+
+// Usage error (exit 2) unless the model's `heads` split evenly over `ulysses` ranks.
+void check_ulysses_heads(int64_t heads, int ulysses);
+
+// One attention result in mergeable form: `out` = softmax(q k^T * scale) v over some key block, normalized
+// within that block, and `lse` = log(sum(exp(scores))) over the same block. Both float32.
+struct PartialAttention {
+  at::Tensor out;  // [B, H, Sq, d]
+  at::Tensor lse;  // [B, H, Sq]
+};
+
+// Attention of q [B, H, Sq, d] over one key block k/v [B, H, Sk, d] (Sk > 0), computed in float32. Queries
+// are processed in chunks so that one chunk's float32 score matrix stays within `max_score_elements`
+// (default 2^28, 1 GiB; at least one query row per chunk).
+PartialAttention block_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
+                                 int64_t max_score_elements = int64_t{1} << 28);
+
+// Folds `block` into `acc` (the online softmax): the result is what one softmax over the union of both key
+// sets gives, up to float rounding. `acc` is updated in place.
+void merge_attention(PartialAttention& acc, const PartialAttention& block);
+
+// Ring attention over `ring` (null or size 1: local attention). `tokens_per_rank[i]` is the number of
+// key/value tokens ring rank i holds (its query count too). Self-attention only; cross-attention is local.
+class RingAttention : public models::AttentionBackend {
+ public:
+  RingAttention(dist::ProcessGroup* ring, std::vector<int64_t> tokens_per_rank);
+  at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, models::AttentionKind kind) override;
+
+ private:
+  dist::ProcessGroup* ring_;
+  std::vector<int64_t> tokens_;
+};
+
+// Ulysses attention over `ulysses` (null or size 1: passes self-attention to `inner`). `tokens_per_rank[i]`
+// is the number of tokens ulysses rank i holds. The head-sharded self-attention core runs on `inner` when
+// given (a RingAttention for USP), else locally.
+class UlyssesAttention : public models::AttentionBackend {
+ public:
+  UlyssesAttention(dist::ProcessGroup* ulysses, std::vector<int64_t> tokens_per_rank,
+                   models::AttentionBackend* inner = nullptr);
+  at::Tensor attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, models::AttentionKind kind) override;
+
+ private:
+  dist::ProcessGroup* ulysses_;
+  std::vector<int64_t> tokens_;
+  models::AttentionBackend* inner_;
+};
+
+// This rank's place in sequence parallelism: the process groups (null: degree 1 on that axis). The sp group
+// spans ring x ulysses with group rank ring_i * ulysses + ulysses_i (the DeviceMesh's order); it gathers
+// the output tokens and is needed whenever degree() > 1.
+struct SequenceParallel {
+  std::shared_ptr<dist::ProcessGroup> ulysses;
+  std::shared_ptr<dist::ProcessGroup> ring;
+  std::shared_ptr<dist::ProcessGroup> sp;
+
+  int ulysses_degree() const { return ulysses ? ulysses->size() : 1; }
+  int ring_degree() const { return ring ? ring->size() : 1; }
+  int degree() const { return ulysses_degree() * ring_degree(); }
+  // Index in the sp group, which orders the token chunks.
+  int rank() const { return (ring ? ring->rank() : 0) * ulysses_degree() + (ulysses ? ulysses->rank() : 0); }
+
+  // Collective over the mesh's groups: process groups for `device` on the ulysses, ring and sp axes (those
+  // of degree 1 stay null).
+  static SequenceParallel from_mesh(const dist::DeviceMesh& mesh, const at::Device& device);
+};
+
+// WanTransformer3DModel::forward with the tokens split over `sp`: prepare() on every rank, this rank's token
+// chunk (and its per-token modulation and rope rows) through every block with Ulysses / ring attention, the
+// chunks all-gathered, finish() on every rank. Same arguments and result as forward() (every rank returns
+// the whole output); `hooks` is called in forward()'s order. Degree 1 is forward() exactly. Collective over
+// the sp group: every rank passes the same inputs.
+at::Tensor sp_forward(const models::WanTransformer3DModel& model, const at::Tensor& hidden_states,
+                      const at::Tensor& timestep, const at::Tensor& encoder_hidden_states, models::UnitHooks* hooks,
+                      const SequenceParallel& sp);
+
+}  // namespace omni::pipeline
