@@ -15,6 +15,12 @@
 #include "config/parallel_config.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "dist/agreement.h"
+#include "dist/communicator.h"
+#include "dist/device_mesh.h"
+#include "io/model_dir.h"
+#include "pipeline/default_model.h"
+#include "pipeline/generation_job.h"
 
 namespace {
 
@@ -63,15 +69,29 @@ std::string model_name_of(const omni::config::CommandLine& cli) {
   return "";
 }
 
-int run(int argc, char** argv, int rank, int world, bool& uniform) {
-  uniform = true;
+// The preset that fits the model: the built-in default model's, else what its model_index.json says (read
+// without loading anything), else what its name says.
+std::string choose_preset(const std::string& model) {
+  if (model.empty()) return omni::pipeline::default_model_preset();
+  try {
+    auto index = omni::io::read_model_index(omni::io::resolve_model_path(model) + "/model_index.json");
+    return omni::config::preset_for(model, index.class_name, index.expand_timesteps);
+  } catch (const omni::Error&) {
+    // An unresolvable model is reported with its full explanation when the run opens it.
+    return omni::config::preset_for(model, "", false);
+  }
+}
+
+enum class Phase { kUniform, kAgreed, kRunning };
+
+int run(int argc, char** argv, int rank, int world, Phase& phase) {
+  phase = Phase::kUniform;
   auto cli = omni::config::parse_command_line(argc, argv);
   if (cli.help) {
     if (rank == 0) std::cout << cli.help_text;
     return 0;
   }
-  const std::string model = model_name_of(cli);
-  const std::string preset = omni::config::preset_for(model.empty() ? "T2V-A14B (built-in default)" : model, "", false);
+  const std::string preset = choose_preset(model_name_of(cli));
   GenerateOptions opts = omni::config::resolve_options(cli, preset);
   omni::log::set_level(omni::log::parse_level(opts.log_level));
   Layout layout = omni::config::resolve_layout(opts.parallel, world);
@@ -80,42 +100,47 @@ int run(int argc, char** argv, int rank, int world, bool& uniform) {
     if (rank == 0) print_plan(opts, layout, preset);
     return 0;
   }
-  uniform = false;
-  OMNI_FAIL("generation is not available in this build yet; use --dry-run to validate a configuration");
+
+  phase = Phase::kAgreed;
+  omni::dist::DeviceMesh mesh(layout, omni::dist::Communicator::world());
+  omni::pipeline::GenerationJob job(opts, preset, mesh);
+  job.prepare();
+  job.load();
+  phase = Phase::kRunning;
+  job.run();
+  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  int rank = 0, world = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  omni::log::set_rank(rank, world);
-
   int code = 0;
-  bool uniform = true;
-  std::string message;
-  try {
-    code = run(argc, argv, rank, world, uniform);
-  } catch (const omni::Error& e) {
-    code = e.exit_code();
-    message = e.what();
-  } catch (const std::exception& e) {
-    code = 1;
-    message = e.what();
-  }
-  if (code != 0) {
-    if (uniform) {
-      if (rank == 0) std::fprintf(stderr, "omni-generate: error: %s\n", message.c_str());
-    } else {
-      std::fprintf(stderr, "omni-generate: error (rank %d/%d): %s\n", rank, world, message.c_str());
-      std::fflush(stderr);
-      if (world > 1) MPI_Abort(MPI_COMM_WORLD, code);
+  {
+    omni::dist::MpiEnvironment mpi(&argc, &argv);
+    int rank = 0, world = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    omni::log::set_rank(rank, world);
+
+    Phase phase = Phase::kUniform;
+    try {
+      code = run(argc, argv, rank, world, phase);
+    } catch (const omni::dist::PeerFailure& e) {
+      code = e.exit_code();  // the failing rank prints the reason
+    } catch (const std::exception& e) {
+      const auto* err = dynamic_cast<const omni::Error*>(&e);
+      code = err ? err->exit_code() : 1;
+      if (phase == Phase::kRunning && world > 1) {
+        // Other ranks may be inside a collective: take the whole job down with this code.
+        std::fprintf(stderr, "omni-generate: error (rank %d/%d): %s\n", rank, world, e.what());
+        std::fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, code);
+      }
+      // Uniform errors: every rank has the same one, rank 0 says it. Agreed errors: only the failing rank
+      // gets here (the others see PeerFailure).
+      if (phase == Phase::kAgreed || rank == 0) std::fprintf(stderr, "omni-generate: error: %s\n", e.what());
     }
+    std::fflush(stderr);
   }
-  std::fflush(stderr);
-  MPI_Finalize();
   return code;
 }

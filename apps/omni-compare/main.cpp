@@ -1,0 +1,270 @@
+// omni-compare: regression comparison of two outputs.
+//
+//   omni-compare A.mp4 B.mp4 [--psnr-min DB] [--tolerance X]      two videos, decoded, frame by frame
+//   omni-compare A.safetensors B.safetensors [--tolerance X]       every tensor (--keys to pick some)
+//   omni-compare A.mp4 B.safetensors [--frames-key frames]         a video against saved frames [1,] F, H, W, 3
+//
+// B is the reference. Exit codes: 0 within tolerance, 1 not (or a mismatch in frames, sizes, keys, shapes),
+// 2 bad usage, 3 a missing or unreadable file. With neither --tolerance nor --psnr-min the outputs must be equal.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <limits>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "io/safetensors.h"
+#include "io/video_reader.h"
+
+namespace {
+
+struct Settings {
+  std::string a, b;
+  std::optional<double> tolerance;      // max abs
+  std::optional<double> rel_tolerance;  // max abs / max |B|
+  std::optional<double> psnr_min;       // videos and frames, values in [0, 1]
+  std::vector<std::string> keys;
+  bool allow_missing = false;
+  std::string frames_key = "frames";
+};
+
+bool is_tensor_file(const std::string& path) {
+  const std::string ext = ".safetensors";
+  return path.size() >= ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+}
+
+std::string fmt(double v, int precision = 4) {
+  if (std::isinf(v)) return "inf";
+  std::ostringstream os;
+  os << std::setprecision(precision) << v;
+  return os.str();
+}
+
+std::string shape_str(at::IntArrayRef s) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < s.size(); ++i) os << (i ? "," : "") << s[i];
+  os << "]";
+  return os.str();
+}
+
+// Whether (max_abs, min_psnr) pass the criteria that were given; equality when none was.
+bool within(const Settings& s, double max_abs, double max_rel, double min_psnr, std::string* why) {
+  std::ostringstream os;
+  bool ok = true;
+  if (!s.tolerance && !s.rel_tolerance && !s.psnr_min) {
+    ok = max_abs == 0.0;
+    os << "max abs " << fmt(max_abs) << (ok ? " == 0" : " != 0") << " (no tolerance given: exact)";
+  }
+  if (s.tolerance) {
+    const bool pass = max_abs <= *s.tolerance;
+    os << "max abs " << fmt(max_abs) << (pass ? " <= " : " > ") << "tolerance " << fmt(*s.tolerance) << "; ";
+    ok = ok && pass;
+  }
+  if (s.rel_tolerance) {
+    const bool pass = max_rel <= *s.rel_tolerance;
+    os << "max rel " << fmt(max_rel) << (pass ? " <= " : " > ") << "rel tolerance " << fmt(*s.rel_tolerance) << "; ";
+    ok = ok && pass;
+  }
+  if (s.psnr_min) {
+    const bool pass = min_psnr >= *s.psnr_min;
+    os << "min PSNR " << fmt(min_psnr) << (pass ? " >= " : " < ") << fmt(*s.psnr_min) << " dB; ";
+    ok = ok && pass;
+  }
+  *why = os.str();
+  return ok;
+}
+
+// Frames [F, H, W, 3] of either a video or a tensor file (`frames_key`, leading batch of 1 dropped).
+at::Tensor load_frames(const std::string& path, const Settings& s, std::string* label) {
+  if (!is_tensor_file(path)) {
+    omni::io::Video v = omni::io::read_video(path);
+    *label = omni::str_cat(path, " (", v.info.codec, " ", v.info.pixel_format, " ", v.info.width, "x", v.info.height,
+                           ", ", v.info.frame_count, " frames, ", v.info.fps_num, "/", v.info.fps_den, " fps)");
+    return v.frames;
+  }
+  omni::io::SafetensorsFile file(path);
+  OMNI_CHECK_INPUT(file.contains(s.frames_key), path, ": no tensor '", s.frames_key,
+                   "' to compare with a video (set --frames-key)");
+  at::Tensor t = file.read(s.frames_key, at::kFloat);
+  if (t.dim() == 5 && t.size(0) == 1) t = t[0];  // [1, F, H, W, 3] -> [F, H, W, 3]
+  OMNI_CHECK_INPUT(t.dim() == 4 && t.size(3) == 3, path, ": tensor '", s.frames_key,
+                   "' should be [F, H, W, 3] frames, got ", shape_str(t.sizes()));
+  *label = omni::str_cat(path, " (tensor '", s.frames_key, "' ", shape_str(t.sizes()), ")");
+  return t;
+}
+
+int compare_frames(const Settings& s) {
+  OMNI_CHECK_USAGE(s.keys.empty(), "--keys applies to two tensor files");
+  std::string label_a, label_b;
+  at::Tensor a = load_frames(s.a, s, &label_a);
+  at::Tensor b = load_frames(s.b, s, &label_b);
+  std::cout << "A: " << label_a << "\nB: " << label_b << "\n";
+  if (a.size(1) != b.size(1) || a.size(2) != b.size(2)) {
+    std::cout << "FAIL: frame size differs: A " << a.size(2) << "x" << a.size(1) << ", B " << b.size(2) << "x"
+              << b.size(1) << "\n";
+    return 1;
+  }
+  const int64_t n = std::min(a.size(0), b.size(0));
+  bool count_ok = a.size(0) == b.size(0);
+  std::cout << std::left << std::setw(8) << "frame" << std::setw(12) << "PSNR(dB)" << std::setw(12) << "max_abs"
+            << "mean_abs\n";
+  double max_abs = 0.0, sum_abs = 0.0, min_psnr = std::numeric_limits<double>::infinity(), max_ref = 0.0;
+  for (int64_t f = 0; f < n; ++f) {
+    at::Tensor d = (a[f].to(at::kDouble) - b[f].to(at::kDouble)).abs();
+    const double fmax = d.max().item<double>(), fmean = d.mean().item<double>();
+    const double mse = d.pow(2).mean().item<double>();
+    const double psnr = mse == 0.0 ? std::numeric_limits<double>::infinity() : 10.0 * std::log10(1.0 / mse);
+    std::cout << std::setw(8) << f << std::setw(12) << fmt(psnr) << std::setw(12) << fmt(fmax) << fmt(fmean) << "\n";
+    max_abs = std::max(max_abs, fmax);
+    sum_abs += fmean;
+    min_psnr = std::min(min_psnr, psnr);
+    max_ref = std::max(max_ref, b[f].abs().max().item<double>());
+  }
+  std::cout << std::setw(8) << "all" << std::setw(12) << ("min " + fmt(min_psnr)) << std::setw(12) << fmt(max_abs)
+            << fmt(n ? sum_abs / n : 0.0) << "\n";
+  std::string why;
+  const double max_rel = max_ref > 0 ? max_abs / max_ref : max_abs;
+  bool ok = within(s, max_abs, max_rel, min_psnr, &why);
+  if (!count_ok) {
+    std::cout << "FAIL: frame count differs: A " << a.size(0) << ", B " << b.size(0) << " (compared the first " << n
+              << ")\n";
+    return 1;
+  }
+  std::cout << (ok ? "PASS: " : "FAIL: ") << why << "\n";
+  return ok ? 0 : 1;
+}
+
+int compare_tensors(const Settings& s) {
+  OMNI_CHECK_USAGE(!s.psnr_min, "--psnr-min applies to videos (and frames against a video); use --tolerance");
+  omni::io::SafetensorsFile fa(s.a), fb(s.b);
+  std::cout << "A: " << s.a << " (" << fa.names().size() << " tensors)\nB: " << s.b << " (" << fb.names().size()
+            << " tensors)\n";
+  std::vector<std::string> names;
+  std::vector<std::string> missing_a, missing_b;
+  if (!s.keys.empty()) {
+    for (const auto& k : s.keys) {
+      if (!fa.contains(k)) missing_a.push_back(k);
+      if (!fb.contains(k)) missing_b.push_back(k);
+      if (fa.contains(k) && fb.contains(k)) names.push_back(k);
+    }
+  } else {
+    std::set<std::string> in_a(fa.names().begin(), fa.names().end()), in_b(fb.names().begin(), fb.names().end());
+    for (const auto& k : in_a) (in_b.count(k) ? names : missing_b).push_back(k);
+    for (const auto& k : in_b)
+      if (!in_a.count(k)) missing_a.push_back(k);
+  }
+  size_t width = 8;
+  for (const auto& k : names) width = std::max(width, k.size() + 2);
+  std::cout << std::left << std::setw(static_cast<int>(width)) << "tensor" << std::setw(20) << "shape" << std::setw(10)
+            << "dtype" << std::setw(12) << "max_abs" << std::setw(12) << "max_rel" << "status\n";
+  bool all_ok = true;
+  for (const auto& k : names) {
+    const auto& ia = fa.info(k);
+    const auto& ib = fb.info(k);
+    std::string dtype = omni::io::dtype_name(ia.dtype);
+    if (ia.dtype != ib.dtype) dtype += std::string("/") + omni::io::dtype_name(ib.dtype);
+    std::cout << std::setw(static_cast<int>(width)) << k;
+    if (ia.shape != ib.shape) {
+      std::cout << std::setw(20) << (shape_str(ia.shape) + "/" + shape_str(ib.shape)) << std::setw(10) << dtype
+                << std::setw(12) << "-" << std::setw(12) << "-" << "FAIL (shape)\n";
+      all_ok = false;
+      continue;
+    }
+    at::Tensor a = fa.read(k, at::kDouble), b = fb.read(k, at::kDouble);
+    const double max_abs = a.numel() ? (a - b).abs().max().item<double>() : 0.0;
+    const double ref = b.numel() ? b.abs().max().item<double>() : 0.0;
+    const double max_rel = ref > 0 ? max_abs / ref : max_abs;
+    const bool nan = a.numel() && (a.isnan().any().item<bool>() != b.isnan().any().item<bool>() ||
+                                   std::isnan(max_abs));
+    std::string why;
+    const bool ok = !nan && within(s, max_abs, max_rel, 0.0, &why);
+    all_ok = all_ok && ok;
+    std::cout << std::setw(20) << shape_str(ia.shape) << std::setw(10) << dtype << std::setw(12) << fmt(max_abs)
+              << std::setw(12) << fmt(max_rel) << (ok ? "ok" : (nan ? "FAIL (NaN)" : "FAIL")) << "\n";
+  }
+  auto list = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i];
+    return out;
+  };
+  if (!missing_a.empty()) std::cout << "missing in A: " << list(missing_a) << "\n";
+  if (!missing_b.empty()) std::cout << "missing in B: " << list(missing_b) << "\n";
+  const bool keys_ok = s.allow_missing || (missing_a.empty() && missing_b.empty());
+  if (names.empty()) {
+    std::cout << "FAIL: no tensor in common\n";
+    return 1;
+  }
+  const bool ok = all_ok && keys_ok;
+  std::cout << (ok ? "PASS" : "FAIL") << ": " << names.size() << " tensors compared"
+            << (keys_ok ? "" : ", keys missing (--allow-missing to accept)") << (all_ok ? "" : ", some out of tolerance")
+            << "\n";
+  return ok ? 0 : 1;
+}
+
+int run(int argc, char** argv) {
+  Settings s;
+  CLI::App app{"omni-compare: compare two outputs (videos, or safetensors tensor files); B is the reference",
+               "omni-compare"};
+  app.set_help_flag("-h,--help", "print this help and exit");
+  app.add_option("A", s.a, "output to check: a video (any FFmpeg-readable file) or a .safetensors file")->required();
+  app.add_option("B", s.b, "reference: a video or a .safetensors file")->required();
+  double tol = 0, rel = 0, psnr = 0;
+  std::string keys;
+  auto* o_tol = app.add_option("--tolerance", tol, "largest allowed max abs difference");
+  auto* o_rel = app.add_option("--rel-tolerance", rel, "largest allowed max abs difference / max |B| (tensors)");
+  auto* o_psnr = app.add_option("--psnr-min", psnr, "smallest allowed per-frame PSNR in dB (values in [0, 1])");
+  app.add_option("--keys", keys, "comma-separated tensor names to compare (default: all)");
+  app.add_flag("--allow-missing", s.allow_missing, "do not fail on tensors present in only one file");
+  app.add_option("--frames-key", s.frames_key, "tensor holding the frames when a video meets a tensor file")
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    OMNI_FAIL_USAGE(e.what(), " (run with --help for the options)");
+  }
+  if (o_tol->count()) {
+    OMNI_CHECK_USAGE(tol >= 0 && std::isfinite(tol), "--tolerance must be a finite number >= 0, got ", tol);
+    s.tolerance = tol;
+  }
+  if (o_rel->count()) {
+    OMNI_CHECK_USAGE(rel >= 0 && std::isfinite(rel), "--rel-tolerance must be a finite number >= 0, got ", rel);
+    s.rel_tolerance = rel;
+  }
+  if (o_psnr->count()) s.psnr_min = psnr;
+  for (size_t start = 0; !keys.empty() && start <= keys.size();) {
+    size_t comma = keys.find(',', start);
+    if (comma == std::string::npos) comma = keys.size();
+    if (comma > start) s.keys.push_back(keys.substr(start, comma - start));
+    start = comma + 1;
+  }
+  if (is_tensor_file(s.a) && is_tensor_file(s.b)) return compare_tensors(s);
+  return compare_frames(s);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const omni::Error& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "omni-compare: error: %s\n", e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "omni-compare: error: %s\n", e.what());
+    return 1;
+  }
+}
