@@ -42,16 +42,16 @@ WanDecoder3d::WanDecoder3d(const WanDecoderConfig& config) {
   std::vector<int64_t> dims{config.dim * mult.back()};
   for (auto it = mult.rbegin(); it != mult.rend(); ++it) dims.push_back(config.dim * *it);
 
-  conv_in_ = child("conv_in", std::make_unique<WanCausalConv3d>(config.z_dim, dims[0], K{3, 3, 3}, K{1, 1, 1},
-                                                                 K{1, 1, 1}));
+  conv_in_ =
+      child("conv_in", std::make_unique<WanCausalConv3d>(config.z_dim, dims[0], K{3, 3, 3}, K{1, 1, 1}, K{1, 1, 1}));
   mid_block_ = child("mid_block", std::make_unique<WanMidBlock>(dims[0]));
   for (size_t i = 0; i < levels; ++i) {
     int64_t in_dim = dims[i];
     // Wan2.1's upsamplers halve the channels, so every block after the first starts from half.
     if (i > 0 && !config.is_residual) in_dim /= 2;
     const bool up_flag = i + 1 != levels;
-    WanResampleMode mode = up_flag && config.temporal_upsample[i] ? WanResampleMode::kUpsample3d
-                                                                  : WanResampleMode::kUpsample2d;
+    WanResampleMode mode =
+        up_flag && config.temporal_upsample[i] ? WanResampleMode::kUpsample3d : WanResampleMode::kUpsample2d;
     up_blocks_.push_back(child("up_blocks." + std::to_string(i),
                                std::make_unique<WanUpBlock>(in_dim, dims[i + 1], config.num_res_blocks,
                                                             up_flag ? &mode : nullptr, config.is_residual)));

@@ -24,7 +24,8 @@ at::Tensor WanResidualDownBlock::forward(const at::Tensor& x, WanFeatCache& cach
   for (const auto* resnet : resnets_) y = resnet->forward(y, cache);
   if (downsampler_) y = downsampler_->forward(y, cache);
   // The shortcut sees only this chunk: a lone first frame is front-padded with a zero frame and averaged.
-  return y.add_(wan_avg_down_3d(x, out_dim_, factor_t_, factor_s_));
+  at::Tensor shortcut = wan_avg_down_3d(x, out_dim_, factor_t_, factor_s_);
+  return y.is_same(x) ? y + shortcut : y.add_(shortcut);  // never write into the caller's tensor
 }
 
 WanEncoder3d::WanEncoder3d(const WanEncoderConfig& config) {
@@ -35,8 +36,8 @@ WanEncoder3d::WanEncoder3d(const WanEncoderConfig& config) {
   std::vector<int64_t> dims{config.dim};
   for (int64_t m : mult) dims.push_back(config.dim * m);
 
-  conv_in_ = child("conv_in", std::make_unique<WanCausalConv3d>(config.in_channels, dims[0], K{3, 3, 3}, K{1, 1, 1},
-                                                                 K{1, 1, 1}));
+  conv_in_ = child("conv_in",
+                   std::make_unique<WanCausalConv3d>(config.in_channels, dims[0], K{3, 3, 3}, K{1, 1, 1}, K{1, 1, 1}));
   const size_t levels = mult.size();
   int index = 0;
   auto name = [&index] { return "down_blocks." + std::to_string(index++); };
@@ -46,9 +47,9 @@ WanEncoder3d::WanEncoder3d(const WanEncoderConfig& config) {
     const bool last = i + 1 == levels;
     if (config.is_residual) {
       Layer layer;
-      layer.residual_down = child(name(), std::make_unique<WanResidualDownBlock>(
-                                              in_dim, out_dim, config.num_res_blocks,
-                                              !last && config.temporal_downsample[i], !last));
+      layer.residual_down =
+          child(name(), std::make_unique<WanResidualDownBlock>(in_dim, out_dim, config.num_res_blocks,
+                                                               !last && config.temporal_downsample[i], !last));
       down_blocks_.push_back(layer);
       continue;
     }
@@ -68,8 +69,8 @@ WanEncoder3d::WanEncoder3d(const WanEncoderConfig& config) {
   const int64_t top = dims.back();
   mid_block_ = child("mid_block", std::make_unique<WanMidBlock>(top));
   norm_out_ = child("norm_out", std::make_unique<WanRMSNorm>(top, /*images=*/false));
-  conv_out_ = child("conv_out", std::make_unique<WanCausalConv3d>(top, config.out_channels, K{3, 3, 3}, K{1, 1, 1},
-                                                                  K{1, 1, 1}));
+  conv_out_ = child("conv_out",
+                    std::make_unique<WanCausalConv3d>(top, config.out_channels, K{3, 3, 3}, K{1, 1, 1}, K{1, 1, 1}));
 }
 
 at::Tensor WanEncoder3d::forward(const at::Tensor& x, WanFeatCache& cache) const {

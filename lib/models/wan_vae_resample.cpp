@@ -37,7 +37,7 @@ at::Tensor WanResample::spatial(const at::Tensor& x) const {
   } else {
     y = at::constant_pad_nd(y, {0, 1, 0, 1});  // ZeroPad2d((0, 1, 0, 1)): right and bottom only
   }
-  y = resample_->forward(y);                                                      // [B*T, C', H', W']
+  y = resample_->forward(y);                                                        // [B*T, C', H', W']
   return y.view({b, t, y.size(1), y.size(2), y.size(3)}).permute({0, 2, 1, 3, 4});  // [B, C', T, H', W']
 }
 
@@ -89,9 +89,9 @@ at::Tensor wan_avg_down_3d(const at::Tensor& x, int64_t out_channels, int64_t fa
   if (pad_t > 0) y = at::constant_pad_nd(y, {0, 0, 0, 0, pad_t, 0});
   const int64_t b = y.size(0), t = y.size(2) / factor_t, h = y.size(3) / factor_s, w = y.size(4) / factor_s;
   y = y.reshape({b, c, t, factor_t, h, factor_s, w, factor_s})
-          .permute({0, 1, 3, 5, 7, 2, 4, 6})               // [B, C, ft, fs, fs, T', H', W']
-          .reshape({b, out_channels, group, t, h, w});     // [B, Cout, group, T', H', W']
-  return y.mean(2);                                        // [B, Cout, T', H', W']
+          .permute({0, 1, 3, 5, 7, 2, 4, 6})            // [B, C, ft, fs, fs, T', H', W']
+          .reshape({b, out_channels, group, t, h, w});  // [B, Cout, group, T', H', W']
+  return y.mean(2);                                     // [B, Cout, T', H', W']
 }
 
 at::Tensor wan_dup_up_3d(const at::Tensor& x, int64_t out_channels, int64_t factor_t, int64_t factor_s,

@@ -28,7 +28,7 @@ class WanResample : public Module {
   at::Tensor spatial(const at::Tensor& x) const;  // per frame: nearest x2 + conv, or pad + stride-2 conv
 
   WanResampleMode mode_;
-  WanConv2d* resample_;             // "resample.1" (index 0 of diffusers' Sequential is the upsample / pad)
+  WanConv2d* resample_;  // "resample.1" (index 0 of diffusers' Sequential is the upsample / pad)
   WanCausalConv3d* time_conv_ = nullptr;
 };
 

@@ -127,8 +127,13 @@ void GenerationJob::load() {
     s.vae_dtype = parse_dtype(opts_.vae_dtype);
     s.use_hsdp = opts_.parallel.use_hsdp;
     s.sample_solver = opts_.sample_solver;
-    s.flow_shift = opts_.flow_shift;
-    s.boundary_ratio = opts_.boundary_ratio;
+    // The checkpoint's own flow_shift (scheduler_config.json) and boundary_ratio (model_index.json) are what
+    // diffusers runs, so they win over the preset's; the preset's values fill in only where the checkpoint has
+    // none. A value the user gave (flag or --config file) wins over both.
+    const bool ckpt_shift = model_->component_config("scheduler").contains("flow_shift");
+    s.flow_shift = set_by_user(opts_, "flow-shift") || !ckpt_shift ? opts_.flow_shift : std::nullopt;
+    s.boundary_ratio = set_by_user(opts_, "boundary-ratio") || !model_->index().boundary_ratio
+                           ? opts_.boundary_ratio : std::nullopt;
     pipeline_ = std::make_unique<WanPipeline>(*model_, s, &mesh_);
 
     if (!opts_.image.empty()) {
