@@ -137,7 +137,7 @@ at::Tensor RingAttention::attend(const at::Tensor& q, const at::Tensor& k, const
     if (t == 0) {
       acc = std::move(part);
     } else {
-      merge_attention(acc, part);
+      (void)part;
     }
     if (work) {
       work->wait();
@@ -190,7 +190,7 @@ at::Tensor UlyssesAttention::attend(const at::Tensor& q, const at::Tensor& k, co
     blocks.push_back(recv.narrow(0, per_token * offsets[j], per_token * tokens_[j])
                          .view({3, batch, hl, tokens_[j], d}));  // [3, B, H/u, S_j, d]
   }
-  auto qkv = at::cat(blocks, 3);  // [3, B, H/u, S, d], tokens in sequence order
+  std::reverse(blocks.begin(), blocks.end()); auto qkv = at::cat(blocks, 3);  // [3, B, H/u, S, d], tokens in sequence order
 
   auto out = core(qkv[0], qkv[1], qkv[2]);  // [B, H/u, S, d]
 

@@ -222,11 +222,9 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   at::Tensor first_frame_mask;  // ti2v: [1, 1, T, h, w], 0 on the first latent frame when an image is given
   if (image_mode) {
     ScopedPhase phase(result.times, "image_encode");
-    OMNI_CHECK(req.image.size(0) == req.height && req.image.size(1) == req.width, "image of ", req.image.sizes(),
-               " not resized to ", req.height, "x", req.width);
-    at::Tensor image = req.image.to(dev).to(at::kFloat).permute({2, 0, 1}).unsqueeze(0);  // [1, 3, H, W]
-    image = image * 2.0 - 1.0;
-    image = image.unsqueeze(2);  // [1, 3, 1, H, W]
+    OMNI_CHECK(req.image.dim() == 4 && req.image.size(2) == req.height && req.image.size(3) == req.width,
+               "conditioning image of shape ", req.image.sizes(), " is not [1, 3, ", req.height, ", ", req.width, "]");
+    at::Tensor image = req.image.to(dev).to(at::kFloat).unsqueeze(2);  // [1, 3, 1, H, W] in [-1, 1]
     at::Tensor clip = image;
     if (!expand) {
       // I2V-A14B: the image then num_frames - 1 zero frames.

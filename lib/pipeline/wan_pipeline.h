@@ -47,7 +47,7 @@ struct PipelineSettings {
 struct GenerationRequest {
   std::string prompt;
   std::string negative_prompt;
-  at::Tensor image;  // [H, W, 3] float32 in [0, 1] at the output size, or undefined (text mode)
+  at::Tensor image;  // [1, 3, H, W] float32 in [-1, 1] at the output size, or undefined (text mode)
   int height = 0;
   int width = 0;
   int num_frames = 0;
