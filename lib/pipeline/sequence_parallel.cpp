@@ -73,7 +73,7 @@ PartialAttention block_attention(const at::Tensor& q, const at::Tensor& k, const
   const int64_t rows = std::max<int64_t>(1, max_score_elements / std::max<int64_t>(1, batch * heads * sk));
   if (rows >= sq) return one_chunk(qf);
   PartialAttention res{at::empty({batch, heads, sq, v.size(3)}, qf.options()),  // [B, H, Sq, dv]
-                       at::empty({batch, heads, sq}, qf.options())};           // [B, H, Sq]
+                       at::empty({batch, heads, sq}, qf.options())};            // [B, H, Sq]
   for (int64_t s0 = 0; s0 < sq; s0 += rows) {
     const int64_t s1 = std::min(sq, s0 + rows);
     auto part = one_chunk(qf.slice(2, s0, s1));
@@ -87,9 +87,9 @@ void merge_attention(PartialAttention& acc, const PartialAttention& block) {
   OMNI_CHECK(acc.out.sizes() == block.out.sizes() && acc.lse.sizes() == block.lse.sizes(),
              "merge_attention: partial results of different shapes (", acc.out.sizes(), " vs ", block.out.sizes(), ")");
   // softmax over K1 u K2 = (Z1 * out1 + Z2 * out2) / (Z1 + Z2) with Z = exp(lse): weights exp(lse_i - lse).
-  auto lse = at::logaddexp(acc.lse, block.lse);              // [B, H, Sq]
-  auto w_acc = (acc.lse - lse).exp_().unsqueeze(-1);         // [B, H, Sq, 1]
-  auto w_block = (block.lse - lse).exp_().unsqueeze(-1);     // [B, H, Sq, 1]
+  auto lse = at::logaddexp(acc.lse, block.lse);               // [B, H, Sq]
+  auto w_acc = (acc.lse - lse).exp_().unsqueeze(-1);          // [B, H, Sq, 1]
+  auto w_block = (block.lse - lse).exp_().unsqueeze(-1);      // [B, H, Sq, 1]
   acc.out = acc.out.mul(w_acc).addcmul_(block.out, w_block);  // [B, H, Sq, d]
   acc.lse = lse;
 }
@@ -104,16 +104,15 @@ RingAttention::RingAttention(dist::ProcessGroup* ring, std::vector<int64_t> toke
              " token counts for a ring of ", size);
 }
 
-at::Tensor RingAttention::attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                 AttentionKind kind) {
+at::Tensor RingAttention::attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, AttentionKind kind) {
   if (kind == AttentionKind::kCross || !ring_ || ring_->size() == 1)
     return compat::scaled_dot_product_attention(q, k, v);
   check_bhsd(q, "RingAttention", "q");
   check_bhsd(k, "RingAttention", "k");
   const int size = ring_->size(), me = ring_->rank();
   const int next = (me + 1) % size, prev = (me + size - 1) % size;
-  OMNI_CHECK(q.size(2) == tokens_[me] && k.size(2) == tokens_[me] && v.sizes() == k.sizes(), "RingAttention: rank ",
-             me, " expected ", tokens_[me], " tokens, got q ", q.sizes(), ", k ", k.sizes(), ", v ", v.sizes());
+  OMNI_CHECK(q.size(2) == tokens_[me] && k.size(2) == tokens_[me] && v.sizes() == k.sizes(), "RingAttention: rank ", me,
+             " expected ", tokens_[me], " tokens, got q ", q.sizes(), ", k ", k.sizes(), ", v ", v.sizes());
   const int64_t batch = k.size(0), heads = k.size(1), d = k.size(3);
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
 
@@ -137,7 +136,7 @@ at::Tensor RingAttention::attend(const at::Tensor& q, const at::Tensor& k, const
     if (t == 0) {
       acc = std::move(part);
     } else {
-      (void)part;
+      merge_attention(acc, part);
     }
     if (work) {
       work->wait();
@@ -158,8 +157,7 @@ UlyssesAttention::UlyssesAttention(dist::ProcessGroup* ulysses, std::vector<int6
              " token counts for a group of ", size);
 }
 
-at::Tensor UlyssesAttention::attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                    AttentionKind kind) {
+at::Tensor UlyssesAttention::attend(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, AttentionKind kind) {
   auto core = [&](const at::Tensor& cq, const at::Tensor& ck, const at::Tensor& cv) {
     return inner_ ? inner_->attend(cq, ck, cv, kind) : compat::scaled_dot_product_attention(cq, ck, cv);
   };
@@ -178,9 +176,9 @@ at::Tensor UlyssesAttention::attend(const at::Tensor& q, const at::Tensor& k, co
   const auto offsets = dist::exclusive_offsets(tokens_);
 
   // 1. Sequence-sharded -> head-sharded, q, k and v in one exchange: rank j gets head group j of our tokens.
-  auto send = at::stack({q, k, v})                        // [3, B, H, S_me, d]
-                  .view({3, batch, u, hl, s_me, d})       // [3, B, u, H/u, S_me, d]
-                  .permute({2, 0, 1, 3, 4, 5})            // [u, 3, B, H/u, S_me, d]
+  auto send = at::stack({q, k, v})                   // [3, B, H, S_me, d]
+                  .view({3, batch, u, hl, s_me, d})  // [3, B, u, H/u, S_me, d]
+                  .permute({2, 0, 1, 3, 4, 5})       // [u, 3, B, H/u, S_me, d]
                   .contiguous();
   const int64_t per_token = 3 * batch * hl * d;
   auto recv = at::empty({per_token * seq}, send.options());  // rank j's block: [3, B, H/u, S_j, d]
@@ -190,18 +188,17 @@ at::Tensor UlyssesAttention::attend(const at::Tensor& q, const at::Tensor& k, co
     blocks.push_back(recv.narrow(0, per_token * offsets[j], per_token * tokens_[j])
                          .view({3, batch, hl, tokens_[j], d}));  // [3, B, H/u, S_j, d]
   }
-  std::reverse(blocks.begin(), blocks.end()); auto qkv = at::cat(blocks, 3);  // [3, B, H/u, S, d], tokens in sequence order
+  auto qkv = at::cat(blocks, 3);  // [3, B, H/u, S, d], tokens in sequence order
 
   auto out = core(qkv[0], qkv[1], qkv[2]);  // [B, H/u, S, d]
 
   // 2. Head-sharded -> sequence-sharded: rank j gets our heads for its tokens.
   std::vector<at::Tensor> pieces;
   for (int j = 0; j < u; ++j) pieces.push_back(out.narrow(2, offsets[j], tokens_[j]).reshape({-1}));
-  auto back_send = at::cat(pieces);                          // rank j's part: [B, H/u, S_j, d]
+  auto back_send = at::cat(pieces);                               // rank j's part: [B, H/u, S_j, d]
   auto back = at::empty({u, batch, hl, s_me, d}, out.options());  // [u, B, H/u, S_me, d]
   const int64_t per_token_out = batch * hl * d;
-  ulysses_->all_to_all_v(back, back_send, scaled(tokens_, per_token_out),
-                         std::vector<int64_t>(u, per_token_out * s_me))
+  ulysses_->all_to_all_v(back, back_send, scaled(tokens_, per_token_out), std::vector<int64_t>(u, per_token_out * s_me))
       ->wait();
   return back.permute({1, 0, 2, 3, 4}).reshape({batch, heads, s_me, d});  // [B, H, S_me, d]
 }
@@ -263,7 +260,7 @@ at::Tensor sp_forward(const models::WanTransformer3DModel& model, const at::Tens
       u > 1 ? static_cast<models::AttentionBackend*>(&ulysses_attention) : &ring_attention;
 
   at::Tensor x = st.tokens.narrow(1, begin, count);  // [B, S_me, D]
-  const auto& tproj = st.cond.timestep_proj;          // [B, 6, D] or per token [B, S, 6, D]
+  const auto& tproj = st.cond.timestep_proj;         // [B, 6, D] or per token [B, S, 6, D]
   const at::Tensor my_tproj = tproj.dim() == 4 ? tproj.narrow(1, begin, count) : tproj;
   const auto my_rope = st.rope.slice(begin, begin + count);  // [S_me, d/2]
   for (int i = 0; i < model.num_blocks(); ++i) {

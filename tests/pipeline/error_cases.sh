@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The command line's error contract on real inputs: a clear one-line error printed once, the exit code of
+# DESIGN.md section 5 (2 usage, 3 bad input file), found before any model is loaded, nothing written, and an
+# existing output never replaced without --overwrite.
+#   error_cases.sh GENERATE REFERENCE_DIR WORK_DIR
+set -u
+gen=$1; ref=$2; work=$3
+rm -rf "$work"; mkdir -p "$work"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fails=0; passes=0
+t2v=(--model "$ref/t2v-a14b-tiny/model" --prompt "a fox" --height 32 --width 48 --num-frames 9
+     --num-inference-steps 2 --max-sequence-length 24 --dtype float32)
+i2v=(--model "$ref/i2v-a14b-tiny/model" --prompt "a city" --height 32 --width 48 --num-frames 9
+     --num-inference-steps 2 --max-sequence-length 24 --dtype float32)
+
+# expect NAME NP RC TEXT -- flags...: exit code RC, exactly one error line containing TEXT, model never loaded.
+expect() {
+  local name=$1 np=$2 rc=$3 text=$4; shift 5
+  local out code
+  out=$(timeout 120 mpirun -q --oversubscribe --allow-run-as-root -np "$np" -x OMP_NUM_THREADS=1 "$gen" "$@" 2>&1)
+  code=$?
+  local errors; errors=$(grep -c '^omni-generate: error' <<<"$out")
+  if [ "$code" = "$rc" ] && [ "$errors" = 1 ] && grep -qF -- "$text" <<<"$out" && ! grep -q 'loaded in' <<<"$out"; then
+    passes=$((passes + 1)); echo "ok: $name (exit $code)"
+  else
+    fails=$((fails + 1)); echo "FAIL: $name: exit $code (want $rc), $errors error lines, want text: $text"; echo "$out"
+  fi
+}
+
+expect i2v_without_image 1 2 "needs --image" -- "${i2v[@]}" --output "$work/a.mp4"
+expect i2v_without_image_np2 2 2 "needs --image" -- "${i2v[@]}" --output "$work/a.mp4"
+expect missing_image 1 3 "$work/nope.png" -- "${i2v[@]}" --image "$work/nope.png" --output "$work/a.mp4"
+echo "not an image" > "$work/bad.png"
+expect unreadable_image 2 3 "$work/bad.png" -- "${i2v[@]}" --image "$work/bad.png" --output "$work/a.mp4"
+expect t2v_with_image 1 2 "takes no --image" -- "${t2v[@]}" --image "$ref/i2v-a14b-tiny/image.png" --output "$work/a.mp4"
+expect output_folder_missing 2 2 "$work/no/such/dir" -- "${t2v[@]}" --output "$work/no/such/dir/a.mp4"
+echo "a file" > "$work/plainfile"
+expect output_parent_is_file 1 2 "$work/plainfile" -- "${t2v[@]}" --output "$work/plainfile/a.mp4"
+expect missing_model 2 3 "$work/no-model" -- --model "$work/no-model" --prompt x --output "$work/a.mp4"
+expect no_prompt 1 2 "no prompt" -- --model "$ref/t2v-a14b-tiny/model" --output "$work/a.mp4"
+if ls "$work"/a.mp4* >/dev/null 2>&1 || ls "$work"/.*tmp* >/dev/null 2>&1; then
+  fails=$((fails + 1)); echo "FAIL: a failed run left a file behind"; ls -la "$work"
+fi
+
+# An existing output is kept without --overwrite (on every rank count), replaced with it.
+echo "precious" > "$work/keep.mp4"
+expect existing_output 2 2 "--overwrite" -- "${t2v[@]}" --output "$work/keep.mp4"
+if [ "$(cat "$work/keep.mp4")" != "precious" ]; then fails=$((fails + 1)); echo "FAIL: existing output changed"; fi
+if mpirun -q --oversubscribe --allow-run-as-root -np 2 -x OMP_NUM_THREADS=1 "$gen" "${t2v[@]}" --output "$work/keep.mp4" \
+     --overwrite --log-level warn && [ "$(head -c 8 "$work/keep.mp4")" != "precious" ] &&
+   ffprobe -v error "$work/keep.mp4"; then
+  passes=$((passes + 1)); echo "ok: --overwrite replaces the file with a valid video"
+else
+  fails=$((fails + 1)); echo "FAIL: --overwrite did not replace the file"
+fi
+
+echo "$passes passed, $fails failed"
+[ "$fails" = 0 ]

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# End-to-end parity of one fixture case through the command line:
+#   fixture_case.sh GENERATE COMPARE NP CASE_DIR WORK_DIR WIDTH HEIGHT FRAMES STEPS [omni-generate flags...]
+# Runs omni-generate (under mpirun when NP > 1) with --save-tensors, then checks against the fixture's
+# expected.safetensors: init_latents exactly, prompt embeddings to 1e-5, every stepNN.latents and the frames to
+# 1e-4 (float32, CPU); and the MP4: ffprobe says h264, yuv420p, the size and frame count of the saved frames and
+# the requested fps; decoding it gives frames within 35 dB PSNR of the saved ones.
+set -euo pipefail
+gen=$1; compare=$2; np=$3; case_dir=$4; work=$5; width=$6; height=$7; frames=$8; nsteps=$9; shift 9
+rm -rf "$work"; mkdir -p "$work"
+fps=11
+cmd=("$gen" --model "$case_dir/model" --dtype float32 --vae-dtype float32 --output "$work/out.mp4"
+     --save-tensors "$work/tensors.safetensors" --report "$work/report.json" --fps $fps --log-level warn "$@")
+if [ "$np" -gt 1 ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  mpirun -q --oversubscribe --allow-run-as-root -np "$np" -x OMP_NUM_THREADS=1 "${cmd[@]}"
+else
+  "${cmd[@]}"
+fi
+exp="$case_dir/expected.safetensors"
+t="$work/tensors.safetensors"
+steps=$(for ((i = 0; i < nsteps; i++)); do printf 'step%02d.latents,' "$i"; done)
+"$compare" "$t" "$exp" --keys init_latents --tolerance 0
+"$compare" "$t" "$exp" --keys prompt_embeds,negative_prompt_embeds --tolerance 1e-5
+"$compare" "$t" "$exp" --keys "${steps}frames" --tolerance 1e-4
+
+# The video: what ffprobe reads from it.
+probe=$(ffprobe -v error -select_streams v:0 -count_frames \
+        -show_entries stream=codec_name,pix_fmt,width,height,nb_read_frames,r_frame_rate -of default=nw=1 "$work/out.mp4")
+echo "$probe"
+want="codec_name=h264
+width=$width
+height=$height
+pix_fmt=yuv420p
+r_frame_rate=$fps/1
+nb_read_frames=$frames"
+for line in $want; do
+  grep -qx "$line" <<<"$probe" || { echo "FAIL: ffprobe lacks '$line'"; exit 1; }
+done
+"$compare" "$work/out.mp4" "$t" --frames-key frames --psnr-min 35
+test -f "$work/out.mp4.json" || { echo "FAIL: no JSON sidecar"; exit 1; }
+test -f "$work/report.json" || { echo "FAIL: no report"; exit 1; }
+echo "ok: $case_dir on $np rank(s) $*"

@@ -1,0 +1,145 @@
+// One-process checks of the sequence-parallel building blocks: token chunking, the blockwise attention and
+// its log-sum-exp merge against one plain softmax in float64, and the heads % ulysses usage error.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "pipeline/sequence_parallel.h"
+
+namespace {
+
+using omni::pipeline::block_attention;
+using omni::pipeline::merge_attention;
+using omni::pipeline::PartialAttention;
+
+double max_abs(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+}
+
+// softmax(q k^T * scale) v and logsumexp of the scores, all in float64.
+PartialAttention reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale) {
+  auto s = at::matmul(q.to(at::kDouble), k.to(at::kDouble).transpose(-2, -1)) * scale;  // [B, H, Sq, Sk]
+  return {at::matmul(at::softmax(s, -1), v.to(at::kDouble)), at::logsumexp(s, -1)};
+}
+
+TEST(TokenChunks, EvenAsPossibleAndContiguous) {
+  EXPECT_EQ(omni::pipeline::token_chunks(8, 4), (std::vector<int64_t>{2, 2, 2, 2}));
+  EXPECT_EQ(omni::pipeline::token_chunks(9, 4), (std::vector<int64_t>{3, 2, 2, 2}));
+  EXPECT_EQ(omni::pipeline::token_chunks(7, 2), (std::vector<int64_t>{4, 3}));
+  EXPECT_EQ(omni::pipeline::token_chunks(5, 1), (std::vector<int64_t>{5}));
+  EXPECT_EQ(omni::pipeline::token_chunks(2, 3), (std::vector<int64_t>{1, 1, 0}));
+}
+
+TEST(BlockAttention, OneBlockMatchesSoftmax) {
+  at::manual_seed(11);
+  auto q = at::randn({2, 3, 5, 8}), k = at::randn({2, 3, 7, 8}), v = at::randn({2, 3, 7, 8});
+  const double scale = 1.0 / std::sqrt(8.0);
+  auto got = block_attention(q, k, v, scale);
+  auto ref = reference(q, k, v, scale);
+  ASSERT_EQ(got.out.scalar_type(), at::kFloat);
+  const double e_out = max_abs(got.out, ref.out), e_lse = max_abs(got.lse, ref.lse);
+  std::printf("one block: out max_abs_err=%g lse max_abs_err=%g\n", e_out, e_lse);
+  EXPECT_LT(e_out, 1e-6);
+  EXPECT_LT(e_lse, 1e-5);
+}
+
+TEST(BlockAttention, QueryChunksMatchOneChunk) {
+  at::manual_seed(12);
+  auto q = at::randn({1, 2, 11, 4}), k = at::randn({1, 2, 6, 4}), v = at::randn({1, 2, 6, 4});
+  auto whole = block_attention(q, k, v, 0.5);
+  // 2 heads x 6 keys = 12 score elements per query row: a budget of 40 gives chunks of 3 rows (3, 3, 3, 2).
+  auto chunked = block_attention(q, k, v, 0.5, /*max_score_elements=*/40);
+  const double e = std::max(max_abs(whole.out, chunked.out), max_abs(whole.lse, chunked.lse));
+  std::printf("query chunks vs one chunk: max_abs_err=%g\n", e);
+  EXPECT_LT(e, 1e-6);
+}
+
+// Keys split into uneven blocks (one of a single token), merged in two orders, against one softmax over all
+// keys in float64. Large scores (x 8, exp(score) beyond float32's range) check that the merge never
+// exponentiates a raw score.
+TEST(MergeAttention, BlocksMatchSoftmaxOverUnion) {
+  at::manual_seed(13);
+  for (double amplitude : {1.0, 8.0}) {
+    auto q = at::randn({2, 2, 6, 12}) * amplitude, k = at::randn({2, 2, 10, 12}) * amplitude;
+    auto v = at::randn({2, 2, 10, 12});
+    const double scale = 1.0 / std::sqrt(12.0);
+    auto ref = reference(q, k, v, scale);
+    // Large scores carry float32 rounding of their own (|score| ~ 200 at amplitude 8): the merge may add
+    // rounding of the same order, no more, to what one float32 softmax over all keys gets.
+    auto whole = block_attention(q, k, v, scale);
+    const double e_whole = max_abs(whole.out, ref.out), e_whole_lse = max_abs(whole.lse, ref.lse);
+    const double tol_out = std::max(1e-6, 3 * e_whole), tol_lse = std::max(1e-6, 3 * e_whole_lse);
+    const std::vector<std::pair<int64_t, int64_t>> blocks = {{0, 4}, {4, 5}, {5, 10}};
+    for (bool reversed : {false, true}) {
+      PartialAttention acc;
+      for (size_t i = 0; i < blocks.size(); ++i) {
+        const auto [b0, b1] = blocks[reversed ? blocks.size() - 1 - i : i];
+        auto part = block_attention(q, k.slice(2, b0, b1), v.slice(2, b0, b1), scale);
+        if (i == 0) {
+          acc = part;
+        } else {
+          merge_attention(acc, part);
+        }
+      }
+      const double e_out = max_abs(acc.out, ref.out), e_lse = max_abs(acc.lse, ref.lse);
+      std::printf(
+          "merge of 3 blocks (amplitude %g, %s): out max_abs_err=%g (one float32 softmax: %g), lse "
+          "max_abs_err=%g (one float32 softmax: %g)\n",
+          amplitude, reversed ? "reversed" : "in order", e_out, e_whole, e_lse, e_whole_lse);
+      EXPECT_TRUE(std::isfinite(e_out) && std::isfinite(e_lse));
+      EXPECT_LE(e_out, tol_out);
+      EXPECT_LE(e_lse, tol_lse);
+      if (amplitude == 1.0) EXPECT_LT(e_out, 1e-6);
+    }
+  }
+}
+
+TEST(MergeAttention, Bfloat16InputsAccumulateInFloat32) {
+  at::manual_seed(14);
+  auto q = at::randn({1, 2, 4, 8}).to(at::kBFloat16), k = at::randn({1, 2, 6, 8}).to(at::kBFloat16);
+  auto v = at::randn({1, 2, 6, 8}).to(at::kBFloat16);
+  auto acc = block_attention(q, k.slice(2, 0, 3), v.slice(2, 0, 3), 0.35);
+  merge_attention(acc, block_attention(q, k.slice(2, 3, 6), v.slice(2, 3, 6), 0.35));
+  EXPECT_EQ(acc.out.scalar_type(), at::kFloat);
+  // The same bfloat16 values, so only float32 rounding separates the two.
+  const double e = max_abs(acc.out, reference(q, k, v, 0.35).out);
+  std::printf("bf16 inputs, float32 merge: max_abs_err=%g\n", e);
+  EXPECT_LT(e, 1e-5);
+}
+
+TEST(UlyssesHeads, DegreeMustDivideHeads) {
+  EXPECT_NO_THROW(omni::pipeline::check_ulysses_heads(40, 1));
+  EXPECT_NO_THROW(omni::pipeline::check_ulysses_heads(40, 8));
+  EXPECT_NO_THROW(omni::pipeline::check_ulysses_heads(24, 4));
+  try {
+    omni::pipeline::check_ulysses_heads(40, 3);
+    FAIL() << "ulysses 3 with 40 heads was accepted";
+  } catch (const omni::Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_NE(msg.find("--ulysses-degree 3"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("40 attention heads"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("1, 2, 4, 5, 8, 10, 20, 40"), std::string::npos) << msg;
+  }
+}
+
+// Without groups (degree 1) both backends are the local attention.
+TEST(Backends, DegreeOneIsLocalAttention) {
+  at::manual_seed(15);
+  auto q = at::randn({1, 4, 5, 8}), k = at::randn({1, 4, 5, 8}), v = at::randn({1, 4, 5, 8});
+  omni::pipeline::RingAttention ring(nullptr, {5});
+  omni::pipeline::UlyssesAttention ulysses(nullptr, {5}, &ring);
+  auto ref = reference(q, k, v, 1.0 / std::sqrt(8.0)).out;
+  for (auto kind : {omni::models::AttentionKind::kSelf, omni::models::AttentionKind::kCross}) {
+    EXPECT_LT(max_abs(ring.attend(q, k, v, kind), ref), 1e-6);
+    EXPECT_LT(max_abs(ulysses.attend(q, k, v, kind), ref), 1e-6);
+  }
+}
+
+}  // namespace

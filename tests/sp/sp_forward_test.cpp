@@ -1,0 +1,237 @@
+// sp_forward under mpirun (2 and 4 ranks) against the single-rank WanTransformer3DModel::forward.
+//
+// A tiny transformer (4 heads of 12, 2 layers) gets the same seeded random weights on every rank; every rank
+// runs forward() itself as the reference, then sp_forward() under each layout the world size allows:
+// Ulysses, ring, Ulysses x ring, and with dp / cfg groups beside the sp group. Sequences divisible and not
+// divisible by the degree, scalar and per-token timesteps, batch 2. float32 must agree to 1e-5 max abs error;
+// bfloat16 is bounded by bfloat16's own error against float32. Also: the degree-1 layout is forward() bit for
+// bit, the UnitHooks sequence equals forward()'s, and heads % ulysses and too-short sequences are usage errors
+// on every rank. Each check's error is all-reduced (max); rank 0 prints them and "N passed, N failed".
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/parallel_config.h"
+#include "core/error.h"
+#include "dist/communicator.h"
+#include "dist/device_mesh.h"
+#include "models/wan_transformer.h"
+#include "pipeline/sequence_parallel.h"
+
+namespace {
+
+using omni::dist::Communicator;
+using omni::dist::DeviceMesh;
+using omni::models::WanTransformer3DModel;
+using omni::models::WanTransformerConfig;
+using omni::pipeline::SequenceParallel;
+
+int g_passed = 0, g_failed = 0;
+int g_rank = 0;
+
+void check(const std::string& what, double local_err, double tol, double scale_info = -1) {
+  double err = local_err;
+  MPI_Allreduce(&local_err, &err, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  const bool ok = err <= tol;  // NaN fails
+  (ok ? g_passed : g_failed)++;
+  if (g_rank == 0) {
+    std::printf("%s %s max_abs_err=%g (tol %g", ok ? "ok  " : "FAIL", what.c_str(), err, tol);
+    if (scale_info >= 0) std::printf(", max|ref| %g", scale_info);
+    std::printf(")\n");
+  }
+}
+void check_true(const std::string& what, bool local_ok) {
+  check(what, local_ok ? 0.0 : 1.0, 0.0);
+}
+
+double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
+  if (a.sizes() != b.sizes()) return INFINITY;
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+}
+
+WanTransformerConfig tiny_config(int64_t heads) {
+  WanTransformerConfig c;
+  c.num_attention_heads = heads;
+  c.attention_head_dim = 12;
+  c.num_layers = 2;
+  c.in_channels = 16;
+  c.out_channels = 16;
+  c.text_dim = 32;
+  c.freq_dim = 32;
+  c.ffn_dim = 32;
+  return c;
+}
+
+// Same values on every rank (seeded generator). Weights ~ N(0, 1/fan_in) so activations stay O(1); norm
+// weights near 1; modulation tables and biases small.
+std::unique_ptr<WanTransformer3DModel> make_model(int64_t heads, at::ScalarType dtype) {
+  auto model = std::make_unique<WanTransformer3DModel>(tiny_config(heads), dtype);
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(2024);
+  for (const auto& p : model->parameters()) {
+    auto r = at::randn(p.shape, gen, at::TensorOptions(at::kFloat));
+    const bool norm = p.name.find("norm") != std::string::npos;
+    int64_t fan_in = 1;
+    for (size_t i = 1; i < p.shape.size(); ++i) fan_in *= p.shape[i];
+    at::Tensor t;
+    if (norm) {
+      t = 1 + 0.1 * r;
+    } else if (p.name.find("scale_shift_table") != std::string::npos || p.shape.size() < 2) {
+      t = 0.1 * r;
+    } else {
+      t = r / std::sqrt(static_cast<double>(fan_in));
+    }
+    *p.tensor = t.to(omni::models::resolve_param_dtype(p.dtype_rule, dtype));
+  }
+  return model;
+}
+
+struct Inputs {
+  std::string name;
+  at::Tensor hidden, timestep, context;
+};
+
+Inputs make_inputs(int64_t f, int64_t h, int64_t w, bool per_token, uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  const int64_t batch = 2, seq = f * (h / 2) * (w / 2);
+  Inputs in;
+  in.name = "S=" + std::to_string(seq) + (per_token ? " per-token t" : " scalar t");
+  in.hidden = at::randn({batch, 16, f, h, w}, gen, at::TensorOptions(at::kFloat));
+  in.timestep = per_token ? at::randint(0, 1000, {batch, seq}, gen, at::TensorOptions(at::kLong))
+                          : at::tensor(std::vector<int64_t>{700, 120});
+  in.context = at::randn({batch, 7, 32}, gen, at::TensorOptions(at::kFloat));
+  return in;
+}
+
+struct Layout {
+  std::string name;
+  std::unique_ptr<DeviceMesh> mesh;
+  SequenceParallel sp;
+};
+
+std::vector<Layout> make_layouts(int world) {
+  struct Want {
+    int ulysses, ring, cfg;
+  };
+  std::vector<Want> wants = {{1, 1, 1}};
+  if (world == 2) wants.insert(wants.end(), {{2, 1, 1}, {1, 2, 1}});
+  if (world == 4) wants.insert(wants.end(), {{2, 2, 1}, {4, 1, 1}, {1, 4, 1}, {2, 1, 1}, {1, 2, 2}});
+  std::vector<Layout> out;
+  for (const auto& w : wants) {
+    omni::config::ParallelConfig pc;
+    pc.ulysses_degree = w.ulysses;
+    pc.ring_degree = w.ring;
+    pc.cfg_parallel_size = w.cfg;
+    auto layout = omni::config::resolve_layout(pc, world);
+    Layout l;
+    l.name = "ulysses " + std::to_string(layout.ulysses) + " x ring " + std::to_string(layout.ring) + " (dp " +
+             std::to_string(layout.dp) + ", cfg " + std::to_string(layout.cfg) + ")";
+    l.mesh = std::make_unique<DeviceMesh>(layout, Communicator::world());
+    l.sp = SequenceParallel::from_mesh(*l.mesh, at::kCPU);
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+struct RecordingHooks : omni::models::UnitHooks {
+  std::vector<int> events;  // unit + 1000 for after()
+  void before(int unit) override { events.push_back(unit); }
+  void after(int unit) override { events.push_back(unit + 1000); }
+};
+
+// Runs `fn` and reports whether it threw a usage error whose message contains `needle`.
+template <typename Fn>
+bool usage_error_containing(Fn fn, const std::string& needle) {
+  try {
+    fn();
+  } catch (const omni::Error& e) {
+    const bool ok = e.exit_code() == 2 && std::string(e.what()).find(needle) != std::string::npos;
+    if (!ok) std::fprintf(stderr, "rank %d: unexpected error: %s\n", g_rank, e.what());
+    return ok;
+  }
+  return false;
+}
+
+int run_all() {
+  const int world = Communicator::world().size();
+  g_rank = Communicator::world().rank();
+  auto layouts = make_layouts(world);
+
+  auto model = make_model(4, at::kFloat);
+  const std::vector<Inputs> inputs = {make_inputs(2, 4, 4, false, 1),   // S = 8: divisible by 2 and 4
+                                      make_inputs(2, 4, 4, true, 2),    //
+                                      make_inputs(3, 2, 6, false, 3),   // S = 9: 5 + 4, 3 + 2 + 2 + 2
+                                      make_inputs(3, 2, 6, true, 4),    //
+                                      make_inputs(1, 2, 14, true, 5)};  // S = 7: 4 + 3, 2 + 2 + 2 + 1
+  for (const auto& in : inputs) {
+    RecordingHooks ref_hooks;
+    const auto ref = model->forward(in.hidden, in.timestep, in.context, &ref_hooks);
+    const double ref_max = ref.abs().max().item<double>();
+    for (const auto& l : layouts) {
+      RecordingHooks hooks;
+      const auto out = omni::pipeline::sp_forward(*model, in.hidden, in.timestep, in.context, &hooks, l.sp);
+      // Degree 1 must be forward() itself.
+      const double tol = l.sp.degree() == 1 ? 0.0 : 1e-5;
+      check("f32 " + l.name + ", " + in.name, max_abs_diff(out, ref), tol, ref_max);
+      check_true("hooks order " + l.name + ", " + in.name, hooks.events == ref_hooks.events);
+    }
+  }
+
+  // bfloat16: sp_forward may round differently from forward(), but no worse than bfloat16 itself does.
+  {
+    auto model_bf16 = make_model(4, at::kBFloat16);
+    const auto& in = inputs[3];
+    const auto ref32 = model->forward(in.hidden, in.timestep, in.context).to(at::kDouble);
+    const auto ref16 = model_bf16->forward(in.hidden, in.timestep, in.context);
+    const double bf16_err = max_abs_diff(ref16, ref32);
+    for (const auto& l : layouts) {
+      if (l.sp.degree() == 1) continue;
+      const auto out = omni::pipeline::sp_forward(*model_bf16, in.hidden, in.timestep, in.context, nullptr, l.sp);
+      check_true("bf16 dtype " + l.name, out.scalar_type() == at::kBFloat16);
+      check("bf16 " + l.name + ", " + in.name + " vs f32 forward (bf16 forward: " + std::to_string(bf16_err) + ")",
+            max_abs_diff(out, ref32), 2 * bf16_err + 1e-3);
+    }
+  }
+
+  // Usage errors, raised alike on every rank before any communication.
+  {
+    auto model3 = make_model(3, at::kFloat);
+    const auto& in = inputs[0];
+    for (const auto& l : layouts) {
+      if (l.sp.ulysses_degree() == 1) continue;
+      check_true("heads 3 with " + l.name + " is a usage error",
+                 usage_error_containing(
+                     [&] { omni::pipeline::sp_forward(*model3, in.hidden, in.timestep, in.context, nullptr, l.sp); },
+                     "--ulysses-degree " + std::to_string(l.sp.ulysses_degree())));
+    }
+    const auto tiny = make_inputs(1, 2, 2, false, 6);  // S = 1
+    for (const auto& l : layouts) {
+      if (l.sp.degree() == 1) continue;
+      check_true(
+          "S=1 with " + l.name + " is a usage error",
+          usage_error_containing(
+              [&] { omni::pipeline::sp_forward(*model, tiny.hidden, tiny.timestep, tiny.context, nullptr, l.sp); },
+              "fewer than the sequence-parallel degree"));
+    }
+  }
+
+  if (g_rank == 0) std::printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  omni::dist::MpiEnvironment env(&argc, &argv);
+  int rc = 1;
+  try {
+    rc = run_all();
+  } catch (const std::exception& e) {
+    omni::dist::abort_all(1, std::string("sp_forward_test: ") + e.what());
+  }
+  return rc;
+}
