@@ -78,6 +78,8 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
   if (mesh_ != nullptr && settings_.use_hsdp && mesh_->layout().hsdp_shard > 1)
     shard_group_ = dist::make_process_group(mesh_->shard(), settings_.device);
   if (mesh_ != nullptr && mesh_->layout().cfg == 2) cfg_group_ = dist::make_process_group(mesh_->cfg(), settings_.device);
+  if (mesh_ != nullptr && mesh_->layout().sp() > 1)
+    sp_ = std::make_unique<SequenceParallel>(SequenceParallel::from_mesh(*mesh_, settings_.device));
 
   // Text: tokenizer and UMT5, the encoder sharded block by block like the transformers.
   tokenizer_ = std::make_unique<models::Umt5Tokenizer>(models::Umt5Tokenizer::from_dir(model.component_dir("tokenizer")));
@@ -154,7 +156,9 @@ at::Tensor WanPipeline::encode_text(const std::vector<std::string>& prompts, int
 at::Tensor WanPipeline::run_transformer(int expert, const at::Tensor& x, const at::Tensor& timestep,
                                         const at::Tensor& context) {
   models::HsdpHooks hooks(experts_sharded_[static_cast<size_t>(expert)].get());
-  return experts_[static_cast<size_t>(expert)]->forward(x, timestep, context, &hooks);
+  const auto& model = *experts_[static_cast<size_t>(expert)];
+  if (sp_) return sp_forward(model, x, timestep, context, &hooks, *sp_);  // tokens split over ulysses x ring
+  return model.forward(x, timestep, context, &hooks);
 }
 
 at::Tensor WanPipeline::guided_prediction(int expert, const at::Tensor& x, const at::Tensor& timestep,

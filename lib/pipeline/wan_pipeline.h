@@ -21,6 +21,7 @@
 #include "dist/process_group.h"
 #include "hsdp/hsdp_engine.h"
 #include "io/model_dir.h"
+#include "pipeline/sequence_parallel.h"
 
 namespace omni::models {
 class Umt5Tokenizer;
@@ -117,6 +118,7 @@ class WanPipeline {
   const dist::DeviceMesh* mesh_;
   std::unique_ptr<dist::ProcessGroup> shard_group_;
   std::unique_ptr<dist::ProcessGroup> cfg_group_;
+  std::unique_ptr<SequenceParallel> sp_;  // null when ulysses x ring is 1
   std::shared_ptr<hsdp::BufferPool> pool_;
   std::shared_ptr<hsdp::HsdpStats> stats_;
 
