@@ -45,8 +45,9 @@ std::string default_model_dir() { return cache_root() + "/" + kDefaultModelName;
 
 std::string ensure_default_model(const dist::Communicator& world) {
   const std::string dir = default_model_dir();
-  OMNI_WARN("no --model given: using the built-in default model (random weights: it produces noise and exists to "
-            "try the tool) at ", dir);
+  if (world.rank() == 0)
+    OMNI_WARN("no --model given: using the built-in default model (random weights: it produces noise and exists to "
+              "try the tool) at ", dir);
   dist::run_agreed(world, [&] {
     if (world.rank() != 0 || is_dir(dir)) return;
     OMNI_INFO("generating the built-in default model (once) ...");
