@@ -1,0 +1,193 @@
+#include "io/video_reader.h"
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/dict.h>
+#include <libavutil/frame.h>
+#include <libavutil/pixdesc.h>
+#include <libswscale/swscale.h>
+}
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "io/video_common.h"
+
+namespace omni::io {
+namespace {
+
+struct Decoder {
+  AVFormatContext* fmt = nullptr;
+  AVCodecContext* codec = nullptr;
+  SwsContext* sws = nullptr;
+  AVFrame* frame = nullptr;
+  AVPacket* packet = nullptr;
+  ~Decoder() {
+    av_packet_free(&packet);
+    av_frame_free(&frame);
+    sws_freeContext(sws);
+    avcodec_free_context(&codec);
+    avformat_close_input(&fmt);
+  }
+};
+
+// swscale's coefficient table for the stream's matrix; unspecified streams get BT.601, as FFmpeg's tools do.
+int sws_colorspace(AVColorSpace space) {
+  switch (space) {
+    case AVCOL_SPC_BT709: return SWS_CS_ITU709;
+    case AVCOL_SPC_FCC: return SWS_CS_FCC;
+    case AVCOL_SPC_SMPTE240M: return SWS_CS_SMPTE240M;
+    case AVCOL_SPC_BT2020_NCL:
+    case AVCOL_SPC_BT2020_CL: return SWS_CS_BT2020;
+    default: return SWS_CS_ITU601;
+  }
+}
+
+bool is_full_range(const AVFrame* frame) {
+  if (frame->color_range == AVCOL_RANGE_JPEG) return true;
+  switch (frame->format) {  // the deprecated "J" formats are full range whatever the tag says
+    case AV_PIX_FMT_YUVJ420P:
+    case AV_PIX_FMT_YUVJ422P:
+    case AV_PIX_FMT_YUVJ444P:
+    case AV_PIX_FMT_YUVJ440P: return true;
+    default: return false;
+  }
+}
+
+class FrameConverter {
+ public:
+  FrameConverter(Decoder& dec, const std::string& path) : dec_(dec), path_(path) {}
+
+  // Appends `frame` as packed RGB24 to `out`.
+  void convert(const AVFrame* frame, std::vector<uint8_t>& out, VideoInfo& info) {
+    if (!dec_.sws) {
+      width_ = frame->width;
+      height_ = frame->height;
+      format_ = frame->format;
+      // Full chroma interpolation and accurate rounding: the closest RGB to what was encoded.
+      dec_.sws = sws_getContext(width_, height_, static_cast<AVPixelFormat>(format_), width_, height_,
+                                AV_PIX_FMT_RGB24, SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, nullptr,
+                                nullptr, nullptr);
+      OMNI_CHECK_INPUT(dec_.sws, path_, ": cannot convert pixel format ",
+                       av_get_pix_fmt_name(static_cast<AVPixelFormat>(format_)), " to RGB");
+      const int* table = sws_getCoefficients(sws_colorspace(frame->colorspace));
+      // Y'CbCr -> RGB: the source range from the frame, full-range RGB out (srcRange, dstRange).
+      sws_setColorspaceDetails(dec_.sws, table, is_full_range(frame) ? 1 : 0, table, 1, 0, 1 << 16, 1 << 16);
+      info.color_space = av_color_space_name(frame->colorspace) ? av_color_space_name(frame->colorspace) : "unknown";
+      info.color_range = av_color_range_name(frame->color_range) ? av_color_range_name(frame->color_range) : "unknown";
+    }
+    OMNI_CHECK_INPUT(frame->width == width_ && frame->height == height_ && frame->format == format_, path_,
+                     ": frame size or format changes mid-stream (", width_, "x", height_, " -> ", frame->width, "x",
+                     frame->height, "); not supported");
+    const size_t frame_bytes = static_cast<size_t>(width_) * height_ * 3;
+    const size_t offset = out.size();
+    out.resize(offset + frame_bytes);
+    uint8_t* dst[1] = {out.data() + offset};
+    const int dst_stride[1] = {width_ * 3};
+    sws_scale(dec_.sws, frame->data, frame->linesize, 0, height_, dst, dst_stride);
+  }
+  int width() const { return width_; }
+  int height() const { return height_; }
+
+ private:
+  Decoder& dec_;
+  const std::string& path_;
+  int width_ = 0, height_ = 0, format_ = -1;
+};
+
+}  // namespace
+
+Video read_video(const std::string& path, int64_t max_frames) {
+  struct stat st;
+  OMNI_CHECK_INPUT(::stat(path.c_str(), &st) == 0, "video '", path, "' cannot be read: ", std::strerror(errno));
+  OMNI_CHECK_INPUT(!S_ISDIR(st.st_mode), "video '", path, "' is a folder, not a video file");
+  quiet_libav_logs();
+
+  Decoder dec;
+  int rc = avformat_open_input(&dec.fmt, path.c_str(), nullptr, nullptr);
+  OMNI_CHECK_INPUT(rc >= 0, "video '", path, "' cannot be opened: ", av_error_string(rc));
+  rc = avformat_find_stream_info(dec.fmt, nullptr);
+  OMNI_CHECK_INPUT(rc >= 0, "video '", path, "': cannot read stream information: ", av_error_string(rc));
+  const AVCodec* codec = nullptr;
+  const int index = av_find_best_stream(dec.fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
+  OMNI_CHECK_INPUT(index >= 0, "'", path, "' has no video stream",
+                   index == AVERROR_DECODER_NOT_FOUND ? " this FFmpeg build can decode" : "");
+  AVStream* stream = dec.fmt->streams[index];
+
+  dec.codec = avcodec_alloc_context3(codec);
+  OMNI_CHECK(dec.codec, "avcodec_alloc_context3 failed");
+  rc = avcodec_parameters_to_context(dec.codec, stream->codecpar);
+  OMNI_CHECK(rc >= 0, "avcodec_parameters_to_context failed: ", av_error_string(rc));
+  dec.codec->thread_count = 0;  // as many as FFmpeg sees fit
+  rc = avcodec_open2(dec.codec, codec, nullptr);
+  OMNI_CHECK_INPUT(rc >= 0, "video '", path, "': cannot open the ", codec->name, " decoder: ", av_error_string(rc));
+
+  Video video;
+  VideoInfo& info = video.info;
+  info.codec = avcodec_get_name(stream->codecpar->codec_id);
+  const char* pix = av_get_pix_fmt_name(static_cast<AVPixelFormat>(stream->codecpar->format));
+  info.pixel_format = pix ? pix : "unknown";
+  info.width = stream->codecpar->width;
+  info.height = stream->codecpar->height;
+  AVRational rate = av_guess_frame_rate(dec.fmt, stream, nullptr);
+  info.fps_num = rate.num;
+  info.fps_den = rate.den ? rate.den : 1;
+  const AVDictionaryEntry* tag = nullptr;
+  while ((tag = av_dict_get(dec.fmt->metadata, "", tag, AV_DICT_IGNORE_SUFFIX))) info.metadata[tag->key] = tag->value;
+
+  dec.frame = av_frame_alloc();
+  dec.packet = av_packet_alloc();
+  OMNI_CHECK(dec.frame && dec.packet, "av_frame_alloc / av_packet_alloc failed");
+  FrameConverter converter(dec, path);
+  std::vector<uint8_t> rgb;
+  auto done = [&] { return max_frames >= 0 && info.frame_count >= max_frames; };
+  auto receive_all = [&] {
+    while (!done()) {
+      int r = avcodec_receive_frame(dec.codec, dec.frame);
+      if (r == AVERROR(EAGAIN) || r == AVERROR_EOF) return;
+      OMNI_CHECK_INPUT(r >= 0, "video '", path, "': decoding frame ", info.frame_count, " failed: ", av_error_string(r));
+      converter.convert(dec.frame, rgb, info);
+      ++info.frame_count;
+      av_frame_unref(dec.frame);
+    }
+  };
+  while (!done()) {
+    rc = av_read_frame(dec.fmt, dec.packet);
+    if (rc == AVERROR_EOF) break;
+    OMNI_CHECK_INPUT(rc >= 0, "video '", path, "': reading a packet failed: ", av_error_string(rc));
+    if (dec.packet->stream_index == index) {
+      // EAGAIN: the decoder wants its pending frames taken first; then the same packet goes in again.
+      while ((rc = avcodec_send_packet(dec.codec, dec.packet)) == AVERROR(EAGAIN) && !done()) {
+        const int64_t before = info.frame_count;
+        receive_all();
+        if (info.frame_count == before) break;  // no progress: reported below
+      }
+      av_packet_unref(dec.packet);
+      OMNI_CHECK_INPUT(rc >= 0 || done(), "video '", path, "': corrupt packet after frame ", info.frame_count, ": ",
+                       av_error_string(rc));
+      receive_all();
+    } else {
+      av_packet_unref(dec.packet);
+    }
+  }
+  if (!done()) {
+    avcodec_send_packet(dec.codec, nullptr);  // drain the frames the decoder still holds (reordering delay)
+    receive_all();
+  }
+  OMNI_CHECK_INPUT(info.frame_count > 0 || max_frames == 0, "video '", path, "' has no decodable frames");
+  if (info.frame_count > 0) {  // the decoded size is the one that counts (the container's may differ)
+    info.width = converter.width();
+    info.height = converter.height();
+  }
+  // [F, H, W, 3] uint8 -> float in [0, 1]
+  at::Tensor bytes = at::from_blob(rgb.data(), {info.frame_count, info.height, info.width, 3}, at::kByte);
+  video.frames = bytes.to(at::kFloat).div_(255.0);
+  return video;
+}
+
+}  // namespace omni::io

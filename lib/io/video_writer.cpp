@@ -1,0 +1,287 @@
+#include "io/video_writer.h"
+
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/dict.h>
+#include <libavutil/error.h>
+#include <libavutil/frame.h>
+#include <libavutil/log.h>
+#include <libswscale/swscale.h>
+}
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "io/video_common.h"
+
+namespace omni::io {
+namespace {
+
+std::string parent_dir(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string base_name(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// A name next to `path` that nothing else uses: hidden, so that a killed run's leftover is not taken for a video.
+std::string unique_sibling(const std::string& path, const char* tag) {
+  static std::atomic<int> counter{0};
+  return parent_dir(path) + "/." + base_name(path) + "." + tag + "-" + std::to_string(::getpid()) + "-" +
+         std::to_string(counter++);
+}
+
+// Removes the temporary file unless the final rename succeeded.
+class TempFile {
+ public:
+  explicit TempFile(std::string path) : path_(std::move(path)) {}
+  ~TempFile() {
+    if (!committed_) ::unlink(path_.c_str());
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  const std::string& path() const { return path_; }
+  void commit() { committed_ = true; }
+
+ private:
+  std::string path_;
+  bool committed_ = false;
+};
+
+// Owners of the libav objects, so that every early return (an exception) frees them.
+struct Encoder {
+  AVFormatContext* fmt = nullptr;
+  AVCodecContext* codec = nullptr;
+  SwsContext* sws = nullptr;
+  AVFrame* frame = nullptr;
+  AVPacket* packet = nullptr;
+  ~Encoder() {
+    av_packet_free(&packet);
+    av_frame_free(&frame);
+    sws_freeContext(sws);
+    avcodec_free_context(&codec);
+    if (fmt) {
+      if (fmt->pb) avio_closep(&fmt->pb);
+      avformat_free_context(fmt);
+    }
+  }
+};
+
+// The muxer for `path`'s extension when it can hold H.264; MP4 when the extension names no known container.
+const AVOutputFormat* output_format_for(const std::string& path) {
+  const AVOutputFormat* guessed = av_guess_format(nullptr, path.c_str(), nullptr);
+  if (!guessed) return av_guess_format("mp4", nullptr, nullptr);
+  OMNI_CHECK_USAGE(avformat_query_codec(guessed, AV_CODEC_ID_H264, FF_COMPLIANCE_NORMAL) == 1, "output '", path,
+                   "': the '", guessed->name, "' container cannot hold H.264 video; use .mp4, .mkv or .mov");
+  return guessed;
+}
+
+void drain_packets(Encoder& enc, AVStream* stream, const std::string& path) {
+  while (true) {
+    int rc = avcodec_receive_packet(enc.codec, enc.packet);
+    if (rc == AVERROR(EAGAIN) || rc == AVERROR_EOF) return;
+    OMNI_CHECK(rc >= 0, "encoding ", path, ": avcodec_receive_packet failed: ", av_error_string(rc));
+    av_packet_rescale_ts(enc.packet, enc.codec->time_base, stream->time_base);
+    enc.packet->stream_index = stream->index;
+    rc = av_interleaved_write_frame(enc.fmt, enc.packet);  // takes ownership of the packet's data
+    OMNI_CHECK(rc >= 0, "writing ", path, ": av_interleaved_write_frame failed: ", av_error_string(rc));
+  }
+}
+
+// Renames `tmp` onto `path`. Without `overwrite` the rename must not replace a file that appeared meanwhile
+// (RENAME_NOREPLACE; filesystems without it get a check just before a plain rename).
+void commit_file(const std::string& tmp, const std::string& path, bool overwrite) {
+  if (!overwrite) {
+    if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0) return;
+    int err = errno;
+    OMNI_CHECK_USAGE(err != EEXIST, "output file '", path, "' already exists; pass --overwrite to replace it");
+    OMNI_CHECK(err == EINVAL || err == ENOSYS, "cannot rename '", tmp, "' to '", path, "': ", std::strerror(err));
+    struct stat st;
+    OMNI_CHECK_USAGE(::stat(path.c_str(), &st) != 0, "output file '", path,
+                     "' already exists; pass --overwrite to replace it");
+  }
+  OMNI_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename '", tmp, "' to '", path,
+             "': ", std::strerror(errno));
+}
+
+}  // namespace
+
+void check_output_writable(const std::string& path, bool overwrite) {
+  OMNI_CHECK_USAGE(!path.empty(), "the output path is empty; give a file name such as output.mp4");
+  OMNI_CHECK_USAGE(path.back() != '/', "output '", path, "' names a folder; give a file name such as ", path,
+                   "output.mp4");
+  struct stat st;
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  OMNI_CHECK_USAGE(!(exists && S_ISDIR(st.st_mode)), "output '", path, "' is a folder; give a file name such as ",
+                   path, "/output.mp4");
+  const std::string dir = parent_dir(path);
+  struct stat dst;
+  if (::stat(dir.c_str(), &dst) != 0) {
+    int err = errno;
+    OMNI_FAIL_USAGE("output folder '", dir, "' for '", path, "' ",
+                    err == ENOENT    ? std::string("does not exist; create it first")
+                    : err == ENOTDIR ? std::string("is not a folder (part of its path is a file)")
+                                     : std::string("cannot be accessed: ") + std::strerror(err));
+  }
+  OMNI_CHECK_USAGE(S_ISDIR(dst.st_mode), "output folder '", dir, "' for '", path, "' is not a folder");
+  OMNI_CHECK_USAGE(!exists || overwrite, "output file '", path, "' already exists; pass --overwrite to replace it");
+  OMNI_CHECK_USAGE(::access(dir.c_str(), W_OK | X_OK) == 0, "output folder '", dir, "' is not writable (",
+                   std::strerror(errno), ")");
+  // access() says yes to root and knows nothing of read-only mounts: create a file to be sure.
+  const std::string probe = unique_sibling(path, "probe");
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  OMNI_CHECK_USAGE(fd >= 0, "cannot create files in output folder '", dir, "' (", std::strerror(errno), ")");
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+void write_video(const std::string& path, const at::Tensor& frames, const VideoWriteOptions& options) {
+  OMNI_CHECK(frames.defined() && frames.dim() == 4 && frames.size(3) == 3,
+             "write_video: frames must be [F, H, W, 3], got ", frames.defined() ? frames.sizes() : at::IntArrayRef{});
+  const int64_t num_frames = frames.size(0), height = frames.size(1), width = frames.size(2);
+  OMNI_CHECK(num_frames > 0 && height > 0 && width > 0, "write_video: empty video ", frames.sizes());
+  OMNI_CHECK_USAGE(height % 2 == 0 && width % 2 == 0, "output '", path, "': H.264 in yuv420p needs an even width ",
+                   "and height, got ", width, "x", height);
+  OMNI_CHECK_USAGE(options.fps_num > 0 && options.fps_den > 0, "--fps must be positive, got ", options.fps_num, "/",
+                   options.fps_den);
+  OMNI_CHECK_USAGE(options.crf >= 0 && options.crf <= 51, "--crf must be in [0, 51], got ", options.crf);
+  for (const auto& kv : options.metadata)
+    OMNI_CHECK(!kv.first.empty(), "write_video: a metadata key is empty");
+  check_output_writable(path, options.overwrite);
+  quiet_libav_logs();
+
+  // [F, H, W, 3] uint8, rounded to the nearest level (diffusers' export truncates; rounding halves the bias).
+  at::Tensor rgb = frames.detach().to(at::kCPU, at::kFloat).clamp(0.0, 1.0).mul(255.0).round().to(at::kByte)
+                       .contiguous();
+
+  const AVOutputFormat* ofmt = output_format_for(path);
+  TempFile tmp(unique_sibling(path, "partial"));
+  {
+    // Reserve the name with the usual permissions (0666 less umask); the muxer then truncates and fills it.
+    int fd = ::open(tmp.path().c_str(), O_WRONLY | O_CREAT | O_EXCL, 0666);
+    OMNI_CHECK_USAGE(fd >= 0, "cannot create '", tmp.path(), "' for output '", path, "': ", std::strerror(errno));
+    ::close(fd);
+  }
+
+  Encoder enc;
+  int rc = avformat_alloc_output_context2(&enc.fmt, ofmt, nullptr, tmp.path().c_str());
+  OMNI_CHECK(rc >= 0 && enc.fmt, "cannot set up the ", ofmt->name, " muxer: ", av_error_string(rc));
+
+  const AVCodec* codec = avcodec_find_encoder_by_name("libx264");
+  OMNI_CHECK(codec, "this FFmpeg build has no libx264 encoder (Debian: libavcodec59 with x264)");
+  enc.codec = avcodec_alloc_context3(codec);
+  OMNI_CHECK(enc.codec, "avcodec_alloc_context3 failed");
+  enc.codec->width = static_cast<int>(width);
+  enc.codec->height = static_cast<int>(height);
+  enc.codec->pix_fmt = AV_PIX_FMT_YUV420P;
+  enc.codec->time_base = AVRational{options.fps_den, options.fps_num};
+  enc.codec->framerate = AVRational{options.fps_num, options.fps_den};
+  // BT.601 limited-range matrix, tagged so: what FFmpeg's tools (and imageio / diffusers' export_to_video, which
+  // pipe through them) use to turn RGB into Y'CbCr and back whatever the tag says, and what tag-reading players
+  // then agree with. Primaries and transfer are sRGB's (= BT.709's).
+  enc.codec->color_range = AVCOL_RANGE_MPEG;
+  enc.codec->colorspace = AVCOL_SPC_SMPTE170M;
+  enc.codec->color_primaries = AVCOL_PRI_BT709;
+  enc.codec->color_trc = AVCOL_TRC_BT709;
+  if (enc.fmt->oformat->flags & AVFMT_GLOBALHEADER) enc.codec->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+  // x264's output depends on its thread count; a fixed count makes the same frames the same bytes on any machine
+  // (regression comparisons), at a cost that is small next to the diffusion itself. (Frames of a few macroblocks,
+  // e.g. 48x32, are the exception: there x264's output also depends on what its allocations held before.)
+  enc.codec->thread_count = 4;
+
+  AVDictionary* codec_opts = nullptr;
+  av_dict_set(&codec_opts, "crf", std::to_string(options.crf).c_str(), 0);
+  av_dict_set(&codec_opts, "preset", options.preset.c_str(), 0);
+  rc = avcodec_open2(enc.codec, codec, &codec_opts);
+  av_dict_free(&codec_opts);
+  OMNI_CHECK_USAGE(rc >= 0, "cannot open the libx264 encoder for ", width, "x", height, " (preset '", options.preset,
+                   "', crf ", options.crf, "): ", av_error_string(rc));
+
+  AVStream* stream = avformat_new_stream(enc.fmt, nullptr);
+  OMNI_CHECK(stream, "avformat_new_stream failed");
+  rc = avcodec_parameters_from_context(stream->codecpar, enc.codec);
+  OMNI_CHECK(rc >= 0, "avcodec_parameters_from_context failed: ", av_error_string(rc));
+  stream->time_base = enc.codec->time_base;  // a hint; the muxer may choose a finer one
+  stream->avg_frame_rate = enc.codec->framerate;
+  stream->r_frame_rate = enc.codec->framerate;
+
+  for (const auto& kv : options.metadata) av_dict_set(&enc.fmt->metadata, kv.first.c_str(), kv.second.c_str(), 0);
+
+  rc = avio_open(&enc.fmt->pb, tmp.path().c_str(), AVIO_FLAG_WRITE);
+  OMNI_CHECK(rc >= 0, "cannot open '", tmp.path(), "' for writing: ", av_error_string(rc));
+  AVDictionary* mux_opts = nullptr;
+  const std::string muxer = enc.fmt->oformat->name;
+  if (muxer == "mp4" || muxer == "mov") {
+    // use_metadata_tags stores every key (the MP4 default keeps only iTunes' fixed set, dropping e.g. "prompt");
+    // faststart puts the index first so that players can start before the whole file has arrived.
+    av_dict_set(&mux_opts, "movflags", "+faststart+use_metadata_tags", 0);
+  }
+  rc = avformat_write_header(enc.fmt, &mux_opts);
+  av_dict_free(&mux_opts);
+  OMNI_CHECK(rc >= 0, "writing the header of ", path, " failed: ", av_error_string(rc));
+
+  enc.sws = sws_getContext(static_cast<int>(width), static_cast<int>(height), AV_PIX_FMT_RGB24,
+                           static_cast<int>(width), static_cast<int>(height), AV_PIX_FMT_YUV420P,
+                           SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INP, nullptr, nullptr, nullptr);
+  OMNI_CHECK(enc.sws, "sws_getContext rgb24 -> yuv420p failed for ", width, "x", height);
+  // RGB (full range) -> BT.601 limited range, matching the tags set on the stream above.
+  const int* bt601 = sws_getCoefficients(SWS_CS_SMPTE170M);
+  sws_setColorspaceDetails(enc.sws, bt601, 1, bt601, 0, 0, 1 << 16, 1 << 16);
+
+  enc.frame = av_frame_alloc();
+  enc.packet = av_packet_alloc();
+  OMNI_CHECK(enc.frame && enc.packet, "av_frame_alloc / av_packet_alloc failed");
+  enc.frame->format = AV_PIX_FMT_YUV420P;
+  enc.frame->width = static_cast<int>(width);
+  enc.frame->height = static_cast<int>(height);
+  rc = av_frame_get_buffer(enc.frame, 0);
+  OMNI_CHECK(rc >= 0, "av_frame_get_buffer failed: ", av_error_string(rc));
+
+  const uint8_t* base = rgb.data_ptr<uint8_t>();
+  const int src_stride[1] = {static_cast<int>(width * 3)};
+  for (int64_t f = 0; f < num_frames; ++f) {
+    rc = av_frame_make_writable(enc.frame);  // the encoder may still hold the previous frame's buffers
+    OMNI_CHECK(rc >= 0, "av_frame_make_writable failed: ", av_error_string(rc));
+    const uint8_t* src[1] = {base + f * height * width * 3};  // frame f of [F, H, W, 3]
+    sws_scale(enc.sws, src, src_stride, 0, static_cast<int>(height), enc.frame->data, enc.frame->linesize);
+    enc.frame->pts = f;
+    rc = avcodec_send_frame(enc.codec, enc.frame);
+    OMNI_CHECK(rc >= 0, "encoding frame ", f, " of ", path, ": avcodec_send_frame failed: ", av_error_string(rc));
+    drain_packets(enc, stream, path);
+  }
+  rc = avcodec_send_frame(enc.codec, nullptr);  // flush the frames x264 holds for lookahead / B-frames
+  OMNI_CHECK(rc >= 0, "flushing the encoder for ", path, " failed: ", av_error_string(rc));
+  drain_packets(enc, stream, path);
+  rc = av_write_trailer(enc.fmt);
+  OMNI_CHECK(rc >= 0, "writing the trailer of ", path, " failed: ", av_error_string(rc));
+  rc = avio_closep(&enc.fmt->pb);
+  OMNI_CHECK(rc >= 0, "closing ", tmp.path(), " failed: ", av_error_string(rc));
+
+  // The data must be on disk before the rename makes the file visible under its final name.
+  int fd = ::open(tmp.path().c_str(), O_RDONLY);
+  OMNI_CHECK(fd >= 0, "cannot reopen '", tmp.path(), "': ", std::strerror(errno));
+  const int sync_rc = ::fsync(fd);
+  const int sync_err = errno;
+  ::close(fd);
+  OMNI_CHECK(sync_rc == 0, "cannot sync '", tmp.path(), "': ", std::strerror(sync_err));
+  commit_file(tmp.path(), path, options.overwrite);
+  tmp.commit();
+  OMNI_DEBUG("wrote ", path, ": ", num_frames, " frames ", width, "x", height, " at ", options.fps_num, "/",
+             options.fps_den, " fps, crf ", options.crf);
+}
+
+}  // namespace omni::io

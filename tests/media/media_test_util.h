@@ -1,0 +1,113 @@
+// Helpers for the media tests: temporary folders, running programs, folder listings, error expectations.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <set>
+#include <string>
+
+#include "core/error.h"
+
+namespace omni::media_test {
+
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/omni_media_test_XXXXXX";
+    char* made = ::mkdtemp(tmpl.data());
+    if (!made) throw std::runtime_error("mkdtemp failed for " + tmpl);
+    path_ = made;
+  }
+  ~TempDir() { (void)std::system(("rm -rf '" + path_ + "'").c_str()); }
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Every entry of a folder (hidden ones included), without "." and "..".
+inline std::set<std::string> list_dir(const std::string& dir) {
+  std::set<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") out.insert(n);
+  }
+  ::closedir(d);
+  return out;
+}
+
+inline void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(out.good()) << "cannot write " << path;
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Runs a shell command; returns its exit status and stdout (stderr goes to stdout when `merge`).
+inline int run_command(const std::string& cmd, std::string* out, bool merge = true) {
+  std::string full = cmd + (merge ? " 2>&1" : "");
+  FILE* p = ::popen(full.c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  size_t n;
+  out->clear();
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out->append(buf, n);
+  int status = ::pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Runs `fn`, expects an omni::Error with `code` whose message contains every string in `parts`.
+inline void expect_error(const std::function<void()>& fn, ExitCode code, std::initializer_list<std::string> parts) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    EXPECT_EQ(static_cast<int>(e.code()), static_cast<int>(code)) << e.what();
+    for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+        << "message lacks '" << p << "': " << e.what();
+    return;
+  }
+  ADD_FAILURE() << "expected an omni::Error (exit " << static_cast<int>(code) << ")";
+}
+
+// PSNR in dB of two [H, W, 3] frames in [0, 1].
+inline double psnr(const at::Tensor& a, const at::Tensor& b) {
+  const double mse = (a.to(at::kDouble) - b.to(at::kDouble)).pow(2).mean().item<double>();
+  return mse == 0 ? INFINITY : 10.0 * std::log10(1.0 / mse);
+}
+
+// A clip of smooth gradients that move from frame to frame: [F, H, W, 3] float in [0, 1].
+inline at::Tensor gradient_clip(int64_t frames, int64_t height, int64_t width) {
+  at::Tensor out = at::empty({frames, height, width, 3}, at::kFloat);
+  auto a = out.accessor<float, 4>();
+  const double pi = 3.14159265358979323846;
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t y = 0; y < height; ++y)
+      for (int64_t x = 0; x < width; ++x) {
+        const double u = static_cast<double>(x) / width, v = static_cast<double>(y) / height;
+        const double t = static_cast<double>(f) / frames;
+        a[f][y][x][0] = static_cast<float>(0.5 + 0.4 * std::sin(pi * (u + 0.5 * v + t)));
+        a[f][y][x][1] = static_cast<float>(0.15 + 0.7 * v);
+        a[f][y][x][2] = static_cast<float>(0.5 + 0.35 * std::cos(pi * (0.5 * u + v - t)));
+      }
+  return out;
+}
+
+}  // namespace omni::media_test

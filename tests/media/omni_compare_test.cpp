@@ -1,0 +1,73 @@
+// omni-compare end to end: equal outputs exit 0, perturbed ones exit 1, bad usage 2, bad files 3.
+#include <gtest/gtest.h>
+
+#include "io/safetensors.h"
+#include "io/video_writer.h"
+#include "media_test_util.h"
+
+namespace omni::media_test {
+namespace {
+
+int compare(const std::string& args, std::string* out) {
+  return run_command(std::string(OMNI_COMPARE_BIN) + " " + args, out);
+}
+
+TEST(OmniCompare, Videos) {
+  TempDir dir;
+  at::Tensor frames = gradient_clip(9, 32, 48);
+  io::write_video(dir / "a.mp4", frames, io::VideoWriteOptions{});
+  ASSERT_EQ(std::system(("cp '" + dir / "a.mp4" + "' '" + dir / "copy.mp4" + "'").c_str()), 0);
+  // Brighter by 0.1 everywhere: about 20 dB against the original.
+  io::write_video(dir / "bright.mp4", (frames + 0.1).clamp(0, 1), io::VideoWriteOptions{});
+  io::write_video(dir / "short.mp4", frames.slice(0, 0, 5), io::VideoWriteOptions{});
+  io::write_safetensors(dir / "frames.safetensors", {{"frames", frames.unsqueeze(0)}});
+  std::string out;
+
+  EXPECT_EQ(compare(dir / "copy.mp4 " + dir / "a.mp4", &out), 0) << out;  // no tolerance: must be equal
+  EXPECT_NE(out.find("PASS"), std::string::npos) << out;
+  EXPECT_NE(out.find("inf"), std::string::npos) << out;
+  EXPECT_EQ(compare(dir / "bright.mp4 " + dir / "a.mp4 --psnr-min 30 --tolerance 0.5", &out), 1) << out;
+  EXPECT_NE(out.find("FAIL: max abs"), std::string::npos) << out;
+  EXPECT_NE(out.find("< 30 dB"), std::string::npos) << out;
+  EXPECT_EQ(compare(dir / "short.mp4 " + dir / "a.mp4 --psnr-min 1", &out), 1) << out;
+  EXPECT_NE(out.find("frame count differs: A 5, B 9"), std::string::npos) << out;
+  // A video against saved frames [1, F, H, W, 3]: the encode loses less than 35 dB.
+  EXPECT_EQ(compare(dir / "a.mp4 " + dir / "frames.safetensors --psnr-min 35", &out), 0) << out;
+}
+
+TEST(OmniCompare, TensorFiles) {
+  TempDir dir;
+  at::Tensor x = at::linspace(-1, 1, 60).view({3, 4, 5});
+  at::Tensor y = at::arange(12, at::kLong).view({3, 4});
+  io::write_safetensors(dir / "a.safetensors", {{"x", x}, {"ids", y}});
+  io::write_safetensors(dir / "same.safetensors", {{"ids", y.clone()}, {"x", x.clone()}});
+  at::Tensor xp = x.clone();
+  xp[1][2][3] += 1e-3;
+  io::write_safetensors(dir / "perturbed.safetensors", {{"x", xp}, {"ids", y}});
+  io::write_safetensors(dir / "extra.safetensors", {{"x", x.view({60})}, {"ids", y}, {"z", at::zeros({2})}});
+  std::string out;
+
+  EXPECT_EQ(compare(dir / "a.safetensors " + dir / "same.safetensors", &out), 0) << out;
+  EXPECT_NE(out.find("PASS: 2 tensors compared"), std::string::npos) << out;
+  EXPECT_EQ(compare(dir / "perturbed.safetensors " + dir / "a.safetensors --tolerance 1e-4", &out), 1) << out;
+  EXPECT_NE(out.find("0.001"), std::string::npos) << out;  // the max abs error is printed
+  EXPECT_EQ(compare(dir / "perturbed.safetensors " + dir / "a.safetensors --tolerance 2e-3", &out), 0) << out;
+  // A key on one side only fails and is listed; a shape mismatch fails.
+  EXPECT_EQ(compare(dir / "a.safetensors " + dir / "extra.safetensors", &out), 1) << out;
+  EXPECT_NE(out.find("missing in A: z"), std::string::npos) << out;
+  EXPECT_NE(out.find("FAIL (shape)"), std::string::npos) << out;
+  EXPECT_EQ(compare(dir / "a.safetensors " + dir / "extra.safetensors --keys ids --allow-missing", &out), 0) << out;
+}
+
+TEST(OmniCompare, UsageAndFileErrors) {
+  TempDir dir;
+  io::write_safetensors(dir / "a.safetensors", {{"x", at::ones({2})}});
+  std::string out;
+  EXPECT_EQ(compare(dir / "a.safetensors " + dir / "a.safetensors --tolerance abc", &out), 2) << out;
+  EXPECT_EQ(compare(dir / "a.safetensors " + dir / "a.safetensors --psnr-min 30", &out), 2) << out;
+  EXPECT_EQ(compare(dir / "nothere.mp4 " + dir / "a.safetensors", &out), 3) << out;
+  EXPECT_NE(out.find("nothere.mp4"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace omni::media_test
