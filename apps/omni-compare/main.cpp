@@ -34,7 +34,17 @@ struct Settings {
   std::vector<std::string> keys;
   bool allow_missing = false;
   std::string frames_key = "frames";
+  // Compare BT.601 luma only: the codec's own error, without the colour loss of 4:2:0 subsampling (which on
+  // pixel-noise content, such as random-weight models produce, bounds full-colour PSNR near 25-30 dB even
+  // losslessly encoded).
+  bool luma = false;
 };
+
+// [F, H, W, 3] RGB -> [F, H, W, 1] BT.601 luma (the matrix the writer encodes with).
+at::Tensor to_luma(const at::Tensor& rgb) {
+  at::Tensor x = rgb.to(at::kDouble);
+  return (x.select(3, 0) * 0.299 + x.select(3, 1) * 0.587 + x.select(3, 2) * 0.114).unsqueeze(3);
+}
 
 bool is_tensor_file(const std::string& path) {
   const std::string ext = ".safetensors";
@@ -107,7 +117,11 @@ int compare_frames(const Settings& s) {
   std::string label_a, label_b;
   at::Tensor a = load_frames(s.a, s, &label_a);
   at::Tensor b = load_frames(s.b, s, &label_b);
-  std::cout << "A: " << label_a << "\nB: " << label_b << "\n";
+  if (s.luma) {
+    a = to_luma(a);
+    b = to_luma(b);
+  }
+  std::cout << "A: " << label_a << "\nB: " << label_b << (s.luma ? "\n(luma only)" : "") << "\n";
   if (a.size(1) != b.size(1) || a.size(2) != b.size(2)) {
     std::cout << "FAIL: frame size differs: A " << a.size(2) << "x" << a.size(1) << ", B " << b.size(2) << "x"
               << b.size(1) << "\n";
@@ -223,6 +237,7 @@ int run(int argc, char** argv) {
   auto* o_rel = app.add_option("--rel-tolerance", rel, "largest allowed max abs difference / max |B| (tensors)");
   auto* o_psnr = app.add_option("--psnr-min", psnr, "smallest allowed per-frame PSNR in dB (values in [0, 1])");
   app.add_option("--keys", keys, "comma-separated tensor names to compare (default: all)");
+  app.add_flag("--luma", s.luma, "videos and frames: compare BT.601 luma only (no chroma subsampling loss)");
   app.add_flag("--allow-missing", s.allow_missing, "do not fail on tensors present in only one file");
   app.add_option("--frames-key", s.frames_key, "tensor holding the frames when a video meets a tensor file")
       ->capture_default_str();

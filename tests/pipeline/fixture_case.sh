@@ -4,7 +4,7 @@
 # Runs omni-generate (under mpirun when NP > 1) with --save-tensors, then checks against the fixture's
 # expected.safetensors: init_latents exactly, prompt embeddings to 1e-5, every stepNN.latents and the frames to
 # 1e-4 (float32, CPU); and the MP4: ffprobe says h264, yuv420p, the size and frame count of the saved frames and
-# the requested fps; decoding it gives frames within 35 dB PSNR of the saved ones.
+# the requested fps; decoding it gives frames within 35 dB (luma) PSNR of the saved ones.
 set -euo pipefail
 gen=$1; compare=$2; np=$3; case_dir=$4; work=$5; width=$6; height=$7; frames=$8; nsteps=$9; shift 9
 rm -rf "$work"; mkdir -p "$work"
@@ -37,7 +37,9 @@ nb_read_frames=$frames"
 for line in $want; do
   grep -qx "$line" <<<"$probe" || { echo "FAIL: ffprobe lacks '$line'"; exit 1; }
 done
-"$compare" "$work/out.mp4" "$t" --frames-key frames --psnr-min 35
+# Luma PSNR: these random-weight outputs are pixel noise, whose colour 4:2:0 subsampling alone limits to ~25-30 dB
+# whatever the encoder does; the luma error is the codec's (about 39 dB at the default crf 18).
+"$compare" "$work/out.mp4" "$t" --frames-key frames --psnr-min 35 --luma
 test -f "$work/out.mp4.json" || { echo "FAIL: no JSON sidecar"; exit 1; }
 test -f "$work/report.json" || { echo "FAIL: no report"; exit 1; }
 echo "ok: $case_dir on $np rank(s) $*"
