@@ -18,13 +18,13 @@ at::Tensor BufferPool::acquire(at::ScalarType dtype, int64_t numel) {
       return t;
     }
   }
+  ++allocations_;
   return at::empty({numel}, at::TensorOptions().dtype(dtype).device(device_));
 }
 
 void BufferPool::release(at::Tensor buffer) {
-  // Keep at most a few spare buffers: enough for the gathered unit and the prefetched one.
   free_.push_back(std::move(buffer));
-  if (free_.size() > 4) free_.erase(free_.begin());
+  if (free_.size() > kMaxFree) free_.erase(free_.begin());
 }
 
 int64_t BufferPool::held_bytes() const {
@@ -70,7 +70,7 @@ void FlatParamUnit::load_shard(const ShardReader& reader) {
 }
 
 void FlatParamUnit::start_gather(BufferPool& pool) {
-  OMNI_CHECK(!gathered_ && works_.empty(), "unit ", name_, ": gather started twice");
+  OMNI_CHECK(!gathered_ && !in_flight_, "unit ", name_, ": gather started twice");
   for (auto& g : groups_) {
     OMNI_CHECK(g.shard.defined(), "unit ", name_, ": gather before its shard was loaded");
     if (shard_size_ == 1) {
@@ -80,12 +80,14 @@ void FlatParamUnit::start_gather(BufferPool& pool) {
     g.full = pool.acquire(g.dtype, g.padded);
     works_.push_back(group_->all_gather_into_flat(g.full, g.shard));
   }
+  in_flight_ = true;
 }
 
 void FlatParamUnit::finish_gather() {
-  OMNI_CHECK(!gathered_, "unit ", name_, ": finish_gather without start_gather");
+  OMNI_CHECK(in_flight_ && !gathered_, "unit ", name_, ": finish_gather without start_gather");
   dist::wait_all(works_);
   works_.clear();
+  in_flight_ = false;
   for (auto& g : groups_) {
     for (size_t i = 0; i < g.params.size(); ++i) {
       const auto& p = g.params[i];
@@ -96,7 +98,7 @@ void FlatParamUnit::finish_gather() {
 }
 
 void FlatParamUnit::release(BufferPool& pool) {
-  if (!works_.empty()) finish_gather();  // never free a buffer under a transfer
+  if (in_flight_) finish_gather();  // never free a buffer under a transfer
   for (auto& g : groups_) {
     for (const auto& p : g.params) *p.slot = at::Tensor();
     if (shard_size_ > 1 && g.full.defined()) pool.release(g.full);

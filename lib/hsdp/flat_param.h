@@ -31,17 +31,25 @@ using ShardReader = std::function<at::Tensor(const std::vector<std::string>& nam
                                              at::ScalarType dtype)>;
 
 // Reusable full-size buffers, keyed by (dtype, elements); a released buffer is handed to the next unit of the
-// same size, so the steady state allocates nothing.
+// same size, so the steady state allocates nothing. At most kMaxFree spare buffers are kept (the oldest go
+// first): enough for a root and two blocks of two dtypes each (a bfloat16 model keeps norms and modulation
+// tables in float32), i.e. everything one forward has live at once.
 class BufferPool {
  public:
+  static constexpr size_t kMaxFree = 8;
+
   explicit BufferPool(at::Device device) : device_(device) {}
   at::Tensor acquire(at::ScalarType dtype, int64_t numel);
   void release(at::Tensor buffer);
+  // Drops every spare buffer (e.g. after the text encoder, whose buffers no later forward reuses).
+  void clear() { free_.clear(); }
   int64_t held_bytes() const;  // bytes of free buffers kept for reuse
+  int64_t allocations() const { return allocations_; }  // buffers allocated so far (not served from the pool)
 
  private:
   at::Device device_;
   std::vector<at::Tensor> free_;
+  int64_t allocations_ = 0;
 };
 
 class FlatParamUnit {
@@ -58,7 +66,8 @@ class FlatParamUnit {
   void finish_gather();
   // Empties the slots and returns the full buffers to the pool.
   void release(BufferPool& pool);
-  bool gathering() const { return !works_.empty(); }
+  // Started and not yet finished (shard 1 too, where nothing moves: the state machine is the same).
+  bool gathering() const { return in_flight_; }
   bool gathered() const { return gathered_; }
 
   int64_t resident_bytes() const;   // bytes of this rank's slices
@@ -85,6 +94,7 @@ class FlatParamUnit {
   at::Device device_;
   std::vector<Group> groups_;
   std::vector<dist::WorkHandle> works_;
+  bool in_flight_ = false;
   bool gathered_ = false;
 };
 

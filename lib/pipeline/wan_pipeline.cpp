@@ -84,10 +84,13 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
   // Text: tokenizer and UMT5, the encoder sharded block by block like the transformers.
   tokenizer_ = std::make_unique<models::Umt5Tokenizer>(models::Umt5Tokenizer::from_dir(model.component_dir("tokenizer")));
   const std::string te_dir = model.component_dir("text_encoder");
-  text_encoder_ = std::make_unique<models::Umt5Encoder>(
-      models::Umt5Config::from_json(model.component_config_path("text_encoder")), settings_.dtype);
   {
     auto ckpt = io::Checkpoint::open(te_dir);
+    // Which name the (tied) embedding is stored under decides the module tree: shared.weight and/or
+    // encoder.embed_tokens.weight.
+    auto te_config = models::Umt5Config::from_json(model.component_config_path("text_encoder"));
+    te_config.resolve_embedding(ckpt);
+    text_encoder_ = std::make_unique<models::Umt5Encoder>(te_config, settings_.dtype);
     text_encoder_sharded_ = models::shard_model("text_encoder", *text_encoder_, blocks_of(*text_encoder_), ckpt,
                                                 shard_group_.get(), settings_.dtype, settings_.device, pool_, stats_);
     param_bytes_total_ += text_encoder_sharded_->full_bytes();
@@ -203,6 +206,7 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
     ScopedPhase phase(result.times, "text_encode");
     prompt_embeds = encode_text({req.prompt}, req.max_sequence_length);
     if (do_cfg) negative_embeds = encode_text({req.negative_prompt}, req.max_sequence_length);
+    pool_->clear();  // UMT5's gathered root (the 256k-row embedding) must not sit in the pool while denoising
   }
   keep("prompt_embeds", prompt_embeds);
   if (do_cfg) keep("negative_prompt_embeds", negative_embeds);

@@ -1,0 +1,435 @@
+// The HSDP engine under mpirun (1, 2 and 4 ranks): sharding moves data and nothing else, so every sharded
+// output must equal the unsharded one bit for bit; and it holds, reads and moves only what it promises.
+//
+// 1. Fixtures (tests/data/reference/<case>/model): both experts (the unit forward and every recorded call)
+//    and UMT5 (prompt, and prompt + negative batched), sharded with each layout of this world (1: shard 1;
+//    2: shard 2; 4: shard 4 and replicate 2 x shard 2), against the same models loaded whole on the same rank:
+//    max abs diff 0, in float32 and (largest shard) bfloat16. The float32 sharded outputs also match
+//    diffusers' recorded outputs (1e-4 transformer, 1e-5 UMT5), so both sides are the real model.
+// 2. A generated "small" t2v-a14b checkpoint (rank 0 writes it into a temp dir), per layout, per model
+//    (both experts and UMT5, roots included), against sizes computed here from the Module tree alone:
+//    resident bytes == sum of ceil(n / shard) per unit and dtype, and <= total / shard + padding; parameter
+//    slots empty outside a forward; bytes read from disk <= stored / shard + 5%; peak gathered bytes <= root +
+//    two largest blocks; the prefetch order at every hook (RecordingHooks: block i+1's gather is in flight
+//    before block i computes, never block i+2); the bytes one batch-2 (cond + uncond) forward gathers ==
+//    (shard - 1) / shard x the padded bytes == ShardedModel::received_bytes_per_forward() == what MPI
+//    actually received, and two batch-1 forwards twice that; the second forward allocates no buffer.
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+#include <stdlib.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "dist/communicator.h"
+#include "dist/device_mesh.h"
+#include "hsdp_test_util.h"
+#include "io/json_file.h"
+#include "io/safetensors.h"
+#include "models/checkpoint_generator.h"
+#include "models/hsdp_sharding.h"
+#include "models/umt5_encoder.h"
+#include "models/wan_transformer.h"
+
+namespace fs = std::filesystem;
+using hsdp_test::Checks;
+using hsdp_test::CountingGroup;
+using hsdp_test::max_abs_diff;
+using hsdp_test::RecordingHooks;
+using omni::models::Module;
+using omni::models::Umt5Encoder;
+using omni::models::WanTransformer3DModel;
+
+namespace {
+
+const std::string kRef = std::string(OMNI_TEST_DATA_DIR) + "/reference/";
+const char* const kExperts[2] = {"transformer", "transformer_2"};
+
+const char* dtype_tag(at::ScalarType t) { return t == at::kBFloat16 ? "bf16" : "f32"; }
+
+// ---- Sizes from the Module tree alone (independent of the engine's bookkeeping) ---------------------------
+
+// Elements per dtype of each unit: [0] the root, [1 + i] block i.
+using UnitSizes = std::vector<std::map<at::ScalarType, int64_t>>;
+
+UnitSizes unit_sizes(const Module& model, const std::vector<const Module*>& blocks, at::ScalarType model_dtype) {
+  UnitSizes sizes(blocks.size() + 1);
+  std::map<const at::Tensor*, size_t> owner;
+  for (size_t b = 0; b < blocks.size(); ++b)
+    for (const auto& p : blocks[b]->parameters()) owner[p.tensor] = b + 1;
+  for (const auto& p : model.parameters()) {
+    int64_t n = 1;
+    for (int64_t d : p.shape) n *= d;
+    auto it = owner.find(p.tensor);
+    sizes[it == owner.end() ? 0 : it->second][omni::models::resolve_param_dtype(p.dtype_rule, model_dtype)] += n;
+  }
+  return sizes;
+}
+
+struct SizeFigures {
+  int64_t total = 0;     // bytes of the parameters
+  int64_t resident = 0;  // sum over units and dtypes of ceil(n / shard) elements
+  int64_t padded = 0;    // gathered size: sum of ceil(n / shard) * shard elements
+  int64_t groups = 0;    // (unit, dtype) pairs: one all-gather each per forward
+  int64_t root_padded = 0;
+  int64_t max_block_padded = 0;
+};
+
+SizeFigures figures(const UnitSizes& sizes, int shard) {
+  SizeFigures f;
+  for (size_t u = 0; u < sizes.size(); ++u) {
+    int64_t unit_padded = 0;
+    for (const auto& [dtype, n] : sizes[u]) {
+      const int64_t es = static_cast<int64_t>(c10::elementSize(dtype));
+      const int64_t per_rank = (n + shard - 1) / shard;
+      f.total += n * es;
+      f.resident += per_rank * es;
+      unit_padded += per_rank * shard * es;
+      f.groups += 1;
+    }
+    f.padded += unit_padded;
+    if (u == 0)
+      f.root_padded = unit_padded;
+    else
+      f.max_block_padded = std::max(f.max_block_padded, unit_padded);
+  }
+  return f;
+}
+
+// ---- Loading --------------------------------------------------------------------------------------------
+
+struct Loaded {
+  std::unique_ptr<Module> module;
+  std::vector<const Module*> blocks;
+  std::unique_ptr<omni::hsdp::ShardedModel> sharded;
+  std::shared_ptr<omni::hsdp::HsdpStats> stats = std::make_shared<omni::hsdp::HsdpStats>();
+  int64_t stored_bytes = 0;  // the checkpoint's tensor bytes on disk
+
+  WanTransformer3DModel& expert() { return static_cast<WanTransformer3DModel&>(*module); }
+  Umt5Encoder& text() { return static_cast<Umt5Encoder&>(*module); }
+};
+
+// The same calls the pipeline makes (lib/pipeline/wan_pipeline.cpp), with the embedding name resolved as
+// Umt5Encoder::load does.
+Loaded shard_expert(const std::string& dir, const std::string& name, omni::dist::ProcessGroup* group,
+                    at::ScalarType dtype, const std::shared_ptr<omni::hsdp::BufferPool>& pool) {
+  Loaded l;
+  auto m = std::make_unique<WanTransformer3DModel>(omni::models::WanTransformerConfig::load(dir), dtype);
+  for (int i = 0; i < m->num_blocks(); ++i) l.blocks.push_back(&m->block(i));
+  auto ckpt = omni::io::Checkpoint::open(dir);
+  l.stored_bytes = ckpt.total_bytes();
+  l.sharded = omni::models::shard_model(name, *m, l.blocks, ckpt, group, dtype, at::kCPU, pool, l.stats);
+  l.module = std::move(m);
+  return l;
+}
+
+Loaded shard_text(const std::string& dir, omni::dist::ProcessGroup* group, at::ScalarType dtype,
+                  const std::shared_ptr<omni::hsdp::BufferPool>& pool) {
+  Loaded l;
+  auto ckpt = omni::io::Checkpoint::open(dir);
+  auto config = omni::models::Umt5Config::from_json(dir + "/config.json");
+  config.resolve_embedding(ckpt);
+  auto m = std::make_unique<Umt5Encoder>(config, dtype);
+  for (int i = 0; i < m->num_blocks(); ++i) l.blocks.push_back(&m->block(i));
+  l.stored_bytes = ckpt.total_bytes();
+  l.sharded = omni::models::shard_model("text_encoder", *m, l.blocks, ckpt, group, dtype, at::kCPU, pool, l.stats);
+  l.module = std::move(m);
+  return l;
+}
+
+// The shard group of a layout, wrapped so that its gathers are counted.
+struct Groups {
+  std::unique_ptr<omni::dist::DeviceMesh> mesh;
+  std::unique_ptr<CountingGroup> shard;
+};
+
+Groups make_groups(int replicate, int shard, int world) {
+  Groups g;
+  g.mesh = std::make_unique<omni::dist::DeviceMesh>(hsdp_test::hsdp_layout(replicate, shard, world),
+                                                    omni::dist::Communicator::world());
+  g.shard = std::make_unique<CountingGroup>(omni::dist::make_process_group(g.mesh->shard(), at::kCPU));
+  return g;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : "; ") + x;
+  return s;
+}
+
+// ---- 1. Fixtures ------------------------------------------------------------------------------------------
+
+struct FixtureCase {
+  std::string name, dir;
+  std::unique_ptr<omni::io::SafetensorsFile> expected;
+  std::vector<std::pair<std::string, std::string>> calls;  // (key, expert)
+
+  explicit FixtureCase(const std::string& n) : name(n), dir(kRef + n) {
+    expected = std::make_unique<omni::io::SafetensorsFile>(dir + "/expected.safetensors");
+    const nlohmann::json json = omni::io::read_json(dir + "/case.json");  // named: the loop must not dangle
+    for (const auto& c : json.at("transformer_calls"))
+      calls.emplace_back(c.at("key").get<std::string>(), c.at("model").get<std::string>());
+  }
+  at::Tensor get(const std::string& key) const { return expected->read(key); }
+  bool has_expert(const char* e) const { return fs::exists(dir + "/model/" + e); }
+};
+
+// Every forward of a case, keyed: "unit", "callNN", "text.prompt", "text.both". `expert(name)` and `text`
+// run a forward with the given hooks (null: unsharded).
+struct CaseOutputs {
+  std::map<std::string, at::Tensor> out;
+};
+
+template <typename ExpertFwd, typename TextFwd>
+CaseOutputs run_case(const FixtureCase& c, ExpertFwd&& expert, TextFwd&& text) {
+  CaseOutputs r;
+  if (c.expected->contains("unit.transformer.in"))
+    r.out["unit"] = expert("transformer", c.get("unit.transformer.in"), c.get("unit.transformer.timestep"),
+                           c.get("unit.transformer.context"));
+  for (const auto& [key, e] : c.calls)
+    r.out[key] = expert(e, c.get(key + ".hidden_states"), c.get(key + ".timestep"),
+                        c.get(key + ".encoder_hidden_states"));
+  const at::Tensor ids = c.get("prompt.input_ids"), mask = c.get("prompt.attention_mask");
+  r.out["text.prompt"] = text(ids, mask);
+  r.out["text.both"] = text(at::cat({ids, c.get("negative.input_ids")}, 0),
+                            at::cat({mask, c.get("negative.attention_mask")}, 0));  // [2, L]
+  return r;
+}
+
+void fixture_case(Checks& checks, const std::string& name, int world) {
+  FixtureCase c(name);
+  const auto layouts = hsdp_test::test_layouts(world);
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    // The unsharded reference, loaded whole on this rank.
+    std::map<std::string, std::unique_ptr<WanTransformer3DModel>> whole;
+    for (const char* e : kExperts)
+      if (c.has_expert(e)) whole[e] = WanTransformer3DModel::load(c.dir + "/model/" + e, dtype);
+    auto whole_text = Umt5Encoder::load(c.dir + "/model/text_encoder", dtype);
+    const CaseOutputs ref = run_case(
+        c, [&](const std::string& e, const at::Tensor& x, const at::Tensor& t, const at::Tensor& ctx) {
+          return whole.at(e)->forward(x, t, ctx);
+        },
+        [&](const at::Tensor& ids, const at::Tensor& mask) { return whole_text->forward(ids, mask); });
+    whole.clear();
+    whole_text.reset();
+
+    // bfloat16 (two dtype groups per unit: the float32 norms and tables) with the largest shard only.
+    const size_t n_layouts = dtype == at::kFloat ? layouts.size() : 1;
+    for (size_t li = 0; li < n_layouts; ++li) {
+      const auto [rep, shard] = layouts[li];
+      const std::string tag = name + " " + hsdp_test::layout_name(rep, shard) + " " + dtype_tag(dtype) + " ";
+      Groups g = make_groups(rep, shard, world);
+      auto pool = std::make_shared<omni::hsdp::BufferPool>(at::kCPU);
+      std::map<std::string, Loaded> experts;
+      for (const char* e : kExperts)
+        if (c.has_expert(e)) experts[e] = shard_expert(c.dir + "/model/" + e, e, g.shard.get(), dtype, pool);
+      Loaded text = shard_text(c.dir + "/model/text_encoder", g.shard.get(), dtype, pool);
+
+      std::vector<std::string> order_failures;
+      auto record = [&](RecordingHooks& h) {
+        order_failures.insert(order_failures.end(), h.failures.begin(), h.failures.end());
+      };
+      const CaseOutputs got = run_case(
+          c, [&](const std::string& e, const at::Tensor& x, const at::Tensor& t, const at::Tensor& ctx) {
+            Loaded& l = experts.at(e);
+            RecordingHooks hooks(l.sharded.get(), g.shard.get());
+            at::Tensor out = l.expert().forward(x, t, ctx, &hooks);
+            record(hooks);
+            return out;
+          },
+          [&](const at::Tensor& ids, const at::Tensor& mask) {
+            RecordingHooks hooks(text.sharded.get(), g.shard.get());
+            at::Tensor out = text.text().forward(ids, mask, &hooks);
+            record(hooks);
+            return out;
+          });
+
+      double err_t = 0, err_text = 0;
+      std::vector<std::string> keys_t;
+      for (const auto& [key, t] : ref.out) {
+        const double e = max_abs_diff(got.out.at(key), t);
+        if (key.rfind("text.", 0) == 0) {
+          err_text = std::max(err_text, e);
+        } else {
+          err_t = std::max(err_t, e);
+          keys_t.push_back(key);
+        }
+      }
+      checks.err(tag + "transformer experts == unsharded (" + std::to_string(keys_t.size()) +
+                     " forwards: unit + calls)", err_t);
+      checks.err(tag + "UMT5 == unsharded (prompt; prompt + negative batched)", err_text);
+      checks.truth(tag + "prefetch order at every hook", order_failures.empty(), join(order_failures));
+      if (dtype == at::kFloat && li == 0) {
+        // Both sides are the real model: the sharded float32 outputs match diffusers / transformers.
+        double fix_t = 0;
+        for (const auto& key : keys_t)
+          fix_t = std::max(fix_t, max_abs_diff(got.out.at(key),
+                                               c.get(key == "unit" ? "unit.transformer.out" : key + ".out")));
+        checks.err(tag + "sharded transformer vs diffusers' outputs", fix_t, 1e-4);
+        checks.err(tag + "sharded UMT5 vs transformers' last_hidden_state",
+                   max_abs_diff(got.out.at("text.prompt"), c.get("prompt.last_hidden_state")), 1e-5);
+      }
+    }
+  }
+}
+
+// ---- 2. Generated checkpoint: memory, disk, traffic, order ------------------------------------------------
+
+std::string shared_temp_dir(int rank) {
+  char buf[512] = {0};
+  if (rank == 0) {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/omni_hsdp_test_XXXXXX";
+    OMNI_CHECK(::mkdtemp(tmpl.data()) != nullptr, "mkdtemp failed for ", tmpl);
+    OMNI_CHECK(tmpl.size() < sizeof(buf), "temp path too long: ", tmpl);
+    std::strcpy(buf, tmpl.c_str());
+  }
+  MPI_Bcast(buf, sizeof(buf), MPI_CHAR, 0, MPI_COMM_WORLD);
+  return buf;
+}
+
+at::Tensor seeded_randn(at::IntArrayRef shape, uint64_t seed) {
+  auto gen = at::detail::createCPUGenerator(seed);
+  return at::randn(shape, gen, at::TensorOptions().dtype(at::kFloat));
+}
+
+struct ExpertInputs {
+  at::Tensor x, t, ctx;  // batch 2: cond and uncond (same latents and timestep, different contexts)
+  ExpertInputs slice(int64_t b) const { return {x.narrow(0, b, 1), t.narrow(0, b, 1), ctx.narrow(0, b, 1)}; }
+};
+
+void generated_checks(Checks& checks, const std::string& model_dir, int world) {
+  const auto spec = omni::models::make_preset(omni::models::CheckpointKind::kT2vA14b, "small");
+  const auto& ts = spec.transformer;
+  ExpertInputs in;
+  in.x = seeded_randn({1, ts.in_channels, 2, 8, 8}, 1).repeat({2, 1, 1, 1, 1});  // [2, C, F, H, W]: 32 tokens
+  in.t = at::tensor({500.0f, 500.0f});
+  in.ctx = seeded_randn({2, 16, ts.text_dim}, 2);  // [2, L, text_dim]
+  const at::Tensor ids = (seeded_randn({2, 16}, 3).abs() * 40).to(at::kLong).clamp(0, spec.text_encoder.vocab_size - 1);
+  const at::Tensor mask = (at::arange(16).unsqueeze(0) < at::tensor({16, 9}).unsqueeze(1)).to(at::kLong);  // [2, 16]
+
+  const auto layouts = hsdp_test::test_layouts(world);
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    const size_t n_layouts = dtype == at::kFloat ? layouts.size() : 1;
+    for (size_t li = 0; li < n_layouts; ++li) {
+      const auto [rep, shard] = layouts[li];
+      const std::string tag = std::string("small ") + hsdp_test::layout_name(rep, shard) + " " + dtype_tag(dtype) + " ";
+      Groups g = make_groups(rep, shard, world);
+      auto pool = std::make_shared<omni::hsdp::BufferPool>(at::kCPU);
+
+      std::vector<std::pair<std::string, Loaded>> models;
+      for (const char* e : kExperts) models.emplace_back(e, shard_expert(model_dir + "/" + e, e, g.shard.get(), dtype, pool));
+      models.emplace_back("text_encoder", shard_text(model_dir + "/text_encoder", g.shard.get(), dtype, pool));
+
+      for (auto& [name, l] : models) {
+        const std::string mt = tag + name + ": ";
+        const SizeFigures f = figures(unit_sizes(*l.module, l.blocks, dtype), shard);
+        const auto& st = *l.stats;
+        // Resident: exactly this rank's slices, within total / shard plus one element of padding per group.
+        checks.equal(mt + "resident bytes == sum of per-unit slices", l.sharded->resident_bytes(), f.resident);
+        checks.at_most(mt + "resident bytes <= total/shard + padding", l.sharded->resident_bytes(),
+                       static_cast<double>(f.total) / shard + 4.0 * f.groups);
+        checks.equal(mt + "stats resident == model resident", st.param_bytes_resident, l.sharded->resident_bytes());
+        checks.equal(mt + "gathered (padded) bytes", l.sharded->full_bytes(), f.padded);
+        checks.equal(mt + "parameter slots empty after loading", l.module->parameter_bytes(), 0);
+        checks.at_most(mt + "disk bytes read <= stored/shard + 5%", st.disk_bytes_read,
+                       1.05 * static_cast<double>(l.stored_bytes) / shard);
+
+        // One forward under the recording hooks: order, peak, everything released.
+        RecordingHooks hooks(l.sharded.get(), g.shard.get());
+        auto fwd = [&](omni::models::UnitHooks* h, const ExpertInputs& e) {
+          return name == "text_encoder" ? l.text().forward(ids, mask, h) : l.expert().forward(e.x, e.t, e.ctx, h);
+        };
+        fwd(&hooks, in);
+        checks.truth(mt + "prefetch order: block i+1 in flight before block i computes", hooks.failures.empty(),
+                     join(hooks.failures));
+        checks.equal(mt + "hooks seen", static_cast<double>(hooks.events.size()), 2.0 * (l.blocks.size() + 1));
+        const double peak_bound = shard > 1 ? f.root_padded + 2.0 * f.max_block_padded : 0.0;
+        checks.at_most(mt + "peak gathered bytes <= root + 2 blocks", st.gathered_bytes_peak, peak_bound);
+        checks.equal(mt + "nothing gathered after the forward", st.gathered_bytes_now, 0);
+        checks.equal(mt + "parameter slots empty after the forward", l.module->parameter_bytes(), 0);
+
+        // Traffic of one step: cond + uncond batched is one forward, one gather per unit and dtype.
+        const int64_t r0 = st.received_bytes_total, c0 = g.shard->received_bytes, n0 = g.shard->gathers;
+        const int64_t alloc1 = pool->allocations();
+        omni::models::HsdpHooks plain(l.sharded.get());
+        fwd(&plain, in);
+        const int64_t step = st.received_bytes_total - r0;
+        const double expect_step = static_cast<double>(shard - 1) / shard * static_cast<double>(f.padded);
+        checks.equal(mt + "bytes gathered per step (batch 2) == (shard-1)/shard x padded", step, expect_step);
+        checks.equal(mt + "  == received_bytes_per_forward()", step, l.sharded->received_bytes_per_forward());
+        checks.equal(mt + "  == bytes MPI received", g.shard->received_bytes - c0, step);
+        checks.equal(mt + "all-gathers per step == (unit, dtype) groups", g.shard->gathers - n0,
+                     shard > 1 ? f.groups : 0);
+        checks.equal(mt + "second forward allocates no buffer", pool->allocations() - alloc1, 0);
+        if (name != "text_encoder") {
+          const int64_t r1 = st.received_bytes_total;
+          fwd(&plain, in.slice(0));
+          fwd(&plain, in.slice(1));
+          checks.equal(mt + "two batch-1 forwards gather twice a step", st.received_bytes_total - r1, 2 * step);
+        }
+      }
+
+      // Exactness on the wider generated models too (batched cond + uncond, and the text encoder).
+      double err = 0;
+      for (auto& [name, l] : models) {
+        omni::models::HsdpHooks h(l.sharded.get());
+        if (name == "text_encoder") {
+          auto whole = Umt5Encoder::load(model_dir + "/text_encoder", dtype);
+          err = std::max(err, max_abs_diff(l.text().forward(ids, mask, &h), whole->forward(ids, mask)));
+        } else {
+          auto whole = WanTransformer3DModel::load(model_dir + "/" + name, dtype);
+          err = std::max(err, max_abs_diff(l.expert().forward(in.x, in.t, in.ctx, &h),
+                                           whole->forward(in.x, in.t, in.ctx)));
+        }
+      }
+      checks.err(tag + "both experts and UMT5 == unsharded", err);
+    }
+  }
+}
+
+int run_all() {
+  int world = 1, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  Checks checks(rank);
+  at::set_num_threads(1);
+
+  for (const char* c : {"t2v-a14b-tiny", "i2v-a14b-tiny", "ti2v-5b-tiny"}) fixture_case(checks, c, world);
+
+  const std::string tmp = shared_temp_dir(rank);
+  const std::string model_dir = tmp + "/model";
+  if (rank == 0)
+    omni::models::generate_checkpoint(omni::models::make_preset(omni::models::CheckpointKind::kT2vA14b, "small"),
+                                      model_dir);
+  MPI_Barrier(MPI_COMM_WORLD);
+  generated_checks(checks, model_dir, world);
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    std::printf("%d passed, %d failed\n", checks.passed(), checks.failed());
+  }
+  return checks.failed() ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  omni::dist::MpiEnvironment env(&argc, &argv);
+  int rc = 1;
+  try {
+    rc = run_all();
+  } catch (const std::exception& e) {
+    omni::dist::abort_all(1, std::string("hsdp_test: ") + e.what());
+  }
+  return rc;
+}

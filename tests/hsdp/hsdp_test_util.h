@@ -1,0 +1,204 @@
+// Helpers shared by the HSDP tests and the HSDP benchmark: the rank-0 check table (every check's value is
+// all-reduced so a failure on any rank fails it everywhere), a ProcessGroup decorator that counts what the
+// engine really hands to MPI (independent of HsdpStats' own arithmetic), a UnitHooks wrapper that checks the
+// prefetch order as the forward runs, and the layouts the tests sweep.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <mpi.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/parallel_config.h"
+#include "dist/process_group.h"
+#include "hsdp/hsdp_engine.h"
+#include "models/module.h"
+
+namespace hsdp_test {
+
+// Pass/fail table printed by world rank 0.
+class Checks {
+ public:
+  explicit Checks(int world_rank) : rank_(world_rank) {}
+
+  // Passes when the worst `local_err` over all ranks is <= tol.
+  void err(const std::string& what, double local_err, double tol = 0.0) {
+    double worst = local_err;
+    MPI_Allreduce(&local_err, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    const bool ok = worst <= tol;
+    (ok ? passed_ : failed_)++;
+    if (rank_ == 0) std::printf("%s %s max_abs_err=%g\n", ok ? "ok  " : "FAIL", what.c_str(), worst);
+    if (!ok && local_err > tol) std::fprintf(stderr, "rank %d: %s: max_abs_err=%g\n", rank_, what.c_str(), local_err);
+    std::fflush(stdout);
+  }
+  // Passes when value <= bound on every rank; prints rank 0's figures (and any failing rank's).
+  void at_most(const std::string& what, double value, double bound) {
+    const int bad_local = value <= bound ? 0 : 1;
+    int bad = bad_local;
+    MPI_Allreduce(&bad_local, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    (bad ? failed_ : passed_)++;
+    if (rank_ == 0) std::printf("%s %s: %.0f <= %.0f (rank 0)\n", bad ? "FAIL" : "ok  ", what.c_str(), value, bound);
+    if (bad_local) std::fprintf(stderr, "rank %d: %s: %.0f > %.0f\n", rank_, what.c_str(), value, bound);
+    std::fflush(stdout);
+  }
+  void equal(const std::string& what, double value, double expected) {
+    const int bad_local = value == expected ? 0 : 1;
+    int bad = bad_local;
+    MPI_Allreduce(&bad_local, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    (bad ? failed_ : passed_)++;
+    if (rank_ == 0) std::printf("%s %s: %.0f == %.0f (rank 0)\n", bad ? "FAIL" : "ok  ", what.c_str(), value, expected);
+    if (bad_local) std::fprintf(stderr, "rank %d: %s: %.0f != %.0f\n", rank_, what.c_str(), value, expected);
+    std::fflush(stdout);
+  }
+  void truth(const std::string& what, bool local_ok, const std::string& detail = "") {
+    const int bad_local = local_ok ? 0 : 1;
+    int bad = bad_local;
+    MPI_Allreduce(&bad_local, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    (bad ? failed_ : passed_)++;
+    if (rank_ == 0) std::printf("%s %s\n", bad ? "FAIL" : "ok  ", what.c_str());
+    if (bad_local) std::fprintf(stderr, "rank %d: %s: %s\n", rank_, what.c_str(), detail.c_str());
+    std::fflush(stdout);
+  }
+  int passed() const { return passed_; }
+  int failed() const { return failed_; }
+
+ private:
+  int rank_;
+  int passed_ = 0;
+  int failed_ = 0;
+};
+
+// Max |a - b| in double; infinity when the shapes differ.
+inline double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
+  if (a.sizes() != b.sizes()) return 1e300;
+  if (a.numel() == 0) return 0.0;
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+}
+
+// Forwards every collective to `inner` and records the all-gathers: how many, the bytes of their outputs and
+// the bytes this rank received (output - own input), so the tests can compare the engine's accounting with
+// what was actually transferred, and the hooks wrapper can tell which gathers a hook issued.
+class CountingGroup : public omni::dist::ProcessGroup {
+ public:
+  explicit CountingGroup(std::unique_ptr<omni::dist::ProcessGroup> inner)
+      : ProcessGroup(inner->rank(), inner->size()), inner_(std::move(inner)) {}
+  at::Device device() const override { return inner_->device(); }
+  const char* backend_name() const override { return inner_->backend_name(); }
+
+  int64_t gathers = 0;
+  int64_t gathered_output_bytes = 0;
+  int64_t received_bytes = 0;
+
+ protected:
+  using WorkHandle = omni::dist::WorkHandle;
+  WorkHandle do_all_gather(const at::Tensor& output, const at::Tensor& input) override {
+    ++gathers;
+    gathered_output_bytes += output.nbytes();
+    received_bytes += output.nbytes() - input.nbytes();
+    return inner_->all_gather_into_flat(output, input);
+  }
+  WorkHandle do_all_gather_v(const at::Tensor& output, const at::Tensor& input,
+                             const std::vector<int64_t>& counts) override {
+    return inner_->all_gather_v(output, input, counts);
+  }
+  WorkHandle do_all_to_all(const at::Tensor& output, const at::Tensor& input) override {
+    return inner_->all_to_all(output, input);
+  }
+  WorkHandle do_all_to_all_v(const at::Tensor& output, const at::Tensor& input, const std::vector<int64_t>& send,
+                             const std::vector<int64_t>& recv) override {
+    return inner_->all_to_all_v(output, input, send, recv);
+  }
+  WorkHandle do_broadcast(const at::Tensor& tensor, int root) override { return inner_->broadcast(tensor, root); }
+  WorkHandle do_all_reduce(const at::Tensor& tensor, omni::dist::ReduceOp op) override {
+    return inner_->all_reduce(tensor, op);
+  }
+  WorkHandle do_barrier() override { return inner_->barrier(); }
+
+ private:
+  std::unique_ptr<omni::dist::ProcessGroup> inner_;
+};
+
+// Wraps the engine's hooks and checks, at every hook, the schedule DESIGN.md section 4 promises:
+//   before(root) issues the gathers of the root and block 0 (and nothing else) and leaves the root gathered;
+//   before(i) leaves block i gathered and has issued block i+1's gather (still in flight: it overlaps block
+//   i's compute), with block i+2 untouched; after(i) issues nothing and leaves block i released.
+// `group` is the CountingGroup the model was sharded over (null for shard 1: then no gathers exist and only
+// the states are checked). Violations are collected as text; `events` is the hook order seen.
+class RecordingHooks : public omni::models::UnitHooks {
+ public:
+  RecordingHooks(omni::hsdp::ShardedModel* model, CountingGroup* group) : model_(model), group_(group) {}
+
+  void before(int unit) override {
+    events.push_back("before(" + std::to_string(unit) + ")");
+    const int64_t g0 = group_ ? group_->gathered_output_bytes : 0;
+    model_->before(unit);
+    const int64_t issued = group_ ? group_->gathered_output_bytes - g0 : 0;
+    const int n = model_->num_blocks();
+    auto& self = model_->unit(unit);
+    if (!self.gathered()) fail("unit " + std::to_string(unit) + " not gathered after before()");
+    const int next = unit + 1;  // root: block 0
+    int64_t expect_issued = 0;
+    if (unit == omni::models::UnitHooks::kRootUnit) expect_issued += full_if_sharded(self);
+    if (next < n) {
+      auto& nu = model_->unit(next);
+      // Sharded: the gather must be in flight while this unit computes. Shard 1 keeps the same state
+      // machine (the "gather" is the slice itself), so gathering() holds there too.
+      if (!nu.gathering()) fail("block " + std::to_string(next) + " not prefetched by before(" + std::to_string(unit) + ")");
+      expect_issued += full_if_sharded(nu);
+    }
+    if (next + 1 < n && (model_->unit(next + 1).gathering() || model_->unit(next + 1).gathered()))
+      fail("block " + std::to_string(next + 1) + " gathered too early, in before(" + std::to_string(unit) + ")");
+    if (group_ && issued != expect_issued)
+      fail("before(" + std::to_string(unit) + ") issued gathers of " + std::to_string(issued) + " bytes, expected " +
+           std::to_string(expect_issued));
+    // What is resident now: at most the root and two blocks (this one and the prefetched one).
+    int live_blocks = 0;
+    for (int i = 0; i < n; ++i) live_blocks += model_->unit(i).gathered() || model_->unit(i).gathering();
+    if (live_blocks > 2) fail(std::to_string(live_blocks) + " blocks live in before(" + std::to_string(unit) + ")");
+  }
+
+  void after(int unit) override {
+    events.push_back("after(" + std::to_string(unit) + ")");
+    const int64_t g0 = group_ ? group_->gathers : 0;
+    model_->after(unit);
+    if (group_ && group_->gathers != g0) fail("after(" + std::to_string(unit) + ") issued a gather");
+    if (model_->unit(unit).gathered() || model_->unit(unit).gathering())
+      fail("unit " + std::to_string(unit) + " still held after after()");
+  }
+
+  std::vector<std::string> events;
+  std::vector<std::string> failures;
+
+ private:
+  int64_t full_if_sharded(omni::hsdp::FlatParamUnit& u) const {
+    return u.received_bytes_per_gather() > 0 ? u.full_bytes() : 0;
+  }
+  void fail(const std::string& what) { failures.push_back(what); }
+
+  omni::hsdp::ShardedModel* model_;
+  CountingGroup* group_;
+};
+
+// The HSDP layouts a world of `world` ranks is tested with: (replicate, shard).
+inline std::vector<std::pair<int, int>> test_layouts(int world) {
+  if (world == 4) return {{1, 4}, {2, 2}};
+  return {{1, world}};
+}
+
+inline omni::config::Layout hsdp_layout(int replicate, int shard, int world) {
+  omni::config::ParallelConfig pc;
+  pc.use_hsdp = true;
+  pc.hsdp_shard_size = shard;
+  pc.hsdp_replicate_size = replicate;
+  return omni::config::resolve_layout(pc, world);
+}
+
+inline std::string layout_name(int replicate, int shard) {
+  return "rep" + std::to_string(replicate) + "xshard" + std::to_string(shard);
+}
+
+}  // namespace hsdp_test
