@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/files.h"
 #include "core/error.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
@@ -11,20 +12,6 @@
 namespace omni::io {
 
 namespace {
-
-bool is_dir(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool is_file(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 std::string parent_dir(const std::string& p) {
   auto slash = p.find_last_of('/');

@@ -1,3 +1,4 @@
+#include "core/files.h"
 #include "io/model_dir.h"
 
 #include <pwd.h>
@@ -14,16 +15,6 @@
 namespace omni::io {
 
 namespace {
-
-bool is_dir(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool is_file(const std::string& p) {
-  struct stat st {};
-  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
 
 std::string join(const std::string& dir, const std::string& name) {
   if (dir.empty() || dir.back() == '/') return dir + name;

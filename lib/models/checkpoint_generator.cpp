@@ -1,4 +1,6 @@
+#include "core/files.h"
 #include "models/checkpoint_generator.h"
+#include "models/private_library.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <dlfcn.h>
@@ -61,10 +63,6 @@ uint64_t component_seed(uint64_t seed, const std::string& component) {
   uint64_t h = 0xCBF29CE484222325ull;  // FNV-1a
   for (unsigned char c : component) h = (h ^ c) * 0x100000001B3ull;
   return mix64(seed ^ mix64(h));
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string leaf_name(const std::string& name) {
@@ -518,33 +516,21 @@ struct TrainerLibrary {
 };
 
 const TrainerLibrary& trainer_library() {
-  static TrainerLibrary lib;
-  static std::string error;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void* handle = nullptr;
-    for (const char* name : {"libsentencepiece_train.so.0", "libsentencepiece_train.so"}) {
-      handle = ::dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-      if (handle) break;
-      const char* why = ::dlerror();
-      error += str_cat(error.empty() ? "" : "; ", why ? why : name);
-    }
-    if (!handle) return;  // never closed: cheap, and the library keeps static state
-    const auto find = [&](const char* symbol) {
-      void* p = ::dlsym(handle, symbol);
-      if (!p) error += str_cat(error.empty() ? "" : "; ", "symbol ", symbol, " not found");
-      return p;
-    };
-    lib.train = reinterpret_cast<TrainerLibrary::TrainFn>(
+  static PrivateLibrary library({"libsentencepiece_train.so.0", "libsentencepiece_train.so"});
+  static const TrainerLibrary lib = [] {
+    TrainerLibrary l;
+    const auto find = [](const char* symbol) { return library.symbol(symbol); };
+    l.train = reinterpret_cast<TrainerLibrary::TrainFn>(
         find("_ZN13sentencepiece20SentencePieceTrainer5TrainESt17basic_string_viewIcSt11char_traitsIcEEPNS_"
              "16SentenceIteratorEPNSt7__cxx1112basic_stringIcS3_SaIcEEE"));
-    lib.set_min_log_level = reinterpret_cast<void (*)(int)>(find("_ZN13sentencepiece7logging14SetMinLogLevelEi"));
-    lib.destroy_status = reinterpret_cast<void (*)(void*)>(find("_ZN13sentencepiece4util6StatusD1Ev"));
-    lib.status_message =
+    l.set_min_log_level = reinterpret_cast<void (*)(int)>(find("_ZN13sentencepiece7logging14SetMinLogLevelEi"));
+    l.destroy_status = reinterpret_cast<void (*)(void*)>(find("_ZN13sentencepiece4util6StatusD1Ev"));
+    l.status_message =
         reinterpret_cast<const char* (*)(const void*)>(find("_ZNK13sentencepiece4util6Status13error_messageEv"));
-  });
+    return l;
+  }();
   OMNI_CHECK(lib.train && lib.set_min_log_level && lib.destroy_status && lib.status_message,
-             "cannot load libsentencepiece_train (tokenizer training needs it): ", error);
+             "cannot load libsentencepiece_train (tokenizer training needs it): ", library.error());
   return lib;
 }
 

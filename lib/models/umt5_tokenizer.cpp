@@ -1,4 +1,5 @@
 #include "models/umt5_tokenizer.h"
+#include "models/private_library.h"
 
 #include <dlfcn.h>
 #include <sentencepiece_processor.h>
@@ -298,30 +299,18 @@ struct SentencePieceLibrary {
 };
 
 const SentencePieceLibrary& sentencepiece_library() {
-  static SentencePieceLibrary lib;
-  static std::string error;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void* handle = nullptr;
-    for (const char* name : {"libsentencepiece.so.0", "libsentencepiece.so"}) {
-      handle = ::dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
-      if (handle) break;
-      const char* why = ::dlerror();
-      error += str_cat(error.empty() ? "" : "; ", why ? why : name);
-    }
-    if (!handle) return;  // never closed: SentencePiece objects may live until exit
-    auto find = [&](const char* symbol) {
-      void* p = ::dlsym(handle, symbol);
-      if (!p) error += str_cat(error.empty() ? "" : "; ", "symbol ", symbol, " not found");
-      return p;
-    };
-    lib.construct = reinterpret_cast<void (*)(void*)>(find("_ZN13sentencepiece22SentencePieceProcessorC1Ev"));
-    lib.destroy_status = reinterpret_cast<void (*)(void*)>(find("_ZN13sentencepiece4util6StatusD1Ev"));
-    lib.status_message =
+  static PrivateLibrary library({"libsentencepiece.so.0", "libsentencepiece.so"});
+  static const SentencePieceLibrary lib = [] {
+    SentencePieceLibrary l;
+    const auto find = [](const char* symbol) { return library.symbol(symbol); };
+    l.construct = reinterpret_cast<void (*)(void*)>(find("_ZN13sentencepiece22SentencePieceProcessorC1Ev"));
+    l.destroy_status = reinterpret_cast<void (*)(void*)>(find("_ZN13sentencepiece4util6StatusD1Ev"));
+    l.status_message =
         reinterpret_cast<const char* (*)(const void*)>(find("_ZNK13sentencepiece4util6Status13error_messageEv"));
-  });
+    return l;
+  }();
   OMNI_CHECK(lib.construct && lib.destroy_status && lib.status_message,
-             "cannot load libsentencepiece (the UMT5 tokenizer needs it): ", error);
+             "cannot load libsentencepiece (the UMT5 tokenizer needs it): ", library.error());
   return lib;
 }
 

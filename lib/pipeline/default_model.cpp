@@ -1,3 +1,4 @@
+#include "core/files.h"
 #include "pipeline/default_model.h"
 
 #include <sys/stat.h>
@@ -13,11 +14,6 @@ namespace {
 
 // Bump when the generator or the spec below changes, so that a stale cached copy is never used.
 constexpr const char* kDefaultModelName = "default-wan2.2-t2v-a14b-small-seed0-v1";
-
-bool is_dir(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 std::string cache_root() {
   if (const char* d = std::getenv("OMNI_CACHE_DIR"); d && *d) return d;
