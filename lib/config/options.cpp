@@ -74,18 +74,18 @@ const std::vector<Binding>& bindings() {
                    [field](GenerateOptions& o, const std::string& v, const std::string&) { o.*field = v; }});
     };
     auto i32 = [&](const char* name, const char* help, const char* def, int GenerateOptions::*field) {
-      t.push_back({{name, help, def, false}, [field](GenerateOptions& o, const std::string& v, const std::string& w) {
+      t.push_back({{name, help, def, false, "INT"}, [field](GenerateOptions& o, const std::string& v, const std::string& w) {
                      o.*field = to_int32(v, w);
                    }});
     };
     auto f64 = [&](const char* name, const char* help, const char* def, double GenerateOptions::*field) {
-      t.push_back({{name, help, def, false}, [field](GenerateOptions& o, const std::string& v, const std::string& w) {
+      t.push_back({{name, help, def, false, "FLOAT"}, [field](GenerateOptions& o, const std::string& v, const std::string& w) {
                      o.*field = to_double(v, w);
                    }});
     };
     auto opt_f64 = [&](const char* name, const char* help, const char* def,
                        std::optional<double> GenerateOptions::*field) {
-      t.push_back({{name, help, def, false}, [field](GenerateOptions& o, const std::string& v, const std::string& w) {
+      t.push_back({{name, help, def, false, "FLOAT"}, [field](GenerateOptions& o, const std::string& v, const std::string& w) {
                      o.*field = to_optional_double(v, w);
                    }});
     };
@@ -95,7 +95,7 @@ const std::vector<Binding>& bindings() {
                    }});
     };
     auto par = [&](const char* name, const char* help, const char* def, int ParallelConfig::*field) {
-      t.push_back({{name, help, def, false}, [field](GenerateOptions& o, const std::string& v, const std::string& w) {
+      t.push_back({{name, help, def, false, "INT"}, [field](GenerateOptions& o, const std::string& v, const std::string& w) {
                      o.parallel.*field = to_int32(v, w);
                    }});
     };
@@ -121,7 +121,7 @@ const std::vector<Binding>& bindings() {
                               "model_index.json's)", "none", &G::boundary_ratio);
     opt_f64("flow-shift", "flow-matching shift (default: scheduler_config.json's)", "none", &G::flow_shift);
     str("sample-solver", "unipc or euler", "unipc", &G::sample_solver);
-    t.push_back({{"seed", "random seed of the initial noise (CPU generator, as diffusers)", "42", false},
+    t.push_back({{"seed", "random seed of the initial noise (CPU generator, as diffusers)", "42", false, "INT"},
                  [](G& o, const std::string& v, const std::string& w) { o.seed = to_int(v, w); }});
     i32("max-sequence-length", "text tokens per prompt (padded / truncated)", "512", &G::max_sequence_length);
     str("output", "output MP4 path", "output.mp4", &G::output);
@@ -222,7 +222,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     if (!b.spec.is_flag && !b.spec.default_text.empty()) help += " [default: " + b.spec.default_text + "]";
     CLI::Option* opt;
     if (b.spec.is_flag) opt = app.add_flag("--" + b.spec.name, flags[b.spec.name], help);
-    else opt = app.add_option("--" + b.spec.name, raw[b.spec.name], help);
+    else opt = app.add_option("--" + b.spec.name, raw[b.spec.name], help)->type_name(b.spec.type_name);
     registered.emplace_back(b.spec.name, opt);
   }
 

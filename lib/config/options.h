@@ -65,6 +65,7 @@ struct OptionSpec {
   std::string help;
   std::string default_text;  // shown in --help
   bool is_flag = false;      // boolean switch (--use-hsdp); YAML takes true/false
+  std::string type_name = "TEXT";  // shown in --help: TEXT, INT, FLOAT
 };
 
 const std::vector<OptionSpec>& option_table();
