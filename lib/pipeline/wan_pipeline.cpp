@@ -240,6 +240,7 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
     }
     at::Tensor z = vae_->encode(clip.to(settings_.vae_dtype)).to(at::kFloat);  // [1, z, T or 1, h, w]
     z = vae_->normalize_latents(z);
+    keep("image_latents", z);  // normalized VAE mean of the conditioning clip
     if (expand) {
       condition = z;
     } else {
