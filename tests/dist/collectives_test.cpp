@@ -16,6 +16,7 @@
 #include "dist/communicator.h"
 #include "dist/device_mesh.h"
 #include "dist/process_group.h"
+#include "mpi_check.h"
 
 namespace {
 
@@ -25,22 +26,8 @@ using omni::dist::ProcessGroup;
 using omni::dist::ReduceOp;
 using omni::dist::WorkHandle;
 
-int g_passed = 0, g_failed = 0;
+omni::test_util::MpiChecks g_checks;  // the pass/fail table (tests/common/mpi_check.h)
 int g_world_rank = 0;
-
-// Records one check: the worst error over all ranks against `tol`.
-void check(const std::string& what, double local_err, double tol = 0.0) {
-  double err = local_err;
-  MPI_Allreduce(&local_err, &err, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  const bool ok = err <= tol;
-  (ok ? g_passed : g_failed)++;
-  if (g_world_rank == 0) std::printf("%s %s max_abs_err=%g\n", ok ? "ok  " : "FAIL", what.c_str(), err);
-  if (!ok && local_err > tol)
-    std::fprintf(stderr, "rank %d: %s: max_abs_err=%g\n", g_world_rank, what.c_str(), local_err);
-}
-void check_true(const std::string& what, bool local_ok) {
-  check(what, local_ok ? 0.0 : 1.0);
-}
 
 const char* dtype_name(at::ScalarType t) {
   switch (t) {
@@ -95,7 +82,8 @@ void run_collectives(ProcessGroup& pg, const std::vector<int>& members, const st
                      const std::vector<at::ScalarType>& dtypes) {
   const int g = pg.size(), me = pg.rank();
   const int wme = members[me];
-  check_true(label + " rank/size match the member list", g == static_cast<int>(members.size()) && wme == g_world_rank);
+  g_checks.truth(label + " rank/size match the member list",
+                 g == static_cast<int>(members.size()) && wme == g_world_rank);
   for (at::ScalarType t : dtypes) {
     const std::string tag = label + " " + dtype_name(t);
     auto opts = at::TensorOptions().dtype(t);
@@ -107,12 +95,12 @@ void run_collectives(ProcessGroup& pg, const std::vector<int>& members, const st
       full.narrow(0, 0, N).copy_(pattern(t, 0, 0, N));
       at::Tensor out = at::full({padded}, 7, opts);
       pg.all_gather_into_flat(out, full.narrow(0, me * shard, shard).clone())->wait();
-      check(tag + " all_gather_into_flat N=" + std::to_string(N), max_err(out, full));
+      g_checks.err(tag + " all_gather_into_flat N=" + std::to_string(N), max_err(out, full));
       // In place: this rank's shard already sits in its slice of the output.
       at::Tensor out2 = at::full({padded}, 7, opts);
       out2.narrow(0, me * shard, shard).copy_(full.narrow(0, me * shard, shard));
       pg.all_gather_into_flat(out2, out2.narrow(0, me * shard, shard))->wait();
-      check(tag + " all_gather_into_flat in-place N=" + std::to_string(N), max_err(out2, full));
+      g_checks.err(tag + " all_gather_into_flat in-place N=" + std::to_string(N), max_err(out2, full));
     }
 
     // Variable sizes, one rank contributing nothing when g > 1.
@@ -123,7 +111,7 @@ void run_collectives(ProcessGroup& pg, const std::vector<int>& members, const st
       for (int r = 0; r < g; ++r) parts.push_back(pattern(t, members[r], 0, counts[r]));
       at::Tensor out = at::full({omni::dist::exclusive_offsets(counts).back() + counts.back()}, 7, opts);
       pg.all_gather_v(out, pattern(t, wme, 0, counts[me]), counts)->wait();
-      check(tag + " all_gather_v", max_err(out, at::cat(parts)));
+      g_checks.err(tag + " all_gather_v", max_err(out, at::cat(parts)));
     }
 
     // All-to-all, equal splits of 7 elements per peer.
@@ -134,7 +122,7 @@ void run_collectives(ProcessGroup& pg, const std::vector<int>& members, const st
       for (int j = 0; j < g; ++j) want.push_back(pattern(t, members[j], wme, c));
       at::Tensor out = at::full({g * c}, 7, opts);
       pg.all_to_all(out, at::cat(send))->wait();
-      check(tag + " all_to_all", max_err(out, at::cat(want)));
+      g_checks.err(tag + " all_to_all", max_err(out, at::cat(want)));
     }
 
     // All-to-all with uneven splits (a sequence of 13 + rank tokens cut unevenly), zeros included.
@@ -150,14 +138,14 @@ void run_collectives(ProcessGroup& pg, const std::vector<int>& members, const st
       }
       at::Tensor out = at::full({at::cat(want).numel()}, 7, opts);
       pg.all_to_all_v(out, at::cat(send), sc, rc)->wait();
-      check(tag + " all_to_all_v", max_err(out, at::cat(want)));
+      g_checks.err(tag + " all_to_all_v", max_err(out, at::cat(want)));
     }
 
     // Broadcast from every root.
     for (int root = 0; root < g; ++root) {
       at::Tensor buf = me == root ? pattern(t, members[root], 1, 513) : at::full({513}, 7, opts);
       pg.broadcast(buf, root)->wait();
-      check(tag + " broadcast root=" + std::to_string(root), max_err(buf, pattern(t, members[root], 1, 513)));
+      g_checks.err(tag + " broadcast root=" + std::to_string(root), max_err(buf, pattern(t, members[root], 1, 513)));
     }
 
     // All-reduce sum and max; the expected value sums the members' patterns in double.
@@ -170,7 +158,7 @@ void run_collectives(ProcessGroup& pg, const std::vector<int>& members, const st
       }
       at::Tensor buf = pattern(t, wme, 2, n);
       pg.all_reduce(buf, op)->wait();
-      check(tag + (op == ReduceOp::kSum ? " all_reduce sum" : " all_reduce max"), max_err(buf, want));
+      g_checks.err(tag + (op == ReduceOp::kSum ? " all_reduce sum" : " all_reduce max"), max_err(buf, want));
     }
   }
 
@@ -191,19 +179,19 @@ void run_collectives(ProcessGroup& pg, const std::vector<int>& members, const st
       parts.push_back(pattern(at::kFloat, members[r], 4, n));
       want_sum += pattern(at::kFloat, members[r], 3, n).to(at::kDouble);
     }
-    check(label + " overlapped all_gather", max_err(gathered, at::cat(parts)));
-    check(label + " overlapped all_reduce", max_err(summed, want_sum));
-    check_true(label + " overlapped works report completion", a->is_completed() && b->is_completed());
+    g_checks.err(label + " overlapped all_gather", max_err(gathered, at::cat(parts)));
+    g_checks.err(label + " overlapped all_reduce", max_err(summed, want_sum));
+    g_checks.truth(label + " overlapped works report completion", a->is_completed() && b->is_completed());
     // A dropped handle still completes (its destructor waits), so the result is there afterwards.
     at::Tensor dropped = pattern(at::kBFloat16, wme, 5, 17);
     pg.all_reduce(dropped, ReduceOp::kMax);
     at::Tensor want_max = pattern(at::kBFloat16, members[0], 5, 17).to(at::kDouble);
     for (int r = 1; r < g; ++r)
       want_max = at::maximum(want_max, pattern(at::kBFloat16, members[r], 5, 17).to(at::kDouble));
-    check(label + " dropped work completes", max_err(dropped, want_max));
+    g_checks.err(label + " dropped work completes", max_err(dropped, want_max));
     WorkHandle bar = pg.barrier();
     bar->wait();
-    check_true(label + " barrier", bar->is_completed());
+    g_checks.truth(label + " barrier", bar->is_completed());
   }
 }
 
@@ -219,20 +207,21 @@ bool throws(const std::function<void()>& f) {
 void test_argument_checks(ProcessGroup& pg) {
   const int g = pg.size();
   at::Tensor in = at::zeros({10}, at::kFloat);
-  check_true("checks: gather output of the wrong size throws",
-             throws([&] { pg.all_gather_into_flat(at::zeros({10 * g + 1}, at::kFloat), in); }));
-  check_true("checks: gather of mixed dtypes throws",
-             throws([&] { pg.all_gather_into_flat(at::zeros({10 * g}, at::kBFloat16), in); }));
-  check_true("checks: non-contiguous tensor throws", throws([&] {
-               pg.broadcast(at::zeros({4, 4}, at::kFloat).t(), 0);
-             }));
-  check_true("checks: unsupported dtype throws", throws([&] { pg.broadcast(at::zeros({4}, at::kComplexFloat), 0); }));
-  check_true("checks: all_to_all_v counts not summing to the input throw", throws([&] {
-               pg.all_to_all_v(in, in.clone(), std::vector<int64_t>(g, 11), std::vector<int64_t>(g, 11));
-             }));
-  check_true("checks: broadcast root outside the group throws", throws([&] { pg.broadcast(in, g); }));
+  g_checks.truth("checks: gather output of the wrong size throws",
+                 throws([&] { pg.all_gather_into_flat(at::zeros({10 * g + 1}, at::kFloat), in); }));
+  g_checks.truth("checks: gather of mixed dtypes throws",
+                 throws([&] { pg.all_gather_into_flat(at::zeros({10 * g}, at::kBFloat16), in); }));
+  g_checks.truth("checks: non-contiguous tensor throws", throws([&] {
+                   pg.broadcast(at::zeros({4, 4}, at::kFloat).t(), 0);
+                 }));
+  g_checks.truth("checks: unsupported dtype throws",
+                 throws([&] { pg.broadcast(at::zeros({4}, at::kComplexFloat), 0); }));
+  g_checks.truth("checks: all_to_all_v counts not summing to the input throw", throws([&] {
+                   pg.all_to_all_v(in, in.clone(), std::vector<int64_t>(g, 11), std::vector<int64_t>(g, 11));
+                 }));
+  g_checks.truth("checks: broadcast root outside the group throws", throws([&] { pg.broadcast(in, g); }));
 #ifndef OMNI_WITH_NCCL
-  check_true("checks: a CUDA device in a build without NCCL is a usage error", [&] {
+  g_checks.truth("checks: a CUDA device in a build without NCCL is a usage error", [&] {
     try {
       omni::dist::make_process_group(Communicator::world(), at::Device(at::kCUDA, 0));
     } catch (const omni::Error& e) {
@@ -247,22 +236,22 @@ void test_communicator() {
   Communicator world = Communicator::world();
   int wsize = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &wsize);
-  check_true("communicator: world rank/size", world.rank() == g_world_rank && world.size() == wsize);
+  g_checks.truth("communicator: world rank/size", world.rank() == g_world_rank && world.size() == wsize);
   // Split into even and odd world ranks, ordered by descending rank.
   Communicator parity = world.split(g_world_rank % 2, -g_world_rank);
   std::vector<int> want;
   for (int r = wsize - 1; r >= 0; --r)
     if (r % 2 == g_world_rank % 2) want.push_back(r);
-  check_true("communicator: split by parity, key reverses order", parity.world_ranks() == want);
+  g_checks.truth("communicator: split by parity, key reverses order", parity.world_ranks() == want);
   Communicator none = world.split(-1, 0);
-  check_true("communicator: negative color gives a null communicator", !none.valid());
+  g_checks.truth("communicator: negative color gives a null communicator", !none.valid());
   Communicator copy = parity.dup();
-  check_true("communicator: dup keeps ranks", copy.world_ranks() == want && copy.comm() != parity.comm());
+  g_checks.truth("communicator: dup keeps ranks", copy.world_ranks() == want && copy.comm() != parity.comm());
   Communicator moved(std::move(copy));
-  check_true("communicator: move leaves the source null", !copy.valid() && moved.world_ranks() == want);
+  g_checks.truth("communicator: move leaves the source null", !copy.valid() && moved.world_ranks() == want);
   moved.barrier();
   omni::dist::MpiEnvironment nested;
-  check_true("communicator: a second environment does not own MPI", !nested.owns_mpi());
+  g_checks.truth("communicator: a second environment does not own MPI", !nested.owns_mpi());
 }
 
 struct MeshCase {
@@ -277,8 +266,8 @@ void test_mesh(const MeshCase& mc, int wsize) {
   for (const char* kind : DeviceMesh::kinds()) {
     const auto& comm = mesh.group(kind);
     const auto expected = layout.group_of(kind, g_world_rank);
-    check_true(label + " " + kind + " communicator members",
-               comm.world_ranks() == expected && mesh.group_ranks(kind) == expected);
+    g_checks.truth(label + " " + kind + " communicator members",
+                   comm.world_ranks() == expected && mesh.group_ranks(kind) == expected);
   }
   // Collectives on the groups the HSDP engine and sequence parallelism use.
   for (const char* kind : {"shard", "replicate", "ulysses", "cfg"}) {
@@ -296,7 +285,7 @@ int run_all() {
   std::vector<int> world_members(wsize);
   for (int r = 0; r < wsize; ++r) world_members[r] = r;
   auto world_pg = omni::dist::make_process_group(Communicator::world(), at::Device(at::kCPU));
-  check_true("world group is the mpi backend", std::string(world_pg->backend_name()) == "mpi");
+  g_checks.truth("world group is the mpi backend", std::string(world_pg->backend_name()) == "mpi");
   run_collectives(*world_pg, world_members, "world",
                   {at::kFloat, at::kBFloat16, at::kLong, at::kHalf, at::kInt, at::kByte});
   test_argument_checks(*world_pg);
@@ -327,12 +316,13 @@ int run_all() {
     const auto layout = omni::config::resolve_layout(cases[0].pc, 4);
     DeviceMesh mesh(layout, Communicator::world());
     const int r = g_world_rank;
-    check_true("mesh[ulysses 2 x cfg 2] hand-written groups",
-               mesh.group_ranks("ulysses") == std::vector<int>{r / 2 * 2, r / 2 * 2 + 1} &&
-                   mesh.group_ranks("cfg") == std::vector<int>{r % 2, r % 2 + 2} &&
-                   mesh.group_ranks("shard") == std::vector<int>{r / 2 * 2, r / 2 * 2 + 1} &&
-                   mesh.group_ranks("replicate") == std::vector<int>{r % 2, r % 2 + 2} &&
-                   mesh.group_ranks("dp") == std::vector<int>{r} && mesh.group_ranks("ring") == std::vector<int>{r});
+    g_checks.truth("mesh[ulysses 2 x cfg 2] hand-written groups",
+                   mesh.group_ranks("ulysses") == std::vector<int>{r / 2 * 2, r / 2 * 2 + 1} &&
+                       mesh.group_ranks("cfg") == std::vector<int>{r % 2, r % 2 + 2} &&
+                       mesh.group_ranks("shard") == std::vector<int>{r / 2 * 2, r / 2 * 2 + 1} &&
+                       mesh.group_ranks("replicate") == std::vector<int>{r % 2, r % 2 + 2} &&
+                       mesh.group_ranks("dp") == std::vector<int>{r} &&
+                       mesh.group_ranks("ring") == std::vector<int>{r});
   }
 
   // A larger gather (4 MiB of float32 per rank), the size class of a transformer block's shard.
@@ -342,22 +332,14 @@ int run_all() {
     world_pg->all_gather_into_flat(out, pattern(at::kFloat, g_world_rank, 9, n))->wait();
     std::vector<at::Tensor> parts;
     for (int r = 0; r < wsize; ++r) parts.push_back(pattern(at::kFloat, r, 9, n));
-    check("world f32 all_gather_into_flat 4 MiB per rank", max_err(out, at::cat(parts)));
+    g_checks.err("world f32 all_gather_into_flat 4 MiB per rank", max_err(out, at::cat(parts)));
   }
 
-  if (g_world_rank == 0) std::printf("%d passed, %d failed\n", g_passed, g_failed);
-  return g_failed == 0 ? 0 : 1;
+  return g_checks.summary();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  omni::dist::MpiEnvironment env(&argc, &argv);
-  int rc = 1;
-  try {
-    rc = run_all();
-  } catch (const std::exception& e) {
-    omni::dist::abort_all(1, std::string("collectives_test: ") + e.what());
-  }
-  return rc;
+  return omni::test_util::mpi_test_main(argc, argv, "collectives_test", run_all);
 }

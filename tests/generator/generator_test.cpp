@@ -27,38 +27,17 @@
 #include "models/umt5_encoder.h"
 #include "models/umt5_tokenizer.h"
 #include "models/wan_transformer.h"
+#include "test_util.h"
 
 namespace fs = std::filesystem;
 using namespace omni::models;
 
 namespace {
 
-const std::string kReference = std::string(OMNI_TEST_DATA_DIR) + "/reference/";
+const std::string kReference = omni::test_util::reference_dir() + "/";
 
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/omni_generator_test_XXXXXX";
-    char* made = ::mkdtemp(tmpl.data());
-    if (!made) throw std::runtime_error("mkdtemp failed for " + tmpl);
-    path_ = made;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using omni::test_util::read_file;
+using omni::test_util::TempDir;
 
 // Relative paths of every file under `root`, sorted.
 std::vector<std::string> list_files(const std::string& root) {
@@ -142,15 +121,8 @@ Outputs run_components(const std::string& root, at::ScalarType dtype) {
   return out;
 }
 
-template <typename Fn>
-void expect_usage_error(Fn&& fn, const std::string& part) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected a usage error mentioning '" << part << "'";
-  } catch (const omni::Error& e) {
-    EXPECT_EQ(e.code(), omni::ExitCode::kUsage) << e.what();
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
+void expect_usage_error(const std::function<void()>& fn, const std::string& part) {
+  omni::test_util::expect_error(fn, omni::ExitCode::kUsage, {part});
 }
 
 int run_tool(const std::string& args) {
@@ -250,14 +222,14 @@ TEST(Generator, SameSeedSameBytesOtherSeedOtherWeights) {
   ASSERT_EQ(files, list_files(dir / "c"));
   int weight_files = 0;
   for (const auto& f : files) {
-    const std::string a = read_bytes(dir / "a/" + f);
-    EXPECT_EQ(a, read_bytes(dir / "b/" + f)) << f << " differs between two runs with seed 7";
+    const std::string a = read_file(dir / "a/" + f);
+    EXPECT_EQ(a, read_file(dir / "b/" + f)) << f << " differs between two runs with seed 7";
     if (fs::path(f).extension() == ".safetensors") {
-      EXPECT_NE(a, read_bytes(dir / "c/" + f)) << f << " is the same for seeds 7 and 8";
+      EXPECT_NE(a, read_file(dir / "c/" + f)) << f << " is the same for seeds 7 and 8";
       ++weight_files;
     } else {
       // Configs and tokenizer do not depend on the seed.
-      EXPECT_EQ(a, read_bytes(dir / "c/" + f)) << f;
+      EXPECT_EQ(a, read_file(dir / "c/" + f)) << f;
     }
   }
   EXPECT_EQ(weight_files, 4);
@@ -511,7 +483,7 @@ TEST(Generator, ToolWritesCheckpointsAndRejectsBadUsage) {
   spec.seed = 5;
   const std::string lib = generate_checkpoint(spec, dir / "lib");
   ASSERT_EQ(list_files(lib), list_files(out));
-  for (const auto& f : list_files(lib)) EXPECT_EQ(read_bytes(lib + "/" + f), read_bytes(out + "/" + f)) << f;
+  for (const auto& f : list_files(lib)) EXPECT_EQ(read_file(lib + "/" + f), read_file(out + "/" + f)) << f;
 
   EXPECT_EQ(run_tool("--kind t2v-a14b --output " + out), 2);  // exists
   EXPECT_EQ(run_tool("--kind t2v --output " + (dir / "x")), 2);

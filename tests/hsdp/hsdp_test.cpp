@@ -400,7 +400,7 @@ int run_all() {
   int world = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  Checks checks(rank);
+  Checks checks;
   at::set_num_threads(1);
 
   for (const char* c : {"t2v-a14b-tiny", "i2v-a14b-tiny", "ti2v-5b-tiny"}) fixture_case(checks, c, world);
@@ -416,20 +416,12 @@ int run_all() {
   if (rank == 0) {
     std::error_code ec;
     fs::remove_all(tmp, ec);
-    std::printf("%d passed, %d failed\n", checks.passed(), checks.failed());
   }
-  return checks.failed() ? 1 : 0;
+  return checks.summary();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  omni::dist::MpiEnvironment env(&argc, &argv);
-  int rc = 1;
-  try {
-    rc = run_all();
-  } catch (const std::exception& e) {
-    omni::dist::abort_all(1, std::string("hsdp_test: ") + e.what());
-  }
-  return rc;
+  return omni::test_util::mpi_test_main(argc, argv, "hsdp_test", run_all);
 }

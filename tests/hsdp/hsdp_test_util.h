@@ -1,7 +1,6 @@
-// Helpers shared by the HSDP tests and the HSDP benchmark: the rank-0 check table (every check's value is
-// all-reduced so a failure on any rank fails it everywhere), a ProcessGroup decorator that counts what the
-// engine really hands to MPI (independent of HsdpStats' own arithmetic), a UnitHooks wrapper that checks the
-// prefetch order as the forward runs, and the layouts the tests sweep.
+// Helpers shared by the HSDP tests: the rank-0 check table (tests/common/mpi_check.h), a ProcessGroup
+// decorator that counts what the engine really hands to MPI (independent of HsdpStats' own arithmetic), a
+// UnitHooks wrapper that checks the prefetch order as the forward runs, and the layouts the tests sweep.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -17,60 +16,12 @@
 #include "dist/process_group.h"
 #include "hsdp/hsdp_engine.h"
 #include "models/module.h"
+#include "mpi_check.h"
 
 namespace hsdp_test {
 
-// Pass/fail table printed by world rank 0.
-class Checks {
- public:
-  explicit Checks(int world_rank) : rank_(world_rank) {}
-
-  // Passes when the worst `local_err` over all ranks is <= tol.
-  void err(const std::string& what, double local_err, double tol = 0.0) {
-    double worst = local_err;
-    MPI_Allreduce(&local_err, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    const bool ok = worst <= tol;
-    (ok ? passed_ : failed_)++;
-    if (rank_ == 0) std::printf("%s %s max_abs_err=%g\n", ok ? "ok  " : "FAIL", what.c_str(), worst);
-    if (!ok && local_err > tol) std::fprintf(stderr, "rank %d: %s: max_abs_err=%g\n", rank_, what.c_str(), local_err);
-    std::fflush(stdout);
-  }
-  // Passes when value <= bound on every rank; prints rank 0's figures (and any failing rank's).
-  void at_most(const std::string& what, double value, double bound) {
-    const int bad_local = value <= bound ? 0 : 1;
-    int bad = bad_local;
-    MPI_Allreduce(&bad_local, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    (bad ? failed_ : passed_)++;
-    if (rank_ == 0) std::printf("%s %s: %.0f <= %.0f (rank 0)\n", bad ? "FAIL" : "ok  ", what.c_str(), value, bound);
-    if (bad_local) std::fprintf(stderr, "rank %d: %s: %.0f > %.0f\n", rank_, what.c_str(), value, bound);
-    std::fflush(stdout);
-  }
-  void equal(const std::string& what, double value, double expected) {
-    const int bad_local = value == expected ? 0 : 1;
-    int bad = bad_local;
-    MPI_Allreduce(&bad_local, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    (bad ? failed_ : passed_)++;
-    if (rank_ == 0) std::printf("%s %s: %.0f == %.0f (rank 0)\n", bad ? "FAIL" : "ok  ", what.c_str(), value, expected);
-    if (bad_local) std::fprintf(stderr, "rank %d: %s: %.0f != %.0f\n", rank_, what.c_str(), value, expected);
-    std::fflush(stdout);
-  }
-  void truth(const std::string& what, bool local_ok, const std::string& detail = "") {
-    const int bad_local = local_ok ? 0 : 1;
-    int bad = bad_local;
-    MPI_Allreduce(&bad_local, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    (bad ? failed_ : passed_)++;
-    if (rank_ == 0) std::printf("%s %s\n", bad ? "FAIL" : "ok  ", what.c_str());
-    if (bad_local) std::fprintf(stderr, "rank %d: %s: %s\n", rank_, what.c_str(), detail.c_str());
-    std::fflush(stdout);
-  }
-  int passed() const { return passed_; }
-  int failed() const { return failed_; }
-
- private:
-  int rank_;
-  int passed_ = 0;
-  int failed_ = 0;
-};
+// Pass/fail table printed by world rank 0 (tests/common/mpi_check.h).
+using Checks = omni::test_util::MpiChecks;
 
 // Max |a - b| in double; infinity when the shapes differ.
 inline double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {

@@ -6,7 +6,7 @@
 
 #include "io/json_file.h"
 #include "io/safetensors.h"
-#include "test_util.h"
+#include "io_test_util.h"
 
 namespace omni::io {
 namespace {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "io/json_file.h"
-#include "test_util.h"
+#include "io_test_util.h"
 
 namespace omni::io {
 namespace {

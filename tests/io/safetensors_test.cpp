@@ -7,7 +7,7 @@
 #include <cmath>
 #include <random>
 
-#include "test_util.h"
+#include "io_test_util.h"
 
 namespace omni::io {
 namespace {

@@ -1,41 +1,26 @@
-// Helpers for the media tests: temporary folders, running programs, folder listings, error expectations.
+// Helpers for the media tests: running programs, folder listings, test clips and PSNR, plus the common ones
+// (tests/common/test_util.h: temporary folders, file reads and writes, error expectations).
 #pragma once
 
 #include <ATen/ATen.h>
 #include <dirent.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <sys/wait.h>
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <functional>
-#include <iterator>
 #include <set>
 #include <string>
 
 #include "core/error.h"
+#include "test_util.h"
 
 namespace omni::media_test {
 
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/omni_media_test_XXXXXX";
-    char* made = ::mkdtemp(tmpl.data());
-    if (!made) throw std::runtime_error("mkdtemp failed for " + tmpl);
-    path_ = made;
-  }
-  ~TempDir() { (void)std::system(("rm -rf '" + path_ + "'").c_str()); }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using test_util::expect_error;
+using test_util::read_file;
+using test_util::TempDir;
+using test_util::write_file;
 
 // Every entry of a folder (hidden ones included), without "." and "..".
 inline std::set<std::string> list_dir(const std::string& dir) {
@@ -50,17 +35,6 @@ inline std::set<std::string> list_dir(const std::string& dir) {
   return out;
 }
 
-inline void write_file(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(out.good()) << "cannot write " << path;
-}
-
-inline std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 // Runs a shell command; returns its exit status and stdout (stderr goes to stdout when `merge`).
 inline int run_command(const std::string& cmd, std::string* out, bool merge = true) {
   std::string full = cmd + (merge ? " 2>&1" : "");
@@ -72,19 +46,6 @@ inline int run_command(const std::string& cmd, std::string* out, bool merge = tr
   while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out->append(buf, n);
   int status = ::pclose(p);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-// Runs `fn`, expects an omni::Error with `code` whose message contains every string in `parts`.
-inline void expect_error(const std::function<void()>& fn, ExitCode code, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    EXPECT_EQ(static_cast<int>(e.code()), static_cast<int>(code)) << e.what();
-    for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-        << "message lacks '" << p << "': " << e.what();
-    return;
-  }
-  ADD_FAILURE() << "expected an omni::Error (exit " << static_cast<int>(code) << ")";
 }
 
 // PSNR in dB of two [H, W, 3] frames in [0, 1].

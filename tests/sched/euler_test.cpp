@@ -41,9 +41,7 @@ TEST(FlowMatchEuler, FormulaOnFixtureInputs) {
     at::Tensor x = fx.read(key + ".x0", at::kFloat);
     at::Tensor expect = x.to(at::kDouble);
     for (int i = 0; i < n; ++i) {
-      char idx[8];
-      std::snprintf(idx, sizeof(idx), "%02d", i);
-      const at::Tensor v = fx.read(key + ".model_output" + idx, at::kFloat);
+      const at::Tensor v = fx.read(testing::step_key(key, "model_output", i), at::kFloat);
       x = sched->step(v, sched->timestep_values()[i], x);
       ASSERT_EQ(x.scalar_type(), at::kFloat);
       const double dt = ref_s[i + 1].item<double>() - ref_s[i].item<double>();

@@ -14,19 +14,9 @@
 namespace omni::sched {
 namespace {
 
+using testing::expect_error;
 using testing::max_rel_error;
 using testing::scheduler_config;
-
-void expect_error(const std::function<void()>& fn, ExitCode code, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an omni::Error, nothing was thrown";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), static_cast<int>(code)) << e.what();
-    const std::string msg = e.what();
-    for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
-  }
-}
 
 nlohmann::json with(const std::string& key, const nlohmann::json& value) {
   nlohmann::json c = scheduler_config("t2v-a14b-tiny");

@@ -55,12 +55,10 @@ TEST(UniPC, SchedulerFixtureRuns) {
     at::Tensor x = fx.read(key + ".x0", at::kFloat);
     double case_worst = 0;
     for (int i = 0; i < n; ++i) {
-      char idx[8];
-      std::snprintf(idx, sizeof(idx), "%02d", i);
-      const at::Tensor v = fx.read(key + ".model_output" + idx, at::kFloat);
+      const at::Tensor v = fx.read(testing::step_key(key, "model_output", i), at::kFloat);
       x = sched->step(v, sched->timestep_values()[i], x);
       ASSERT_EQ(x.scalar_type(), at::kFloat);
-      const double err = max_rel_error(x, fx.read(key + ".sample" + idx, at::kFloat));
+      const double err = max_rel_error(x, fx.read(testing::step_key(key, "sample", i), at::kFloat));
       EXPECT_LE(err, kTol) << "sample " << i;
       case_worst = std::max(case_worst, err);
     }

@@ -21,6 +21,7 @@
 #include "dist/communicator.h"
 #include "dist/device_mesh.h"
 #include "models/wan_transformer.h"
+#include "mpi_check.h"
 #include "pipeline/sequence_parallel.h"
 
 namespace {
@@ -31,23 +32,8 @@ using omni::models::WanTransformer3DModel;
 using omni::models::WanTransformerConfig;
 using omni::pipeline::SequenceParallel;
 
-int g_passed = 0, g_failed = 0;
+omni::test_util::MpiChecks g_checks;  // the pass/fail table (tests/common/mpi_check.h)
 int g_rank = 0;
-
-void check(const std::string& what, double local_err, double tol, double scale_info = -1) {
-  double err = local_err;
-  MPI_Allreduce(&local_err, &err, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  const bool ok = err <= tol;  // NaN fails
-  (ok ? g_passed : g_failed)++;
-  if (g_rank == 0) {
-    std::printf("%s %s max_abs_err=%g (tol %g", ok ? "ok  " : "FAIL", what.c_str(), err, tol);
-    if (scale_info >= 0) std::printf(", max|ref| %g", scale_info);
-    std::printf(")\n");
-  }
-}
-void check_true(const std::string& what, bool local_ok) {
-  check(what, local_ok ? 0.0 : 1.0, 0.0);
-}
 
 double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
   if (a.sizes() != b.sizes()) return INFINITY;
@@ -176,8 +162,8 @@ int run_all() {
       const auto out = omni::pipeline::sp_forward(*model, in.hidden, in.timestep, in.context, &hooks, l.sp);
       // Degree 1 must be forward() itself.
       const double tol = l.sp.degree() == 1 ? 0.0 : 1e-5;
-      check("f32 " + l.name + ", " + in.name, max_abs_diff(out, ref), tol, ref_max);
-      check_true("hooks order " + l.name + ", " + in.name, hooks.events == ref_hooks.events);
+      g_checks.err("f32 " + l.name + ", " + in.name, max_abs_diff(out, ref), tol, ref_max);
+      g_checks.truth("hooks order " + l.name + ", " + in.name, hooks.events == ref_hooks.events);
     }
   }
 
@@ -191,9 +177,10 @@ int run_all() {
     for (const auto& l : layouts) {
       if (l.sp.degree() == 1) continue;
       const auto out = omni::pipeline::sp_forward(*model_bf16, in.hidden, in.timestep, in.context, nullptr, l.sp);
-      check_true("bf16 dtype " + l.name, out.scalar_type() == at::kBFloat16);
-      check("bf16 " + l.name + ", " + in.name + " vs f32 forward (bf16 forward: " + std::to_string(bf16_err) + ")",
-            max_abs_diff(out, ref32), 2 * bf16_err + 1e-3);
+      g_checks.truth("bf16 dtype " + l.name, out.scalar_type() == at::kBFloat16);
+      g_checks.err(
+          "bf16 " + l.name + ", " + in.name + " vs f32 forward (bf16 forward: " + std::to_string(bf16_err) + ")",
+          max_abs_diff(out, ref32), 2 * bf16_err + 1e-3);
     }
   }
 
@@ -203,15 +190,16 @@ int run_all() {
     const auto& in = inputs[0];
     for (const auto& l : layouts) {
       if (l.sp.ulysses_degree() == 1) continue;
-      check_true("heads 3 with " + l.name + " is a usage error",
-                 usage_error_containing(
-                     [&] { omni::pipeline::sp_forward(*model3, in.hidden, in.timestep, in.context, nullptr, l.sp); },
-                     "--ulysses-degree " + std::to_string(l.sp.ulysses_degree())));
+      g_checks.truth(
+          "heads 3 with " + l.name + " is a usage error",
+          usage_error_containing(
+              [&] { omni::pipeline::sp_forward(*model3, in.hidden, in.timestep, in.context, nullptr, l.sp); },
+              "--ulysses-degree " + std::to_string(l.sp.ulysses_degree())));
     }
     const auto tiny = make_inputs(1, 2, 2, false, 6);  // S = 1
     for (const auto& l : layouts) {
       if (l.sp.degree() == 1) continue;
-      check_true(
+      g_checks.truth(
           "S=1 with " + l.name + " is a usage error",
           usage_error_containing(
               [&] { omni::pipeline::sp_forward(*model, tiny.hidden, tiny.timestep, tiny.context, nullptr, l.sp); },
@@ -219,19 +207,11 @@ int run_all() {
     }
   }
 
-  if (g_rank == 0) std::printf("%d passed, %d failed\n", g_passed, g_failed);
-  return g_failed == 0 ? 0 : 1;
+  return g_checks.summary();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  omni::dist::MpiEnvironment env(&argc, &argv);
-  int rc = 1;
-  try {
-    rc = run_all();
-  } catch (const std::exception& e) {
-    omni::dist::abort_all(1, std::string("sp_forward_test: ") + e.what());
-  }
-  return rc;
+  return omni::test_util::mpi_test_main(argc, argv, "sp_forward_test", run_all);
 }

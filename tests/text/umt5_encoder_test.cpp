@@ -19,13 +19,7 @@
 namespace omni::models {
 namespace {
 
-using text_testing::case_json;
-using text_testing::expected;
-using text_testing::expect_error;
-using text_testing::kCases;
-using text_testing::max_abs_diff;
-using text_testing::text_encoder_dir;
-using text_testing::tokenizer_dir;
+using namespace text_testing;  // fixture paths and tensors, expect_error, TempDir
 
 constexpr double kFloat32Tol = 1e-5;
 // bfloat16 weights and activations against the float32 reference, relative to the reference's largest

@@ -11,11 +11,7 @@
 namespace omni::models {
 namespace {
 
-using text_testing::case_json;
-using text_testing::expected;
-using text_testing::expect_error;
-using text_testing::kCases;
-using text_testing::tokenizer_dir;
+using namespace text_testing;  // fixture paths and tensors, expect_error, TempDir
 
 std::vector<int64_t> json_ids(const nlohmann::json& j) { return j.get<std::vector<int64_t>>(); }
 

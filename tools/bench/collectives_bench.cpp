@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "core/error.h"
 #include "dist/communicator.h"
 #include "dist/process_group.h"
@@ -44,10 +45,7 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    OMNI_CHECK_USAGE(i + 1 < argc, "collectives_bench: ", a, " needs a value");
-    const char* v = argv[++i];
+  for (const auto& [a, v] : omni::bench::flag_values(argc, argv, "collectives_bench")) {
     if (a == "--device")
       o.device = v;
     else if (a == "--dtype")
@@ -238,12 +236,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  omni::dist::MpiEnvironment env(&argc, &argv);
-  try {
-    return run(argc, argv);
-  } catch (const omni::Error& e) {
-    omni::dist::abort_all(e.exit_code(), std::string("collectives_bench: ") + e.what());
-  } catch (const std::exception& e) {
-    omni::dist::abort_all(1, std::string("collectives_bench: ") + e.what());
-  }
+  return omni::bench::bench_main(argc, argv, "collectives_bench", run);
 }

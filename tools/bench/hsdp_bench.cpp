@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_util.h"
 #include "config/parallel_config.h"
 #include "core/error.h"
 #include "core/memory.h"
@@ -51,10 +52,7 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    OMNI_CHECK_USAGE(i + 1 < argc, "hsdp_bench: ", a, " needs a value");
-    const char* v = argv[++i];
+  for (const auto& [a, v] : omni::bench::flag_values(argc, argv, "hsdp_bench")) {
     if (a == "--dir") o.dir = v;
     else if (a == "--blocks") o.blocks = std::atoll(v);
     else if (a == "--dim") o.dim = std::atoll(v);
@@ -247,12 +245,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  omni::dist::MpiEnvironment env(&argc, &argv);
-  try {
-    return run(argc, argv);
-  } catch (const omni::Error& e) {
-    omni::dist::abort_all(e.exit_code(), std::string("hsdp_bench: ") + e.what());
-  } catch (const std::exception& e) {
-    omni::dist::abort_all(1, std::string("hsdp_bench: ") + e.what());
-  }
+  return omni::bench::bench_main(argc, argv, "hsdp_bench", run);
 }

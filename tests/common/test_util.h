@@ -1,31 +1,40 @@
-// Helpers shared by the io tests: temporary folders, raw file writing and checks on omni::Error.
+// Helpers shared by the GoogleTest suites of several areas: temporary folders, whole-file reads and writes,
+// fixture paths and checks on omni::Error. Each area's own *_test_util.h brings these into its namespace.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
-#include <unistd.h>
 
-#include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
+#include <iterator>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include "core/error.h"
 
-namespace omni::io::testing {
+namespace omni::test_util {
 
 // A fresh folder under $TMPDIR (or /tmp), removed with everything in it when the object goes away.
 class TempDir {
  public:
-  TempDir() {
+  explicit TempDir(const std::string& prefix = "omni_test") {
     const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/omni_io_test_XXXXXX";
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/" + prefix + "_XXXXXX";
     char* made = ::mkdtemp(tmpl.data());
     if (!made) throw std::runtime_error("mkdtemp failed for " + tmpl);
     path_ = made;
   }
-  ~TempDir() { (void)std::system(("rm -rf '" + path_ + "'").c_str()); }
+  ~TempDir() {
+    std::error_code ec;  // a destructor must not throw; a leftover temporary folder is harmless
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
   const std::string& path() const { return path_; }
   std::string operator/(const std::string& name) const { return path_ + "/" + name; }
 
@@ -44,21 +53,19 @@ inline std::string read_file(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-inline void make_dirs(const std::string& path) { ASSERT_EQ(std::system(("mkdir -p '" + path + "'").c_str()), 0); }
-
-// A safetensors file from a literal header and data section (the length prefix is computed here unless given).
-inline std::string safetensors_bytes(const std::string& header, const std::string& data, int64_t header_len = -1) {
-  uint64_t n = header_len < 0 ? header.size() : static_cast<uint64_t>(header_len);
-  std::string out(8, '\0');
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xFF);
-  return out + header + data;
+// The reference fixtures (tests/data/reference) and one case's folder in it, e.g. case_dir("t2v-a14b-tiny").
+inline std::string reference_dir() {
+  return std::string(OMNI_TEST_DATA_DIR) + "/reference";
+}
+inline std::string case_dir(const std::string& name) {
+  return reference_dir() + "/" + name;
 }
 
 // Runs `fn`, expects an omni::Error with `code` whose message contains every string in `parts`.
 inline void expect_error(const std::function<void()>& fn, ExitCode code, std::initializer_list<std::string> parts) {
   try {
     fn();
-    ADD_FAILURE() << "expected an omni::Error, nothing was thrown";
+    ADD_FAILURE() << "expected an omni::Error (exit " << static_cast<int>(code) << "), nothing was thrown";
   } catch (const Error& e) {
     EXPECT_EQ(e.exit_code(), static_cast<int>(code)) << e.what();
     const std::string msg = e.what();
@@ -68,8 +75,4 @@ inline void expect_error(const std::function<void()>& fn, ExitCode code, std::in
   }
 }
 
-inline void expect_input_error(const std::function<void()>& fn, std::initializer_list<std::string> parts) {
-  expect_error(fn, ExitCode::kInput, parts);
-}
-
-}  // namespace omni::io::testing
+}  // namespace omni::test_util
