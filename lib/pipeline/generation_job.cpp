@@ -163,7 +163,19 @@ void GenerationJob::load() {
         opts_.width = static_cast<int>(hw.second);
         OMNI_INFO("size ", opts_.height, "x", opts_.width, " from the image (", image_height_, "x", image_width_, ")");
       }
+    }
+    // Sizes against the model (multiples of its spatial factor, frames rounded to 4k+1) before anything runs,
+    // so that a bad size is one agreed error, not an abort in the middle of the run.
+    GenerationRequest sizes;
+    sizes.height = opts_.height;
+    sizes.width = opts_.width;
+    sizes.num_frames = opts_.num_frames;
+    pipeline_->check_request(sizes);
+    opts_.num_frames = sizes.num_frames;
+    if (!opts_.image.empty())
       image_ = io::load_conditioning_image(opts_.image, opts_.height, opts_.width);  // [1, 3, H, W] in [-1, 1]
+    if (mesh_.layout().cfg == 2 && opts_.guidance_scale <= 1.0 && opts_.guidance_scale_2.value_or(1.0) <= 1.0) {
+      OMNI_WARN("--cfg-parallel-size 2 with guidance off (scale <= 1): both cfg ranks compute the same branch");
     }
   });
   const auto& st = pipeline_->hsdp_stats();
