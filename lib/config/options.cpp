@@ -130,6 +130,8 @@ const std::vector<Binding>& bindings() {
     flag("overwrite", "replace an existing output file", &G::overwrite);
     str("save-tensors", "write intermediate tensors (safetensors) to this path", "", &G::save_tensors);
     str("report", "write the run report (JSON) to this path", "", &G::report);
+    str("dump-tensors", "debug: write every named intermediate (text encoder, each transformer call and block, "
+                        "VAE) to this safetensors file, named like the reference fixtures", "", &G::dump_tensors);
     flag("use-hsdp", "shard weights with HSDP", nullptr);
     par("hsdp-shard-size", "ranks that split one copy of the weights (-1: automatic)", "-1",
         &ParallelConfig::hsdp_shard_size);
@@ -382,6 +384,7 @@ std::string option_value(const GenerateOptions& o, const std::string& k) {
     else if (k == "overwrite") os << (o.overwrite ? "true" : "false");
     else if (k == "save-tensors") os << o.save_tensors;
     else if (k == "report") os << o.report;
+    else if (k == "dump-tensors") os << o.dump_tensors;
     else if (k == "use-hsdp") os << (o.parallel.use_hsdp ? "true" : "false");
     else if (k == "hsdp-shard-size") os << o.parallel.hsdp_shard_size;
     else if (k == "hsdp-replicate-size") os << o.parallel.hsdp_replicate_size;

@@ -43,6 +43,7 @@ struct GenerateOptions {
   int crf = 18;
   bool overwrite = false;
   std::string save_tensors;
+  std::string dump_tensors;
   std::string report;
 
   // Parallelism.

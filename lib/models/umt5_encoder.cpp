@@ -1,5 +1,7 @@
 #include "models/umt5_encoder.h"
 
+#include "core/tensor_dump.h"
+
 #include <string>
 
 #include "core/error.h"
@@ -144,6 +146,9 @@ at::Tensor encode_prompts(const Umt5Tokenizer& tokenizer, const Umt5Encoder& enc
   auto ids = tokens.input_ids.to(device);        // [B, L]
   auto mask = tokens.attention_mask.to(device);  // [B, L]
   auto hidden = encoder.forward(ids, mask, hooks).to(dtype);  // [B, L, D]
+  debug::dump("input_ids", ids);
+  debug::dump("attention_mask", mask);
+  debug::dump("last_hidden_state", hidden);
   // diffusers keeps u[:len] and pads with zeros back to max_sequence_length; a select does the same exactly.
   auto lengths = mask.gt(0).sum(1, /*keepdim=*/true);  // [B, 1]
   auto positions = at::arange(max_sequence_length, at::TensorOptions().dtype(at::kLong).device(device));

@@ -1,5 +1,7 @@
 #include "models/wan_transformer.h"
 
+#include "core/tensor_dump.h"
+
 #include "core/error.h"
 #include "io/safetensors.h"
 
@@ -146,6 +148,7 @@ at::Tensor WanTransformer3DModel::forward(const at::Tensor& hidden_states, const
   for (int i = 0; i < num_blocks(); ++i) {
     if (hooks) hooks->before(i);
     x = run_block(i, x, st.cond.context, st.cond.timestep_proj, st.rope, backend);
+    if (debug::dumps_enabled()) debug::dump("blocks." + std::to_string(i), x);  // [B, S, D]
     if (hooks) hooks->after(i);
   }
   auto out = finish(x, st);

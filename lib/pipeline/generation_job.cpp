@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/memory.h"
 #include "core/progress.h"
+#include "core/tensor_dump.h"
 #include "dist/agreement.h"
 #include "io/image_reader.h"
 #include "io/image_resize.h"
@@ -128,6 +129,10 @@ void GenerationJob::prepare() {
         tensor_paths_.push_back(indexed_path(opts_.save_tensors, i, n));
         io::check_output_writable(tensor_paths_.back(), opts_.overwrite);
       }
+      if (!opts_.dump_tensors.empty()) {
+        dump_paths_.push_back(indexed_path(opts_.dump_tensors, i, n));
+        io::check_output_writable(dump_paths_.back(), opts_.overwrite);
+      }
     }
     if (!opts_.report.empty()) io::check_output_writable(opts_.report, opts_.overwrite);
   });
@@ -223,6 +228,8 @@ void GenerationJob::run() {
     req.keep_tensors = writer && a.real && !opts_.save_tensors.empty();
     pipeline_->check_request(req);
 
+    // Dumps are collected on the rank that writes this video (with cfg parallelism it sees the cond calls only).
+    debug::enable_dumps(req.decode && !opts_.dump_tensors.empty());
     Progress progress("generate", req.num_inference_steps, mesh_.rank() == 0 && a.real);
     Timer t;
     GenerationResult result = pipeline_->generate(req, [&](const StepInfo& s) {
@@ -251,6 +258,7 @@ void GenerationJob::write_outputs(int index, const GenerationResult& result, dou
   io::write_video(path, result.frames[0], vo);  // [F, H, W, 3]
 
   if (!tensor_paths_.empty()) io::write_safetensors(tensor_paths_[static_cast<size_t>(index)], result.tensors);
+  if (!dump_paths_.empty()) io::write_safetensors(dump_paths_[static_cast<size_t>(index)], debug::take_dumps());
 
   // The sidecar: every resolved setting and the timings, so that a video can be reproduced from it.
   nlohmann::json side;

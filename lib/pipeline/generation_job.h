@@ -52,6 +52,7 @@ class GenerationJob {
   std::vector<std::string> prompts_;
   std::vector<std::string> outputs_;
   std::vector<std::string> tensor_paths_;
+  std::vector<std::string> dump_paths_;
   int image_height_ = 0, image_width_ = 0;
   at::Tensor image_;  // [1, 3, H, W] in [-1, 1] at the output size
   std::unique_ptr<WanPipeline> pipeline_;

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/tensor_dump.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
 #include "models/autoencoder_kl_wan.h"
@@ -30,6 +31,20 @@ std::vector<const models::Module*> blocks_of(models::Umt5Encoder& m) {
   std::vector<const models::Module*> out;
   for (int i = 0; i < m.num_blocks(); ++i) out.push_back(&m.block(i));
   return out;
+}
+
+// Dumps one transformer call as diffusers' reference records it (callNN.hidden_states / .timestep /
+// .encoder_hidden_states / .out), for --dump-tensors.
+void dump_call(int index, const at::Tensor& x, const at::Tensor& timestep, const at::Tensor& context,
+               const at::Tensor& out) {
+  if (!debug::dumps_enabled()) return;
+  char name[16];
+  std::snprintf(name, sizeof(name), "call%02d", index);
+  debug::DumpScope scope(name);
+  debug::dump("hidden_states", x);
+  debug::dump("timestep", timestep.to(at::kFloat));  // the reference records it as float32
+  debug::dump("encoder_hidden_states", context);
+  debug::dump("out", out);
 }
 
 std::string step_key(int step) {
@@ -167,13 +182,30 @@ at::Tensor WanPipeline::run_transformer(int expert, const at::Tensor& x, const a
 at::Tensor WanPipeline::guided_prediction(int expert, const at::Tensor& x, const at::Tensor& timestep,
                                           const at::Tensor& prompt_embeds, const at::Tensor& negative_embeds,
                                           double scale, bool do_cfg) {
-  if (!do_cfg) return run_transformer(expert, x, timestep, prompt_embeds);
+  // Transformer calls are numbered as diffusers makes them: cond, then uncond, per step.
+  const int call = call_index_;
+  call_index_ += do_cfg ? 2 : 1;
+  auto named = [&](int index) { return str_cat("call", index < 10 ? "0" : "", index); };
+  if (!do_cfg) {
+    at::Tensor out;
+    {
+      debug::DumpScope scope(named(call));
+      out = run_transformer(expert, x, timestep, prompt_embeds);
+    }
+    dump_call(call, x, timestep, prompt_embeds, out);
+    return out;
+  }
   const int64_t b = x.size(0);
   at::Tensor cond, uncond;
   if (cfg_group_) {
     // cfg group rank 0 runs the conditional branch, rank 1 the unconditional one; both get both.
     const bool is_cond = cfg_group_->rank() == 0;
-    at::Tensor mine = run_transformer(expert, x, timestep, is_cond ? prompt_embeds : negative_embeds).contiguous();
+    at::Tensor mine;
+    {
+      debug::DumpScope scope(named(is_cond ? call : call + 1));
+      mine = run_transformer(expert, x, timestep, is_cond ? prompt_embeds : negative_embeds).contiguous();
+    }
+    dump_call(is_cond ? call : call + 1, x, timestep, is_cond ? prompt_embeds : negative_embeds, mine);
     at::Tensor both = at::empty({2 * mine.numel()}, mine.options());
     cfg_group_->all_gather_into_flat(both, mine.view({-1}))->wait();
     both = both.view({2, mine.numel()});  // [branch, numel]
@@ -181,10 +213,16 @@ at::Tensor WanPipeline::guided_prediction(int expert, const at::Tensor& x, const
     uncond = both[1].view(mine.sizes());
   } else {
     // One batch [cond; uncond]: one gather per unit for both branches.
-    at::Tensor out = run_transformer(expert, at::cat({x, x}, 0), at::cat({timestep, timestep}, 0),
-                                     at::cat({prompt_embeds, negative_embeds}, 0));  // [2B, C, F, H, W]
+    at::Tensor out;
+    {
+      debug::DumpScope scope(named(call) + "_" + named(call + 1));
+      out = run_transformer(expert, at::cat({x, x}, 0), at::cat({timestep, timestep}, 0),
+                            at::cat({prompt_embeds, negative_embeds}, 0));  // [2B, C, F, H, W]
+    }
     cond = out.narrow(0, 0, b);
     uncond = out.narrow(0, b, b);
+    dump_call(call, x, timestep, prompt_embeds, cond);
+    dump_call(call + 1, x, timestep, negative_embeds, uncond);
   }
   return uncond + scale * (cond - uncond);
 }
@@ -196,6 +234,7 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   const bool two_experts = experts_.size() == 2;
   const bool expand = index_.expand_timesteps;
   const bool image_mode = req.image.defined();
+  call_index_ = 0;
   auto keep = [&](const std::string& name, const at::Tensor& t) {
     if (req.keep_tensors) result.tensors.emplace_back(name, to_float_cpu(t));
   };
@@ -204,8 +243,14 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   at::Tensor prompt_embeds, negative_embeds;
   {
     ScopedPhase phase(result.times, "text_encode");
-    prompt_embeds = encode_text({req.prompt}, req.max_sequence_length);
-    if (do_cfg) negative_embeds = encode_text({req.negative_prompt}, req.max_sequence_length);
+    {
+      debug::DumpScope scope("prompt");
+      prompt_embeds = encode_text({req.prompt}, req.max_sequence_length);
+    }
+    if (do_cfg) {
+      debug::DumpScope scope("negative");
+      negative_embeds = encode_text({req.negative_prompt}, req.max_sequence_length);
+    }
     pool_->clear();  // UMT5's gathered root (the 256k-row embedding) must not sit in the pool while denoising
   }
   keep("prompt_embeds", prompt_embeds);
@@ -239,6 +284,8 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
       clip = at::cat({image, at::zeros({1, 3, req.num_frames - 1, req.height, req.width}, image.options())}, 2);
     }
     at::Tensor z = vae_->encode(clip.to(settings_.vae_dtype)).to(at::kFloat);  // [1, z, T or 1, h, w]
+    debug::dump("vae_encode.in", clip);
+    debug::dump("vae_encode.mean", z);
     z = vae_->normalize_latents(z);
     keep("image_latents", z);  // normalized VAE mean of the conditioning clip
     if (expand) {
@@ -308,6 +355,8 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
     ScopedPhase phase(result.times, "decode");
     at::Tensor z = vae_->denormalize_latents(latents.to(settings_.vae_dtype));
     at::Tensor video = vae_->decode(z);                       // [1, 3, F, H, W] in [-1, 1]
+    debug::dump("vae_decode.in", z);
+    debug::dump("vae_decode.out", video);
     at::Tensor frames = (video * 0.5 + 0.5).clamp(0.0, 1.0);  // [1, 3, F, H, W]
     result.frames = to_float_cpu(frames.permute({0, 2, 3, 4, 1}));  // [1, F, H, W, 3]
     keep("frames", result.frames);

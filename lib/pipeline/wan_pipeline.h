@@ -133,6 +133,7 @@ class WanPipeline {
 
   int64_t param_bytes_total_ = 0;
   int64_t gathered_last_step_ = 0;
+  int call_index_ = 0;  // transformer calls of this generate(), numbered as diffusers makes them (cond, uncond)
   int64_t disk_bytes_read_ = 0;
 };
 

@@ -10,7 +10,8 @@ gen=$1; compare=$2; np=$3; case_dir=$4; work=$5; width=$6; height=$7; frames=$8;
 rm -rf "$work"; mkdir -p "$work"
 fps=11
 cmd=("$gen" --model "$case_dir/model" --dtype float32 --vae-dtype float32 --output "$work/out.mp4"
-     --save-tensors "$work/tensors.safetensors" --report "$work/report.json" --fps $fps --log-level warn "$@")
+     --save-tensors "$work/tensors.safetensors" --dump-tensors "$work/dump.safetensors" --report "$work/report.json"
+     --fps $fps --log-level warn "$@")
 if [ "$np" -gt 1 ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   mpirun -q --oversubscribe --allow-run-as-root -np "$np" -x OMP_NUM_THREADS=1 "${cmd[@]}"
@@ -23,6 +24,20 @@ steps=$(for ((i = 0; i < nsteps; i++)); do printf 'step%02d.latents,' "$i"; done
 "$compare" "$t" "$exp" --keys init_latents --tolerance 0
 "$compare" "$t" "$exp" --keys prompt_embeds,negative_prompt_embeds --tolerance 1e-5
 "$compare" "$t" "$exp" --keys "${steps}frames" --tolerance 1e-4
+
+# --dump-tensors lines up with the reference's own records: every transformer call's inputs and output (cond and
+# uncond; with cfg parallelism the writing rank runs the cond calls only), the text encoder, the VAE.
+cfg_parallel=0; image=0
+for a in "$@"; do case "$a" in --image) image=1 ;; esac; done
+if grep -q -- '--cfg-parallel-size 2' <<<"$*"; then cfg_parallel=1; fi
+keys="prompt.input_ids,prompt.attention_mask,prompt.last_hidden_state,negative.input_ids,negative.attention_mask"
+keys="$keys,vae_decode.in,vae_decode.out"
+[ $image = 1 ] && keys="$keys,vae_encode.in,vae_encode.mean"
+for ((c = 0; c < 2 * nsteps; c++)); do
+  [ $cfg_parallel = 1 ] && [ $((c % 2)) = 1 ] && continue
+  for f in hidden_states timestep encoder_hidden_states out; do keys="$keys,$(printf 'call%02d' $c).$f"; done
+done
+"$compare" "$work/dump.safetensors" "$exp" --keys "$keys" --tolerance 1e-4 | tail -1
 
 # The video: what ffprobe reads from it.
 probe=$(ffprobe -v error -select_streams v:0 -count_frames \
