@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -76,6 +77,16 @@ at::Device resolve_device(const std::string& name, const dist::Communicator& wor
 bool set_by_user(const config::GenerateOptions& o, const std::string& key) {
   auto it = o.sources.find(key);
   return it != o.sources.end() && (it->second == "flag" || it->second.rfind("config ", 0) == 0);
+}
+
+// Test hook for the abort path: OMNI_FAULT_INJECT="RANK:STEP" makes that rank fail after that denoising step,
+// while the others are inside collectives, as a real failure (out of memory, a bad device) would.
+void maybe_inject_fault(int rank, int step) {
+  static const char* spec = std::getenv("OMNI_FAULT_INJECT");
+  if (spec == nullptr) return;
+  int fault_rank = -1, fault_step = -1;
+  if (std::sscanf(spec, "%d:%d", &fault_rank, &fault_step) == 2 && rank == fault_rank && step == fault_step)
+    OMNI_FAIL("injected fault (OMNI_FAULT_INJECT=", spec, ") after step ", step);
 }
 
 }  // namespace
@@ -234,6 +245,7 @@ void GenerationJob::run() {
     Timer t;
     GenerationResult result = pipeline_->generate(req, [&](const StepInfo& s) {
       progress.update(s.step + 1, s.seconds, s.expert);
+      maybe_inject_fault(mesh_.rank(), s.step);
     });
     progress.finish();
     gathered_per_step_ = pipeline_->gathered_bytes_last_step();

@@ -56,5 +56,18 @@ else
   fails=$((fails + 1)); echo "FAIL: --overwrite did not replace the file"
 fi
 
+# A failure on one rank in the middle of the denoising loop, while the others wait in collectives: the whole job
+# ends within seconds with that rank's one error line, and no video appears.
+start=$(date +%s)
+out=$(OMNI_FAULT_INJECT=2:1 timeout 120 mpirun -q --oversubscribe --allow-run-as-root -np 4 -x OMP_NUM_THREADS=1 \
+      -x OMNI_FAULT_INJECT "$gen" "${t2v[@]}" --use-hsdp --hsdp-shard-size 4 --output "$work/fault.mp4" 2>&1)
+code=$?; took=$(( $(date +%s) - start ))
+if [ "$code" = 1 ] && [ "$took" -lt 60 ] && [ "$(grep -c '^omni-generate: error' <<<"$out")" = 1 ] &&
+   grep -q 'error (rank 2/4): injected fault' <<<"$out" && ! ls "$work"/fault.mp4* "$work"/.fault* >/dev/null 2>&1; then
+  passes=$((passes + 1)); echo "ok: a mid-run failure on rank 2 ends all 4 ranks (exit $code, ${took} s)"
+else
+  fails=$((fails + 1)); echo "FAIL: mid-run failure: exit $code after ${took} s"; echo "$out"; ls -la "$work"
+fi
+
 echo "$passes passed, $fails failed"
 [ "$fails" = 0 ]
