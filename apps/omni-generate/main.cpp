@@ -96,13 +96,16 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
   omni::log::set_level(omni::log::parse_level(opts.log_level));
   Layout layout = omni::config::resolve_layout(opts.parallel, world);
   OMNI_INFO("layout ", layout.summary());
+  // The mesh is built in a dry run too: the communicators of every group are split, so a dry run proves the
+  // layout on the real launcher (mpirun / srun) before any model is read.
+  omni::dist::DeviceMesh mesh(layout, omni::dist::Communicator::world());
+  OMNI_DEBUG("mesh: ", mesh.describe());
   if (opts.dry_run) {
     if (rank == 0) print_plan(opts, layout, preset);
     return 0;
   }
 
   phase = Phase::kAgreed;
-  omni::dist::DeviceMesh mesh(layout, omni::dist::Communicator::world());
   omni::pipeline::GenerationJob job(opts, preset, mesh);
   job.prepare();
   job.load();
