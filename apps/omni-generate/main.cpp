@@ -5,6 +5,7 @@
 // same verdict), so rank 0 prints them and every rank exits normally with the code. Errors after that may hit
 // one rank only; that rank prints its line and aborts the job with the code, so no other rank hangs in a
 // collective.
+#include <c10/util/Exception.h>
 #include <mpi.h>
 
 #include <cstdio>
@@ -133,15 +134,22 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       const auto* err = dynamic_cast<const omni::Error*>(&e);
       code = err ? err->exit_code() : 1;
+      // LibTorch's errors carry a backtrace after their first line: keep the message, one line.
+      const auto* torch_error = dynamic_cast<const c10::Error*>(&e);
+      std::string message = torch_error ? torch_error->what_without_backtrace() : e.what();
+      if (!err) {
+        if (auto nl = message.find('\n'); nl != std::string::npos) message.resize(nl);
+        message = "internal error: " + message;
+      }
       if (phase == Phase::kRunning && world > 1) {
         // Other ranks may be inside a collective: take the whole job down with this code.
-        std::fprintf(stderr, "omni-generate: error (rank %d/%d): %s\n", rank, world, e.what());
+        std::fprintf(stderr, "omni-generate: error (rank %d/%d): %s\n", rank, world, message.c_str());
         std::fflush(stderr);
         MPI_Abort(MPI_COMM_WORLD, code);
       }
       // Uniform errors: every rank has the same one, rank 0 says it. Agreed errors: only the failing rank
       // gets here (the others see PeerFailure).
-      if (phase == Phase::kAgreed || rank == 0) std::fprintf(stderr, "omni-generate: error: %s\n", e.what());
+      if (phase == Phase::kAgreed || rank == 0) std::fprintf(stderr, "omni-generate: error: %s\n", message.c_str());
     }
     std::fflush(stderr);
   }

@@ -158,6 +158,9 @@ void GenerationJob::load() {
     s.device = resolve_device(opts_.device, mesh_.world());
     s.dtype = parse_dtype(opts_.dtype);
     s.vae_dtype = parse_dtype(opts_.vae_dtype);
+    OMNI_CHECK_USAGE(!s.device.is_cpu() || (s.dtype != at::kHalf && s.vae_dtype != at::kHalf),
+                     "--dtype/--vae-dtype float16 needs --device cuda (LibTorch's CPU kernels have no half-precision "
+                     "matrix products); use bfloat16 or float32 on the CPU");
     s.use_hsdp = opts_.parallel.use_hsdp;
     s.sample_solver = opts_.sample_solver;
     // The checkpoint's own flow_shift (scheduler_config.json) and boundary_ratio (model_index.json) are what

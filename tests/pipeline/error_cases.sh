@@ -39,6 +39,7 @@ expect output_parent_is_file 1 2 "$work/plainfile" -- "${t2v[@]}" --output "$wor
 expect missing_model 2 3 "$work/no-model" -- --model "$work/no-model" --prompt x --output "$work/a.mp4"
 expect ti2v_height_not_multiple_of_32 2 2 "multiples of 32" -- --model "$ref/ti2v-5b-tiny/model" --prompt x \
   --height 48 --width 32 --num-frames 9 --output "$work/a.mp4"
+expect float16_on_cpu 1 2 "float16 needs --device cuda" -- "${t2v[@]}" --dtype float16 --output "$work/a.mp4"
 expect no_prompt 1 2 "no prompt" -- --model "$ref/t2v-a14b-tiny/model" --output "$work/a.mp4"
 if ls "$work"/a.mp4* >/dev/null 2>&1 || ls "$work"/.*tmp* >/dev/null 2>&1; then
   fails=$((fails + 1)); echo "FAIL: a failed run left a file behind"; ls -la "$work"
