@@ -216,6 +216,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
                "omni-generate"};
   app.allow_extras(true);  // unknown flags are reported by us, with a suggestion
   app.set_help_flag("-h,--help", "print this help and exit");
+  app.set_version_flag("--version", std::string("omni-generate ") + OMNI_VERSION, "print the version and exit");
   std::map<std::string, std::string> raw;
   std::map<std::string, bool> flags;
   std::vector<std::pair<std::string, CLI::Option*>> registered;
@@ -234,6 +235,10 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   } catch (const CLI::CallForHelp&) {
     out.help = true;
     out.help_text = app.help();
+    return out;
+  } catch (const CLI::CallForVersion& v) {
+    out.help = true;
+    out.help_text = std::string(v.what()) + "\n";
     return out;
   } catch (const CLI::ParseError& e) {
     // CLI11's messages name the option; add ours to say which flag and what it expects.
