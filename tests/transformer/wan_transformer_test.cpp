@@ -2,6 +2,9 @@
 // plus the loader's and config parser's errors, the UnitHooks sequence and the attention-backend seam.
 #include "models/wan_transformer.h"
 
+#include "checkpoint_edit.h"
+#include "test_util.h"
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -299,33 +302,11 @@ TEST(WanTransformer, HooksAndAttentionBackend) {
 
 // ---- loader errors ----
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "wan_xfmr_test_XXXXXX").string();
-    OMNI_CHECK(::mkdtemp(tmpl.data()) != nullptr, "mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using omni::test_util::TempDir;
 
 // Writes the t2v transformer checkpoint into a temp folder after `edit`, with its config.json.
-void write_modified(const TempDir& dir,
-                    const std::function<void(std::vector<std::pair<std::string, at::Tensor>>&)>& edit) {
-  const std::string src = kRef + "t2v-a14b-tiny/model/transformer";
-  fs::copy_file(src + "/config.json", dir.path() + "/config.json");
-  auto ckpt = omni::io::Checkpoint::open(src);
-  std::vector<std::pair<std::string, at::Tensor>> tensors;
-  for (const auto& n : ckpt.names()) tensors.emplace_back(n, ckpt.read(n));
-  edit(tensors);
-  omni::io::write_safetensors(dir.path() + "/diffusion_pytorch_model.safetensors", tensors);
+void write_modified(const TempDir& dir, const std::function<void(omni::test_util::TensorList&)>& edit) {
+  omni::test_util::write_edited_component(kRef + "t2v-a14b-tiny/model/transformer", dir.path(), edit);
 }
 
 // Loading must fail with an input error whose message names `tensor` and the checkpoint file.

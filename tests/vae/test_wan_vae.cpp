@@ -23,6 +23,8 @@
 #include "io/safetensors.h"
 #include "models/autoencoder_kl_wan.h"
 
+#include "checkpoint_edit.h"
+
 namespace fs = std::filesystem;
 using omni::models::AutoencoderKLWan;
 using omni::models::WanVaeConfig;
@@ -202,15 +204,10 @@ TEST(WanVae, LatentNormalizationMatchesPipelines) {
 
 // A copy of a case's VAE folder whose checkpoint has been edited by `edit`.
 std::string edited_vae(const std::string& name, const std::string& tag,
-                       const std::function<void(std::vector<std::pair<std::string, at::Tensor>>&)>& edit) {
+                       const std::function<void(omni::test_util::TensorList&)>& edit) {
   fs::path dir = fs::temp_directory_path() / ("omni_test_vae_" + tag + "_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  fs::copy_file(vae_dir(name) + "/config.json", dir / "config.json", fs::copy_options::overwrite_existing);
-  omni::io::SafetensorsFile src(vae_dir(name) + "/diffusion_pytorch_model.safetensors");
-  std::vector<std::pair<std::string, at::Tensor>> tensors;
-  for (const auto& n : src.names()) tensors.emplace_back(n, src.read(n));
-  edit(tensors);
-  omni::io::write_safetensors((dir / "diffusion_pytorch_model.safetensors").string(), tensors);
+  omni::test_util::write_edited_component(vae_dir(name), dir.string(), edit);
   return dir.string();
 }
 
