@@ -21,16 +21,19 @@ namespace {
 
 const char* const kExpertNames[2] = {"transformer", "transformer_2"};
 
-std::vector<const models::Module*> blocks_of(const models::WanTransformer3DModel& m) {
+// The HSDP blocks of a model (WanTransformer3DModel, Umt5Encoder), in forward order.
+template <typename Model>
+std::vector<const models::Module*> blocks_of(Model& m) {
   std::vector<const models::Module*> out;
   for (int i = 0; i < m.num_blocks(); ++i) out.push_back(&m.block(i));
   return out;
 }
 
-std::vector<const models::Module*> blocks_of(models::Umt5Encoder& m) {
-  std::vector<const models::Module*> out;
-  for (int i = 0; i < m.num_blocks(); ++i) out.push_back(&m.block(i));
-  return out;
+// "call03", "step05": the two-digit names of the reference fixtures.
+std::string numbered(const char* prefix, int index) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%s%02d", prefix, index);
+  return buf;
 }
 
 // Dumps one transformer call as diffusers' reference records it (callNN.hidden_states / .timestep /
@@ -38,19 +41,11 @@ std::vector<const models::Module*> blocks_of(models::Umt5Encoder& m) {
 void dump_call(int index, const at::Tensor& x, const at::Tensor& timestep, const at::Tensor& context,
                const at::Tensor& out) {
   if (!debug::dumps_enabled()) return;
-  char name[16];
-  std::snprintf(name, sizeof(name), "call%02d", index);
-  debug::DumpScope scope(name);
+  debug::DumpScope scope(numbered("call", index));
   debug::dump("hidden_states", x);
   debug::dump("timestep", timestep.to(at::kFloat));  // the reference records it as float32
   debug::dump("encoder_hidden_states", context);
   debug::dump("out", out);
-}
-
-std::string step_key(int step) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "step%02d.latents", step);
-  return buf;
 }
 
 at::Tensor to_float_cpu(const at::Tensor& t) { return t.detach().to(at::kCPU).to(at::kFloat).contiguous(); }
@@ -185,11 +180,10 @@ at::Tensor WanPipeline::guided_prediction(int expert, const at::Tensor& x, const
   // Transformer calls are numbered as diffusers makes them: cond, then uncond, per step.
   const int call = call_index_;
   call_index_ += do_cfg ? 2 : 1;
-  auto named = [&](int index) { return str_cat("call", index < 10 ? "0" : "", index); };
   if (!do_cfg) {
     at::Tensor out;
     {
-      debug::DumpScope scope(named(call));
+      debug::DumpScope scope(numbered("call", call));
       out = run_transformer(expert, x, timestep, prompt_embeds);
     }
     dump_call(call, x, timestep, prompt_embeds, out);
@@ -202,7 +196,7 @@ at::Tensor WanPipeline::guided_prediction(int expert, const at::Tensor& x, const
     const bool is_cond = cfg_group_->rank() == 0;
     at::Tensor mine;
     {
-      debug::DumpScope scope(named(is_cond ? call : call + 1));
+      debug::DumpScope scope(numbered("call", is_cond ? call : call + 1));
       mine = run_transformer(expert, x, timestep, is_cond ? prompt_embeds : negative_embeds).contiguous();
     }
     dump_call(is_cond ? call : call + 1, x, timestep, is_cond ? prompt_embeds : negative_embeds, mine);
@@ -215,7 +209,7 @@ at::Tensor WanPipeline::guided_prediction(int expert, const at::Tensor& x, const
     // One batch [cond; uncond]: one gather per unit for both branches.
     at::Tensor out;
     {
-      debug::DumpScope scope(named(call) + "_" + named(call + 1));
+      debug::DumpScope scope(numbered("call", call) + "_" + numbered("call", call + 1));
       out = run_transformer(expert, at::cat({x, x}, 0), at::cat({timestep, timestep}, 0),
                             at::cat({prompt_embeds, negative_embeds}, 0));  // [2B, C, F, H, W]
     }
@@ -339,7 +333,7 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
       at::Tensor noise_pred =
           guided_prediction(expert, model_input, timestep, prompt_embeds, negative_embeds, scale, do_cfg);
       latents = scheduler->step(noise_pred, t, latents);
-      keep(step_key(static_cast<int>(i)), latents);
+      keep(numbered("step", static_cast<int>(i)) + ".latents", latents);
       gathered_last_step_ = stats_->received_bytes_total - step_received_before;
       if (on_step) {
         on_step({static_cast<int>(i), static_cast<int>(timesteps.size()), t, kExpertNames[expert],
