@@ -4,5 +4,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-}
+# LibTorch comes from the torch in $OMNI_VENV (default .venv, made by tools/install-deps.sh) unless
+# CMAKE_ARGS names another (-DCMAKE_PREFIX_PATH=...).
+VENV=${OMNI_VENV:-.venv}
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DOMNI_TORCH_PYTHON="$(realpath -m "$VENV")/bin/python3" \
+  ${CMAKE_ARGS:-}
 cmake --build "$BUILD_DIR" -j "$JOBS"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Installs every build and test dependency of omni-generate from Debian 12 packages.
-# Non-interactive; quick (no apt-get update) when everything is already installed.
+# Installs every build and test dependency of omni-generate: Debian 12 packages (apt), and LibTorch as the
+# pinned PyTorch wheel (with CUDA, NCCL and cuDNN as its nvidia-* wheels) in the project's virtual
+# environment .venv (or $OMNI_VENV). Non-interactive; quick when everything is already there.
 set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache git
-  libtorch-dev                      # LibTorch 1.13 (CPU); GPU clusters use PyTorch 2.x's LibTorch instead
-  libopenblas0-openmp               # without it LibTorch matrix products are ~8x slower (reference BLAS)
+  python3-venv                      # the virtual environment that holds the pinned torch (LibTorch)
   libopenmpi-dev openmpi-bin        # MPI runtime and mpirun for the multi-rank tests
   libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libsentencepiece-dev sentencepiece
@@ -24,12 +24,28 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} packages already installed"
-  exit 0
+else
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# LibTorch: PyTorch's own wheel, the LibTorch users have. 2.11.0 is what the H200 machines carry
+# (2.11.0+cu130); PyPI's Linux x86-64 wheel is the same build, with CUDA 13.0, cuDNN 9 and NCCL 2.28.
+TORCH_VERSION=2.11.0
+VENV=${OMNI_VENV:-.venv}
+PY="$VENV/bin/python3"
+have_torch() {
+  [ -x "$PY" ] && "$PY" -c "import sys, torch; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null
+}
+if have_torch; then
+  echo "install-deps: torch $TORCH_VERSION already in $VENV"
+else
+  echo "install-deps: installing torch $TORCH_VERSION into $VENV (about 3 GB with its CUDA wheels; cached by pip)"
+  [ -x "$PY" ] || python3 -m venv "$VENV"
+  "$PY" -m pip install -q --disable-pip-version-check "torch==$TORCH_VERSION"
+  have_torch || { echo "install-deps: torch $TORCH_VERSION did not install into $VENV" >&2; exit 1; }
+fi

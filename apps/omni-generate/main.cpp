@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "dist/agreement.h"
 #include "dist/communicator.h"
+#include "dist/device.h"
 #include "dist/device_mesh.h"
 #include "io/model_dir.h"
 #include "pipeline/default_model.h"
@@ -90,6 +91,10 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
   auto cli = omni::config::parse_command_line(argc, argv);
   if (cli.help) {
     if (rank == 0) std::cout << cli.help_text;
+    return 0;
+  }
+  if (cli.version) {
+    if (rank == 0) std::cout << omni::dist::version_report(omni::config::tool_version());
     return 0;
   }
   const std::string preset = choose_preset(model_name_of(cli));

@@ -143,7 +143,11 @@ const std::vector<Binding>& bindings() {
         &ParallelConfig::cfg_parallel_size);
     par("tensor-parallel-size", "must be 1 (HSDP replaces tensor parallelism)", "1",
         &ParallelConfig::tensor_parallel_size);
-    str("device", "cpu, cuda or cuda:N", "cpu", &G::device);
+    str("device", "auto, cpu, cuda or cuda:N (auto: cuda when LibTorch has CUDA and a GPU is visible, else cpu; "
+                  "cuda: GPU local rank % visible GPUs)", "auto", &G::device);
+    flag("allow-shared-gpu", "let several ranks of a node use one GPU (otherwise an error)", &G::allow_shared_gpu);
+    f64("collective-timeout", "seconds a GPU collective may wait for its peers before every rank is stopped "
+             "with an error naming it", "600", &G::collective_timeout);
     str("dtype", "transformer and text encoder dtype: bfloat16, float16 or float32", "bfloat16", &G::dtype);
     str("vae-dtype", "VAE dtype: float32, bfloat16 or float16", "float32", &G::vae_dtype);
     str("log-level", "debug, info, warn, error or off", "info", &G::log_level);
@@ -211,12 +215,15 @@ std::string closest_option(const std::string& name) {
   return best;
 }
 
+const char* tool_version() { return OMNI_VERSION; }
+
 CommandLine parse_command_line(int argc, const char* const* argv) {
   CLI::App app{"omni-generate: Wan2.2 video generation on one GPU or many (launch with mpirun or srun)",
                "omni-generate"};
   app.allow_extras(true);  // unknown flags are reported by us, with a suggestion
   app.set_help_flag("-h,--help", "print this help and exit");
-  app.set_version_flag("--version", std::string("omni-generate ") + OMNI_VERSION, "print the version and exit");
+  app.set_version_flag("--version", std::string(OMNI_VERSION),
+                       "print the versions of omni-generate, LibTorch, CUDA, cuDNN, NCCL and MPI, and exit");
   std::map<std::string, std::string> raw;
   std::map<std::string, bool> flags;
   std::vector<std::pair<std::string, CLI::Option*>> registered;
@@ -236,9 +243,8 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     out.help = true;
     out.help_text = app.help();
     return out;
-  } catch (const CLI::CallForVersion& v) {
-    out.help = true;
-    out.help_text = std::string(v.what()) + "\n";
+  } catch (const CLI::CallForVersion&) {
+    out.version = true;  // the caller prints the versions of everything below (dist::version_report)
     return out;
   } catch (const CLI::ParseError& e) {
     // CLI11's messages name the option; add ours to say which flag and what it expects.
@@ -329,8 +335,12 @@ void validate_options(const GenerateOptions& o) {
   OMNI_CHECK_USAGE(is_dtype(o.dtype), "--dtype must be float32, bfloat16 or float16, got '", o.dtype, "'");
   OMNI_CHECK_USAGE(is_dtype(o.vae_dtype), "--vae-dtype must be float32, bfloat16 or float16, got '", o.vae_dtype,
                    "'");
-  OMNI_CHECK_USAGE(o.device == "cpu" || o.device == "cuda" || o.device.rfind("cuda:", 0) == 0,
-                   "--device must be cpu, cuda or cuda:N, got '", o.device, "'");
+  OMNI_CHECK_USAGE(o.device == "auto" || o.device == "cpu" || o.device == "cuda" ||
+                       (o.device.size() > 5 && o.device.rfind("cuda:", 0) == 0 &&
+                        o.device.find_first_not_of("0123456789", 5) == std::string::npos),
+                   "--device must be auto, cpu, cuda or cuda:N, got '", o.device, "'");
+  OMNI_CHECK_USAGE(o.collective_timeout > 0, "--collective-timeout must be a positive number of seconds, got ",
+                   o.collective_timeout);
   OMNI_CHECK_USAGE(o.prompt.empty() || o.prompts_file.empty(), "--prompt and --prompts-file are exclusive; give one");
   OMNI_CHECK_USAGE(!o.output.empty(), "--output must not be empty");
   log::parse_level(o.log_level);  // throws naming --log-level
@@ -398,6 +408,8 @@ std::string option_value(const GenerateOptions& o, const std::string& k) {
     else if (k == "cfg-parallel-size") os << o.parallel.cfg_parallel_size;
     else if (k == "tensor-parallel-size") os << o.parallel.tensor_parallel_size;
     else if (k == "device") os << o.device;
+    else if (k == "allow-shared-gpu") os << (o.allow_shared_gpu ? "true" : "false");
+    else if (k == "collective-timeout") os << o.collective_timeout;
     else if (k == "dtype") os << o.dtype;
     else if (k == "vae-dtype") os << o.vae_dtype;
     else if (k == "log-level") os << o.log_level;

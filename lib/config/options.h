@@ -50,7 +50,9 @@ struct GenerateOptions {
   ParallelConfig parallel;
 
   // Runtime.
-  std::string device = "cpu";
+  std::string device = "auto";
+  bool allow_shared_gpu = false;
+  double collective_timeout = 600;  // seconds
   std::string dtype = "bfloat16";
   std::string vae_dtype = "float32";
   std::string log_level = "info";
@@ -79,7 +81,11 @@ struct CommandLine {
   std::map<std::string, std::string> values;
   bool help = false;
   std::string help_text;
+  bool version = false;  // --version: print dist::version_report(tool_version()) and exit
 };
+
+// omni-generate's own version (the CMake project version).
+const char* tool_version();
 
 // Parses argv with CLI11. Unknown flags, missing values and malformed numbers are usage errors naming the
 // flag and suggesting the closest valid one.

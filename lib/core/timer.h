@@ -1,9 +1,11 @@
-// Wall-clock timers and a named phase table for the run report.
+// Wall-clock timers and a named phase table for the run report (device time: core/device_clock.h).
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <string>
+
+#include "core/device_clock.h"
 
 namespace omni {
 
@@ -33,14 +35,24 @@ class PhaseTimes {
   std::map<std::string, double> seconds_;
 };
 
+// On a GPU `device`, the phase ends when the device has finished the work it queued (one synchronization per
+// phase, so that the report's seconds are the device's, not the host's time to queue kernels).
 class ScopedPhase {
  public:
-  ScopedPhase(PhaseTimes& times, std::string phase) : times_(times), phase_(std::move(phase)) {}
-  ~ScopedPhase() { times_.add(phase_, timer_.seconds()); }
+  ScopedPhase(PhaseTimes& times, std::string phase, c10::Device device = c10::Device(c10::kCPU))
+      : times_(times), phase_(std::move(phase)), device_(device) {}
+  ~ScopedPhase() {
+    try {
+      device_synchronize(device_);
+    } catch (...) {  // a failing device is reported by whatever runs next
+    }
+    times_.add(phase_, timer_.seconds());
+  }
 
  private:
   PhaseTimes& times_;
   std::string phase_;
+  c10::Device device_;
   Timer timer_;
 };
 

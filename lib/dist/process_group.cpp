@@ -146,12 +146,13 @@ WorkHandle ProcessGroup::barrier() {
   return do_barrier();
 }
 
-std::unique_ptr<ProcessGroup> make_process_group(const Communicator& comm, at::Device device) {
+std::unique_ptr<ProcessGroup> make_process_group(const Communicator& comm, at::Device device,
+                                                 const std::string& name) {
   OMNI_CHECK(comm.valid(), "make_process_group: null communicator");
   if (device.is_cpu()) return std::make_unique<ProcessGroupMpi>(comm);
   if (device.is_cuda()) {
 #ifdef OMNI_WITH_NCCL
-    return std::make_unique<ProcessGroupNccl>(comm, device);
+    return std::make_unique<ProcessGroupNccl>(comm, device, name);
 #else
     OMNI_FAIL_USAGE("--device ", device, " needs the NCCL backend, but this build has none (configure with NCCL ",
                     "and CUDA present, or -DOMNI_WITH_NCCL=ON); use --device cpu");

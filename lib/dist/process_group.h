@@ -99,7 +99,9 @@ class ProcessGroup {
 
 // Collective over `comm`: an MPI group for a CPU device, an NCCL group for a CUDA device (needs a build with
 // OMNI_WITH_NCCL; otherwise a usage error naming --device). The group keeps its own duplicate of `comm`.
-std::unique_ptr<ProcessGroup> make_process_group(const Communicator& comm, at::Device device);
+// `name` ("shard", "ulysses", ...) names the group in errors.
+std::unique_ptr<ProcessGroup> make_process_group(const Communicator& comm, at::Device device,
+                                                 const std::string& name = "");
 
 // Element offsets of consecutive blocks: {0, c0, c0+c1, ...} (size counts.size()).
 std::vector<int64_t> exclusive_offsets(const std::vector<int64_t>& counts);

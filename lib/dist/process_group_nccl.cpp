@@ -4,7 +4,12 @@
 
 #include <ATen/ATen.h>
 
+#include <memory>
+#include <sstream>
+#include <thread>
+
 #include "core/error.h"
+#include "dist/watchdog.h"
 
 namespace omni::dist {
 namespace {
@@ -52,79 +57,99 @@ char* bytes(const at::Tensor& t) {
   return static_cast<char*>(t.data_ptr());
 }
 
-// Surfaces a failure NCCL found asynchronously (a peer died, a network error) instead of waiting forever.
-void check_async(ncclComm_t comm) {
-  ncclResult_t async = ncclSuccess;
-  NCCL_CHECK(ncclCommGetAsyncError(comm, &async));
-  if (async != ncclSuccess && async != ncclInProgress)
-    OMNI_FAIL("NCCL communicator failed asynchronously: ", ncclGetErrorString(async));
-}
+// The completion event of one collective, shared by its Work and the watchdog (either may outlive the other).
+struct PendingEvent {
+  int device = 0;
+  cudaEvent_t event = nullptr;
+  ncclComm_t comm = nullptr;
+  PendingEvent(int d, cudaEvent_t e, ncclComm_t c) : device(d), event(e), comm(c) {}
+  ~PendingEvent() { cudaEventDestroy(event); }  // released once the event completes
+  PendingEvent(const PendingEvent&) = delete;
+  PendingEvent& operator=(const PendingEvent&) = delete;
+
+  // For the watchdog thread: done, still running, or failed (the event's error, or NCCL's asynchronous one).
+  PollResult poll(std::string* why) const {
+    cudaSetDevice(device);
+    const cudaError_t rc = cudaEventQuery(event);
+    if (rc == cudaSuccess) return PollResult::kDone;
+    if (rc != cudaErrorNotReady) {
+      *why = str_cat("CUDA: ", cudaGetErrorName(rc), ": ", cudaGetErrorString(rc));
+      return PollResult::kFailed;
+    }
+    ncclResult_t async = ncclSuccess;
+    if (ncclCommGetAsyncError(comm, &async) == ncclSuccess && async != ncclSuccess && async != ncclInProgress) {
+      *why = str_cat("NCCL: ", ncclGetErrorString(async));
+      return PollResult::kFailed;
+    }
+    return PollResult::kPending;
+  }
+};
 
 class NcclWork : public Work {
  public:
-  NcclWork(int device, ncclComm_t comm, cudaStream_t compute, cudaEvent_t event, std::vector<at::Tensor> keep,
-           bool host_sync)
-      : device_(device), comm_(comm), compute_(compute), event_(event), keep_(std::move(keep)), host_sync_(host_sync) {}
+  NcclWork(std::shared_ptr<PendingEvent> pending, cudaStream_t compute, std::vector<at::Tensor> keep, bool host_sync)
+      : pending_(std::move(pending)), compute_(compute), keep_(std::move(keep)), host_sync_(host_sync) {}
   ~NcclWork() override {
     // Even a dropped handle orders the compute stream after the transfer, so that memory the caller frees
     // next is not reused by kernels racing the collective.
     // No throwing here; the device is set by hand because a null compute stream means this device's one.
+    if (waited_) return;
     int previous = 0;
     cudaGetDevice(&previous);
-    cudaSetDevice(device_);
-    if (!waited_) cudaStreamWaitEvent(compute_, event_, 0);
-    cudaEventDestroy(event_);  // resources are released once the event completes
+    cudaSetDevice(pending_->device);
+    cudaStreamWaitEvent(compute_, pending_->event, 0);
     cudaSetDevice(previous);
   }
 
   void wait() override {
     if (host_sync_) return synchronize();
     if (waited_) return;
-    DeviceGuard guard(device_);
-    CUDA_CHECK(cudaStreamWaitEvent(compute_, event_, 0));
+    DeviceGuard guard(pending_->device);
+    CUDA_CHECK(cudaStreamWaitEvent(compute_, pending_->event, 0));
     waited_ = true;
     // The compute stream is now ordered after the transfer; a caching allocator reusing these buffers on it
     // is safe, so the references can go.
     keep_.clear();
   }
   bool is_completed() override {
-    DeviceGuard guard(device_);
-    const cudaError_t rc = cudaEventQuery(event_);
-    if (rc == cudaErrorNotReady) {
-      check_async(comm_);
-      return false;
-    }
-    CUDA_CHECK(rc);
-    return true;
+    DeviceGuard guard(pending_->device);
+    std::string why;
+    const PollResult r = pending_->poll(&why);
+    OMNI_CHECK(r != PollResult::kFailed, "NCCL collective failed: ", why);
+    return r == PollResult::kDone;
   }
   void synchronize() override {
-    DeviceGuard guard(device_);
-    // Poll rather than cudaEventSynchronize so that an asynchronous NCCL failure ends the wait.
-    for (;;) {
-      const cudaError_t rc = cudaEventQuery(event_);
-      if (rc == cudaSuccess) break;
-      if (rc != cudaErrorNotReady) CUDA_CHECK(rc);
-      check_async(comm_);
-    }
-    if (!waited_) CUDA_CHECK(cudaStreamWaitEvent(compute_, event_, 0));
+    DeviceGuard guard(pending_->device);
+    // Poll rather than cudaEventSynchronize so that an asynchronous NCCL failure ends the wait here; a
+    // collective that never ends is the watchdog's (--collective-timeout).
+    while (!is_completed()) std::this_thread::yield();
+    if (!waited_) CUDA_CHECK(cudaStreamWaitEvent(compute_, pending_->event, 0));
     waited_ = true;
     keep_.clear();
   }
 
  private:
-  int device_;
-  ncclComm_t comm_;
+  std::shared_ptr<PendingEvent> pending_;
   cudaStream_t compute_;
-  cudaEvent_t event_;
   std::vector<at::Tensor> keep_;
   bool host_sync_;
   bool waited_ = false;
 };
 
+const char* dtype_name(at::ScalarType t) {
+  return c10::toString(t);
+}
+
 }  // namespace
 
-ProcessGroupNccl::ProcessGroupNccl(const Communicator& comm, at::Device device)
+ProcessGroupNccl::ProcessGroupNccl(const Communicator& comm, at::Device device, const std::string& name)
     : ProcessGroup(comm.rank(), comm.size()), comm_(comm.dup()) {
+  std::ostringstream label;
+  label << (name.empty() ? std::string("a") : name) << " group (world ranks ";
+  const auto members = comm.world_ranks();
+  for (size_t i = 0; i < members.size(); ++i) label << (i ? "," : "") << members[i];
+  label << ")";
+  label_ = label.str();
   OMNI_CHECK(device.is_cuda(), "ProcessGroupNccl needs a CUDA device, got ", device);
   if (device.has_index()) {
     device_index_ = device.index();
@@ -143,10 +168,14 @@ ProcessGroupNccl::ProcessGroupNccl(const Communicator& comm, at::Device device)
   CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
   CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&scratch_), sizeof(float)));
   CUDA_CHECK(cudaMemset(scratch_, 0, sizeof(float)));
+  // On a failure anywhere in the process, the watchdog aborts this communicator so its kernels stop.
+  ncclComm_t handle = nccl_;
+  abort_hook_ = CollectiveWatchdog::instance().add_abort_hook([handle] { ncclCommAbort(handle); });
 }
 
 ProcessGroupNccl::~ProcessGroupNccl() {
   // No throwing here: release what exists, letting queued work drain first.
+  if (abort_hook_ >= 0) CollectiveWatchdog::instance().remove_abort_hook(abort_hook_);
   int previous = 0;
   cudaGetDevice(&previous);
   cudaSetDevice(device_index_);
@@ -163,11 +192,17 @@ void ProcessGroupNccl::wait_for_compute() {
   CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_, 0));
 }
 
-WorkHandle ProcessGroupNccl::finish(std::vector<at::Tensor> keep, bool host_sync) {
+WorkHandle ProcessGroupNccl::finish(const char* op, const at::Tensor& data, std::vector<at::Tensor> keep,
+                                    bool host_sync) {
   cudaEvent_t done = nullptr;
   CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventRecord(done, stream_));
-  return std::make_shared<NcclWork>(device_index_, nccl_, compute_stream_, done, std::move(keep), host_sync);
+  auto pending = std::make_shared<PendingEvent>(device_index_, done, nccl_);
+  CollectiveWatchdog::instance().watch(
+      str_cat("NCCL ", op, " of ", data.defined() ? data.numel() : 1, " ",
+              data.defined() ? dtype_name(data.scalar_type()) : "Float", " on ", label_),
+      [pending](std::string* why) { return pending->poll(why); });
+  return std::make_shared<NcclWork>(std::move(pending), compute_stream_, std::move(keep), host_sync);
 }
 
 WorkHandle ProcessGroupNccl::do_all_gather(const at::Tensor& output, const at::Tensor& input) {
@@ -176,7 +211,7 @@ WorkHandle ProcessGroupNccl::do_all_gather(const at::Tensor& output, const at::T
   // NCCL's in-place form is exactly the one the base class admits: input at output's own slice.
   NCCL_CHECK(ncclAllGather(input.data_ptr(), output.data_ptr(), static_cast<size_t>(input.numel()),
                            nccl_type(input.scalar_type()), nccl_, stream_));
-  return finish({output, input});
+  return finish("all_gather", input, {output, input});
 }
 
 WorkHandle ProcessGroupNccl::do_all_gather_v(const at::Tensor& output, const at::Tensor& input,
@@ -194,7 +229,7 @@ WorkHandle ProcessGroupNccl::do_all_gather_v(const at::Tensor& output, const at:
     NCCL_CHECK(ncclBroadcast(src, dst, static_cast<size_t>(counts[r]), type, r, nccl_, stream_));
   }
   NCCL_CHECK(ncclGroupEnd());
-  return finish({output, input});
+  return finish("all_gather_v", input, {output, input});
 }
 
 WorkHandle ProcessGroupNccl::do_all_to_all(const at::Tensor& output, const at::Tensor& input) {
@@ -209,7 +244,7 @@ WorkHandle ProcessGroupNccl::do_all_to_all(const at::Tensor& output, const at::T
     NCCL_CHECK(ncclRecv(bytes(output) + r * chunk_bytes, static_cast<size_t>(chunk), type, r, nccl_, stream_));
   }
   NCCL_CHECK(ncclGroupEnd());
-  return finish({output, input});
+  return finish("all_to_all", input, {output, input});
 }
 
 WorkHandle ProcessGroupNccl::do_all_to_all_v(const at::Tensor& output, const at::Tensor& input,
@@ -232,7 +267,7 @@ WorkHandle ProcessGroupNccl::do_all_to_all_v(const at::Tensor& output, const at:
           ncclRecv(bytes(output) + recv_off[r] * es, static_cast<size_t>(recv_counts[r]), type, r, nccl_, stream_));
   }
   NCCL_CHECK(ncclGroupEnd());
-  return finish({output, input});
+  return finish("all_to_all_v", input, {output, input});
 }
 
 WorkHandle ProcessGroupNccl::do_broadcast(const at::Tensor& tensor, int root) {
@@ -240,7 +275,7 @@ WorkHandle ProcessGroupNccl::do_broadcast(const at::Tensor& tensor, int root) {
   wait_for_compute();
   NCCL_CHECK(ncclBroadcast(tensor.data_ptr(), tensor.data_ptr(), static_cast<size_t>(tensor.numel()),
                            nccl_type(tensor.scalar_type()), root, nccl_, stream_));
-  return finish({tensor});
+  return finish("broadcast", tensor, {tensor});
 }
 
 WorkHandle ProcessGroupNccl::do_all_reduce(const at::Tensor& tensor, ReduceOp op) {
@@ -248,7 +283,7 @@ WorkHandle ProcessGroupNccl::do_all_reduce(const at::Tensor& tensor, ReduceOp op
   wait_for_compute();
   NCCL_CHECK(ncclAllReduce(tensor.data_ptr(), tensor.data_ptr(), static_cast<size_t>(tensor.numel()),
                            nccl_type(tensor.scalar_type()), op == ReduceOp::kSum ? ncclSum : ncclMax, nccl_, stream_));
-  return finish({tensor});
+  return finish("all_reduce", tensor, {tensor});
 }
 
 WorkHandle ProcessGroupNccl::do_barrier() {
@@ -256,7 +291,7 @@ WorkHandle ProcessGroupNccl::do_barrier() {
   wait_for_compute();
   // NCCL has no barrier: a one-element all-reduce that every rank must join, and a host-blocking wait.
   NCCL_CHECK(ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, nccl_, stream_));
-  return finish({}, /*host_sync=*/true);
+  return finish("barrier", at::Tensor(), {}, /*host_sync=*/true);
 }
 
 }  // namespace omni::dist

@@ -5,7 +5,8 @@
 // queued on the compute stream (so inputs are ready); each Work records a CUDA event on the communication
 // stream, and wait() makes the compute stream wait for it. The host never blocks, so the next unit's gather
 // overlaps the current unit's kernels.
-// A Work polls its group's communicator for asynchronous errors, so it must not outlive the group.
+// Every collective is watched by the CollectiveWatchdog (dist/watchdog.h): an asynchronous NCCL error or
+// --collective-timeout aborts every communicator and ends the job with one line naming the collective.
 //
 // Only raw data_ptr() and the CUDA runtime API are used (no ATen CUDA headers): the build must also work
 // with a CPU-only LibTorch, where CUDA tensors exist only as views (at::for_blob) of cudaMalloc'd memory.
@@ -21,13 +22,13 @@ namespace omni::dist {
 class ProcessGroupNccl : public ProcessGroup {
  public:
   // Collective over `comm`. `device` is a CUDA device; without an index, the current CUDA device.
-  ProcessGroupNccl(const Communicator& comm, at::Device device);
+  // `name` names the group in errors ("shard"; empty: unnamed).
+  ProcessGroupNccl(const Communicator& comm, at::Device device, const std::string& name = "");
   ~ProcessGroupNccl() override;
 
   at::Device device() const override { return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device_index_)); }
   const char* backend_name() const override { return "nccl"; }
   void set_compute_stream(void* stream) override { compute_stream_ = static_cast<cudaStream_t>(stream); }
-  cudaStream_t comm_stream() const { return stream_; }
 
  protected:
   WorkHandle do_all_gather(const at::Tensor& output, const at::Tensor& input) override;
@@ -43,8 +44,9 @@ class ProcessGroupNccl : public ProcessGroup {
  private:
   // Orders the communication stream after everything queued so far on the compute stream.
   void wait_for_compute();
-  // A Work whose event is recorded on the communication stream now; `host_sync` makes wait() block.
-  WorkHandle finish(std::vector<at::Tensor> keep, bool host_sync = false);
+  // A Work whose event is recorded on the communication stream now, watched by the CollectiveWatchdog under
+  // the name of `op` on `data`; `host_sync` makes wait() block.
+  WorkHandle finish(const char* op, const at::Tensor& data, std::vector<at::Tensor> keep, bool host_sync = false);
 
   Communicator comm_;
   int device_index_ = 0;
@@ -53,6 +55,8 @@ class ProcessGroupNccl : public ProcessGroup {
   cudaStream_t compute_stream_ = nullptr;  // null: the legacy default stream, which LibTorch uses by default
   cudaEvent_t ready_ = nullptr;            // reused: cudaStreamWaitEvent captures the event when called
   float* scratch_ = nullptr;               // one float on the device for barrier()
+  std::string label_;                      // "the shard group (world ranks 0,1,2,3)", for errors
+  int abort_hook_ = -1;                    // CollectiveWatchdog abort hook of nccl_
 };
 
 }  // namespace omni::dist

@@ -39,6 +39,7 @@ class BufferPool {
   static constexpr size_t kMaxFree = 8;
 
   explicit BufferPool(at::Device device) : device_(device) {}
+  const at::Device& device() const { return device_; }
   at::Tensor acquire(at::ScalarType dtype, int64_t numel);
   void release(at::Tensor buffer);
   // Drops every spare buffer (e.g. after the text encoder, whose buffers no later forward reuses).

@@ -11,7 +11,7 @@ ShardedModel::ShardedModel(std::string name, std::unique_ptr<FlatParamUnit> root
                            std::vector<std::unique_ptr<FlatParamUnit>> blocks, std::shared_ptr<BufferPool> pool,
                            std::shared_ptr<HsdpStats> stats)
     : name_(std::move(name)), root_(std::move(root)), blocks_(std::move(blocks)), pool_(std::move(pool)),
-      stats_(std::move(stats)) {
+      stats_(std::move(stats)), clock_(pool_ ? pool_->device() : at::Device(at::kCPU)) {
   OMNI_CHECK(root_ != nullptr, "sharded model ", name_, " has no root unit");
 }
 
@@ -43,10 +43,20 @@ void ShardedModel::start(FlatParamUnit& u) {
 void ShardedModel::finish(FlatParamUnit& u) {
   if (u.gathered()) return;
   if (!u.gathering()) start(u);
-  Timer t;
+  auto before = clock_.mark();
   u.finish_gather();
-  stats_->gather_wait_seconds += t.seconds();
+  waits_.emplace_back(std::move(before), clock_.mark());
+  settle_waits(/*block=*/false);
 }
+
+void ShardedModel::settle_waits(bool block) {
+  while (!waits_.empty() && (block || DeviceClock::reached(waits_.front().second))) {
+    stats_->gather_wait_seconds += DeviceClock::seconds(waits_.front().first, waits_.front().second);
+    waits_.pop_front();
+  }
+}
+
+void ShardedModel::settle_timings() { settle_waits(/*block=*/true); }
 
 void ShardedModel::release(FlatParamUnit& u) {
   if (!u.gathered() && !u.gathering()) return;

@@ -8,10 +8,12 @@
 // in the same order (same steps, same experts): the gathers are collectives.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/device_clock.h"
 #include "hsdp/flat_param.h"
 
 namespace omni::hsdp {
@@ -23,7 +25,9 @@ struct HsdpStats {
   int64_t gathered_bytes_peak = 0;
   int64_t received_bytes_total = 0;  // bytes received from other ranks by all gathers so far
   int64_t gathers = 0;
-  double gather_wait_seconds = 0.0;  // host time blocked in finish_gather
+  // Time compute waited for gathers: host time blocked in finish_gather on the CPU; on a GPU, the compute
+  // stream's stall on the gather's event (CUDA events around the wait), read once the device got there.
+  double gather_wait_seconds = 0.0;
   int64_t disk_bytes_read = 0;       // bytes read from checkpoints for the shards
 };
 
@@ -42,6 +46,9 @@ class ShardedModel {
   void after(int unit);
   // Releases everything still gathered (an aborted forward).
   void release_all();
+  // Adds the gather waits still being timed on the device to the stats (blocks until the device reached
+  // them). Call after a forward when the figures are read; the denoising loop itself never blocks on them.
+  void settle_timings();
 
   int64_t resident_bytes() const;
   int64_t full_bytes() const;            // all units, gathered size (padded)
@@ -57,6 +64,9 @@ class ShardedModel {
   std::vector<std::unique_ptr<FlatParamUnit>> blocks_;
   std::shared_ptr<BufferPool> pool_;
   std::shared_ptr<HsdpStats> stats_;
+  DeviceClock clock_;
+  std::deque<std::pair<DeviceClock::MarkPtr, DeviceClock::MarkPtr>> waits_;  // being timed on the device
+  void settle_waits(bool block);
 };
 
 }  // namespace omni::hsdp

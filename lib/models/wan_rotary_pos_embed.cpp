@@ -50,6 +50,8 @@ WanRotaryPosEmbed::WanRotaryPosEmbed(int64_t attention_head_dim, int64_t max_seq
 
 RotaryEmbedding WanRotaryPosEmbed::forward(int64_t frames, int64_t height, int64_t width,
                                            const at::Device& device) const {
+  const auto key = std::make_tuple(frames, height, width, device.str());
+  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
   const int64_t sizes[3] = {frames, height, width};
   const char* axis_name[3] = {"frames", "height", "width"};
   for (int a = 0; a < 3; ++a) {
@@ -67,7 +69,8 @@ RotaryEmbedding WanRotaryPosEmbed::forward(int64_t frames, int64_t height, int64
   // diffusers' apply_rotary_emb reads cos at even and sin at odd channels; keep just those.
   auto cos = grid_table(cos_).slice(1, 0, head_dim_, 2).contiguous();  // [S, d/2]
   auto sin = grid_table(sin_).slice(1, 1, head_dim_, 2).contiguous();  // [S, d/2]
-  return {cos, sin};
+  if (cache_.size() >= 4) cache_.clear();  // a run uses one or two grids; bound it anyway
+  return cache_.emplace(key, RotaryEmbedding{cos, sin}).first->second;
 }
 
 at::Tensor apply_rotary_emb(const at::Tensor& x, const RotaryEmbedding& rope) {

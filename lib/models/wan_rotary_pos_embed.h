@@ -9,6 +9,9 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
 
 namespace omni::models {
 
@@ -26,7 +29,8 @@ class WanRotaryPosEmbed {
  public:
   WanRotaryPosEmbed(int64_t attention_head_dim, int64_t max_seq_len, double theta = 10000.0);
 
-  // Tables for a post-patch grid of frames x height x width tokens, on `device`.
+  // Tables for a post-patch grid of frames x height x width tokens, on `device`. Built once per grid and
+  // device and kept there (every denoising step asks for the same grid: no host-to-device copy per step).
   RotaryEmbedding forward(int64_t frames, int64_t height, int64_t width, const at::Device& device) const;
 
  private:
@@ -37,6 +41,8 @@ class WanRotaryPosEmbed {
   // with 2*(d//6) == d//3, and are mirrored as written otherwise).
   std::array<at::Tensor, 3> cos_;
   std::array<at::Tensor, 3> sin_;
+  // The last few grids' tables, by (frames, height, width, device).
+  mutable std::map<std::tuple<int64_t, int64_t, int64_t, std::string>, RotaryEmbedding> cache_;
 };
 
 // Rotates q or k: x [B, S, H, d] (any float dtype), rope tables [S, d/2]. The products run in float32 (the

@@ -8,14 +8,14 @@
 #include <fstream>
 #include <sstream>
 
-#include <ATen/detail/CUDAHooksInterface.h>
-
 #include "core/error.h"
 #include "core/log.h"
 #include "core/memory.h"
 #include "core/progress.h"
 #include "core/tensor_dump.h"
 #include "dist/agreement.h"
+#include "dist/device.h"
+#include "dist/watchdog.h"
 #include "io/image_reader.h"
 #include "io/image_resize.h"
 #include "io/safetensors.h"
@@ -57,21 +57,6 @@ void write_text_atomically(const std::string& path, const std::string& text) {
     OMNI_CHECK_INPUT(out.good(), "writing '", tmp, "' failed");
   }
   OMNI_CHECK_INPUT(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename '", tmp, "' to '", path, "'");
-}
-
-// "cpu" and "cuda:N" as given; plain "cuda" is the GPU of this rank on its node: local rank modulo the GPUs the
-// process sees (so 8 ranks on an 8-GPU node take one GPU each without CUDA_VISIBLE_DEVICES tricks).
-at::Device resolve_device(const std::string& name, const dist::Communicator& world) {
-  if (name != "cuda") return at::Device(name);
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_CHECK(MPI_Comm_split_type(world.comm(), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node));
-  int local_rank = 0;
-  MPI_Comm_rank(node, &local_rank);
-  MPI_Comm_free(&node);
-  const int gpus = at::detail::getCUDAHooks().getNumGPUs();
-  OMNI_CHECK_USAGE(gpus > 0, "--device cuda: this build of LibTorch sees no CUDA device (a CPU-only LibTorch, or no "
-                   "GPU visible); use --device cpu");
-  return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(local_rank % gpus));
 }
 
 bool set_by_user(const config::GenerateOptions& o, const std::string& key) {
@@ -153,9 +138,17 @@ void GenerationJob::prepare() {
 
 void GenerationJob::load() {
   ScopedPhase phase(times_, "load");
+  // The device first, agreed on its own: every rank's GPU is current and every rank knows that all the
+  // others got theirs before any communicator is created (the pipeline's NCCL groups), so a rank that fails
+  // here cannot leave the others waiting inside a communicator's set-up.
+  at::Device device = at::kCPU;
+  dist::run_agreed(mesh_.world(), [&] {
+    device = dist::select_device(opts_.device, mesh_.world(), opts_.allow_shared_gpu);
+    dist::set_collective_timeout(opts_.collective_timeout);
+  });
   dist::run_agreed(mesh_.world(), [&] {
     PipelineSettings s;
-    s.device = resolve_device(opts_.device, mesh_.world());
+    s.device = device;
     s.dtype = parse_dtype(opts_.dtype);
     s.vae_dtype = parse_dtype(opts_.vae_dtype);
     OMNI_CHECK_USAGE(!s.device.is_cpu() || (s.dtype != at::kHalf && s.vae_dtype != at::kHalf),

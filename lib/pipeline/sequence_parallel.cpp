@@ -50,14 +50,42 @@ void check_ulysses_heads(int64_t heads, int ulysses) {
                   ", or split the rest of the sequence with --ring-degree");
 }
 
-PartialAttention block_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
-                                 int64_t max_score_elements) {
+PartialAttention block_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale) {
   check_bhsd(q, "block_attention", "q");
   check_bhsd(k, "block_attention", "k");
   check_bhsd(v, "block_attention", "v");
-  const int64_t batch = q.size(0), heads = q.size(1), sq = q.size(2), sk = k.size(2);
+  const int64_t sq = q.size(2), sk = k.size(2);
   OMNI_CHECK(sk > 0 && v.size(2) == sk, "block_attention: empty or mismatched key block (k ", k.sizes(), ", v ",
              v.sizes(), ")");
+  if (q.is_cpu()) {
+    auto [out, lse] = at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, /*dropout_p=*/0.0,
+                                                                       /*is_causal=*/false, /*attn_mask=*/{}, scale);
+    return {out.to(at::kFloat), lse};  // [B, H, Sq, d], [B, H, Sq] (float32)
+  }
+  if (q.is_cuda() && q.size(3) % 8 == 0 && q.size(3) <= 256) {
+    if (q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kHalf) {
+      auto res = at::_scaled_dot_product_flash_attention(q, k, v, /*dropout_p=*/0.0, /*is_causal=*/false,
+                                                         /*return_debug_mask=*/false, scale);
+      return {std::get<0>(res).to(at::kFloat), std::get<1>(res)};  // lse [B, H, Sq] float32
+    }
+    if (q.scalar_type() == at::kFloat) {
+      auto res = at::_scaled_dot_product_efficient_attention(q, k, v, /*attn_bias=*/{}, /*compute_log_sumexp=*/true,
+                                                             /*dropout_p=*/0.0, /*is_causal=*/false, scale);
+      // The kernel pads the log-sum-exp rows to its tile size: [B, H, >= Sq].
+      return {std::get<0>(res), std::get<1>(res).narrow(2, 0, sq)};
+    }
+  }
+  return block_attention_math(q, k, v, scale);
+}
+
+PartialAttention block_attention_math(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
+                                      int64_t max_score_elements) {
+  check_bhsd(q, "block_attention_math", "q");
+  check_bhsd(k, "block_attention_math", "k");
+  check_bhsd(v, "block_attention_math", "v");
+  const int64_t batch = q.size(0), heads = q.size(1), sq = q.size(2), sk = k.size(2);
+  OMNI_CHECK(sk > 0 && v.size(2) == sk, "block_attention_math: empty or mismatched key block (k ", k.sizes(),
+             ", v ", v.sizes(), ")");
   // float32 throughout: the scores, the exponentials and the weighted sum, like the reference's softmax.
   const auto qf = q.to(at::kFloat);
   const auto kt = k.to(at::kFloat).transpose(-2, -1);  // [B, H, d, Sk]
@@ -208,14 +236,14 @@ at::Tensor UlyssesAttention::attend(const at::Tensor& q, const at::Tensor& k, co
 
 SequenceParallel SequenceParallel::from_mesh(const dist::DeviceMesh& mesh, const at::Device& device) {
   // Same order on every rank; a group of one rank needs no process group.
-  auto make = [&](const dist::Communicator& comm) -> std::shared_ptr<dist::ProcessGroup> {
+  auto make = [&](const dist::Communicator& comm, const char* name) -> std::shared_ptr<dist::ProcessGroup> {
     if (comm.size() == 1) return nullptr;
-    return dist::make_process_group(comm, device);
+    return dist::make_process_group(comm, device, name);
   };
   SequenceParallel sp;
-  sp.ulysses = make(mesh.ulysses());
-  sp.ring = make(mesh.ring());
-  sp.sp = make(mesh.sp());
+  sp.ulysses = make(mesh.ulysses(), "ulysses");
+  sp.ring = make(mesh.ring(), "ring");
+  sp.sp = make(mesh.sp(), "sp");
   OMNI_CHECK(mesh.sp().rank() == sp.rank(), "sp group rank ", mesh.sp().rank(), " is not ring_i * ulysses + ",
              "ulysses_i = ", sp.rank());
   return sp;

@@ -48,11 +48,17 @@ struct PartialAttention {
   at::Tensor lse;  // [B, H, Sq]
 };
 
-// Attention of q [B, H, Sq, d] over one key block k/v [B, H, Sk, d] (Sk > 0), computed in float32. Queries
-// are processed in chunks so that one chunk's float32 score matrix stays within `max_score_elements`
-// (default 2^28, 1 GiB; at least one query row per chunk).
-PartialAttention block_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
-                                 int64_t max_score_elements = int64_t{1} << 28);
+// Attention of q [B, H, Sq, d] over one key block k/v [B, H, Sk, d] (Sk > 0) by LibTorch's fused kernel that
+// also returns the log-sum-exp: flash attention on the CPU; on CUDA flash (bfloat16 / float16) or
+// memory-efficient (float32). No score matrix is materialized. `out` is the kernel's (rounded to q's dtype),
+// returned in float32 for the merge.
+PartialAttention block_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale);
+
+// The same by explicit float32 matrix products, the reference composition (tests; and the fallback where
+// no fused kernel applies). Queries are processed in chunks so that one chunk's float32 score matrix stays
+// within `max_score_elements` (default 2^28, 1 GiB; at least one query row per chunk).
+PartialAttention block_attention_math(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
+                                      int64_t max_score_elements = int64_t{1} << 28);
 
 // Folds `block` into `acc` (the online softmax): the result is what one softmax over the union of both key
 // sets gives, up to float rounding. `acc` is updated in place.

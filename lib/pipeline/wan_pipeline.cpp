@@ -86,8 +86,8 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
   pool_ = std::make_shared<hsdp::BufferPool>(settings_.device);
   stats_ = std::make_shared<hsdp::HsdpStats>();
   if (mesh_ != nullptr && settings_.use_hsdp && mesh_->layout().hsdp_shard > 1)
-    shard_group_ = dist::make_process_group(mesh_->shard(), settings_.device);
-  if (mesh_ != nullptr && mesh_->layout().cfg == 2) cfg_group_ = dist::make_process_group(mesh_->cfg(), settings_.device);
+    shard_group_ = dist::make_process_group(mesh_->shard(), settings_.device, "shard");
+  if (mesh_ != nullptr && mesh_->layout().cfg == 2) cfg_group_ = dist::make_process_group(mesh_->cfg(), settings_.device, "cfg");
   if (mesh_ != nullptr && mesh_->layout().sp() > 1)
     sp_ = std::make_unique<SequenceParallel>(SequenceParallel::from_mesh(*mesh_, settings_.device));
 
@@ -236,7 +236,7 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   // 1. Text.
   at::Tensor prompt_embeds, negative_embeds;
   {
-    ScopedPhase phase(result.times, "text_encode");
+    ScopedPhase phase(result.times, "text_encode", dev);
     {
       debug::DumpScope scope("prompt");
       prompt_embeds = encode_text({req.prompt}, req.max_sequence_length);
@@ -245,6 +245,7 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
       debug::DumpScope scope("negative");
       negative_embeds = encode_text({req.negative_prompt}, req.max_sequence_length);
     }
+    if (text_encoder_sharded_) text_encoder_sharded_->settle_timings();
     pool_->clear();  // UMT5's gathered root (the 256k-row embedding) must not sit in the pool while denoising
   }
   keep("prompt_embeds", prompt_embeds);
@@ -268,7 +269,7 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   at::Tensor condition;        // i2v: [1, 4 + z, T, h, w]; ti2v image mode: [1, z, 1, h, w]
   at::Tensor first_frame_mask;  // ti2v: [1, 1, T, h, w], 0 on the first latent frame when an image is given
   if (image_mode) {
-    ScopedPhase phase(result.times, "image_encode");
+    ScopedPhase phase(result.times, "image_encode", dev);
     OMNI_CHECK(req.image.dim() == 4 && req.image.size(2) == req.height && req.image.size(3) == req.width,
                "conditioning image of shape ", req.image.sizes(), " is not [1, 3, ", req.height, ", ", req.width, "]");
     at::Tensor image = req.image.to(dev).to(at::kFloat).unsqueeze(2);  // [1, 3, 1, H, W] in [-1, 1]
@@ -306,9 +307,23 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   const double g2 = req.guidance_scale_2.value_or(req.guidance_scale);
   const auto& pcfg = experts_[0]->config();
   {
-    ScopedPhase phase(result.times, "denoise");
+    ScopedPhase phase(result.times, "denoise", dev);
+    // Step times from device marks (CUDA events on a GPU, where host clocks read only the queueing). Step i
+    // is reported once step i + 1 is queued: reading its end mark then waits for the GPU to finish step i
+    // while step i + 1 is already queued, so the report never leaves the GPU idle.
+    DeviceClock clock(dev);
+    std::vector<DeviceClock::MarkPtr> marks{clock.mark()};
+    std::vector<const char*> step_experts;
+    size_t reported = 0;
+    auto report_through = [&](size_t last) {
+      for (; reported <= last && reported + 1 < marks.size(); ++reported) {
+        if (on_step) {
+          on_step({static_cast<int>(reported), static_cast<int>(timesteps.size()), timesteps[reported],
+                   step_experts[reported], DeviceClock::seconds(marks[reported], marks[reported + 1])});
+        }
+      }
+    };
     for (size_t i = 0; i < timesteps.size(); ++i) {
-      Timer step_timer;
       const int64_t t = timesteps[i];
       const int64_t step_received_before = stats_->received_bytes_total;
       int expert = 0;
@@ -335,18 +350,24 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
       latents = scheduler->step(noise_pred, t, latents);
       keep(numbered("step", static_cast<int>(i)) + ".latents", latents);
       gathered_last_step_ = stats_->received_bytes_total - step_received_before;
-      if (on_step) {
-        on_step({static_cast<int>(i), static_cast<int>(timesteps.size()), t, kExpertNames[expert],
-                 step_timer.seconds()});
+      marks.push_back(clock.mark());
+      step_experts.push_back(kExpertNames[expert]);
+      if (dev.is_cpu()) {
+        report_through(i);
+      } else if (i > 0) {
+        report_through(i - 1);
       }
     }
+    if (!timesteps.empty()) report_through(timesteps.size() - 1);
+    for (auto& e : experts_sharded_)
+      if (e) e->settle_timings();
   }
   if (expand && image_mode) latents = (1 - first_frame_mask) * condition + first_frame_mask * latents;
   keep("latents", latents);
 
   // 5. Decode (the writing rank only).
   if (req.decode) {
-    ScopedPhase phase(result.times, "decode");
+    ScopedPhase phase(result.times, "decode", dev);
     at::Tensor z = vae_->denormalize_latents(latents.to(settings_.vae_dtype));
     at::Tensor video = vae_->decode(z);                       // [1, 3, F, H, W] in [-1, 1]
     debug::dump("vae_decode.in", z);

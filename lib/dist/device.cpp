@@ -1,0 +1,176 @@
+#include "dist/device.h"
+
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <torch/headeronly/version.h>
+
+#include <cstdio>
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+#include "core/error.h"
+#include "core/log.h"
+
+#ifdef OMNI_WITH_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+#include <cuda_runtime_api.h>
+#endif
+#ifdef OMNI_WITH_NCCL
+#include <nccl.h>
+#endif
+
+namespace omni::dist {
+namespace {
+
+// What a rank found out about its own request, before the collective that compares ranks.
+struct LocalChoice {
+  c10::Device device = c10::Device(c10::kCPU);
+  std::string error;  // non-empty: this rank cannot honour the request (a usage error)
+  char uuid[40] = {};  // the GPU's UUID as hex text, empty for the CPU
+};
+
+std::string version_text(int v, int major_div, int minor_div, int minor_mod) {
+  return std::to_string(v / major_div) + "." + std::to_string((v / minor_div) % minor_mod);
+}
+
+#ifdef OMNI_WITH_CUDA
+std::string uuid_hex(const cudaUUID_t& uuid) {
+  std::string out;
+  char byte[3];
+  for (char c : uuid.bytes) {
+    std::snprintf(byte, sizeof(byte), "%02x", static_cast<unsigned char>(c));
+    out += byte;
+  }
+  return out;
+}
+#endif
+
+LocalChoice choose(const std::string& spec, int local_rank) {
+  LocalChoice out;
+  if (spec == "cpu") return out;
+  const int gpus = visible_gpu_count();
+  if (spec == "auto" && gpus == 0) return out;
+  if (gpus == 0) {
+    out.error = str_cat("--device ", spec, ": no CUDA device is visible (",
+#ifdef OMNI_WITH_CUDA
+                        "no NVIDIA driver or GPU found, or CUDA_VISIBLE_DEVICES hides them",
+#else
+                        "this LibTorch was built without CUDA",
+#endif
+                        "); use --device cpu or --device auto");
+    return out;
+  }
+  int index = local_rank % gpus;
+  if (spec.rfind("cuda:", 0) == 0) {
+    index = std::atoi(spec.c_str() + 5);
+    if (index < 0 || index >= gpus) {
+      out.error = str_cat("--device ", spec, ": this rank sees ", gpus, " GPU(s) (cuda:0 to cuda:", gpus - 1, ")");
+      return out;
+    }
+  }
+  out.device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
+#ifdef OMNI_WITH_CUDA
+  // Current before any other CUDA call of this process: the context, NCCL's and LibTorch's allocations all
+  // land on this GPU.
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(index));
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, index) == cudaSuccess) {
+    std::snprintf(out.uuid, sizeof(out.uuid), "%s", uuid_hex(prop.uuid).c_str());
+  } else {
+    cudaGetLastError();  // clear it; the UUID check then compares indices only
+    std::snprintf(out.uuid, sizeof(out.uuid), "index-%d", index);
+  }
+#endif
+  return out;
+}
+
+}  // namespace
+
+int visible_gpu_count() {
+#ifdef OMNI_WITH_CUDA
+  int count = 0;
+  // Without a driver (a CPU machine with a CUDA LibTorch) this fails; that means no GPU, not an error.
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+#else
+  return 0;
+#endif
+}
+
+c10::Device select_device(const std::string& spec, const Communicator& world, bool allow_shared_gpu) {
+  // Ranks of one node, ordered by world rank: the node-local rank picks the GPU.
+  MPI_Comm node_comm = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split_type(world.comm(), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node_comm));
+  Communicator node(node_comm, /*owned=*/true);
+
+  LocalChoice mine = choose(spec, node.rank());
+
+  // Every rank enters the exchange, failed or not, so that none waits on one that already threw.
+  std::vector<char> uuids(sizeof(mine.uuid) * node.size());
+  MPI_CHECK(MPI_Allgather(mine.uuid, sizeof(mine.uuid), MPI_CHAR, uuids.data(), sizeof(mine.uuid), MPI_CHAR,
+                          node.comm()));
+  OMNI_CHECK_USAGE(mine.error.empty(), mine.error);
+
+  if (mine.device.is_cuda() && !allow_shared_gpu) {
+    const auto world_ranks = node.world_ranks();
+    char host[MPI_MAX_PROCESSOR_NAME] = {};
+    int len = 0;
+    MPI_Get_processor_name(host, &len);
+    for (int other = 0; other < node.size(); ++other) {
+      if (other == node.rank()) continue;
+      const char* theirs = uuids.data() + other * sizeof(mine.uuid);
+      if (std::strcmp(theirs, mine.uuid) != 0) continue;
+      const int a = std::min(world.rank(), world_ranks[other]), b = std::max(world.rank(), world_ranks[other]);
+      OMNI_FAIL_USAGE("ranks ", a, " and ", b, " on node ", host, " would share one GPU (", mine.device, ", UUID ",
+                      mine.uuid, "): ", node.size(), " ranks on a node with ", visible_gpu_count(),
+                      " visible GPU(s). Launch at most one rank per GPU, or pass --allow-shared-gpu");
+    }
+  }
+  if (spec == "auto" && mine.device.is_cpu())
+    OMNI_INFO("--device auto: no GPU visible to this LibTorch (", at::detail::getCUDAHooks().hasCUDA() ? "" : "no CUDA "
+              "support; ", "or no driver); running on the CPU");
+  return mine.device;
+}
+
+std::string version_report(const std::string& tool_version) {
+  std::ostringstream os;
+  os << "omni-generate " << tool_version << "\n";
+  os << "LibTorch " << TORCH_VERSION_MAJOR << "." << TORCH_VERSION_MINOR << "." << TORCH_VERSION_PATCH;
+#ifdef OMNI_WITH_CUDA
+  const auto& hooks = at::detail::getCUDAHooks();
+  os << " with CUDA " << version_text(static_cast<int>(hooks.versionCUDART()), 1000, 10, 100);
+  if (const long cudnn = hooks.versionCuDNN(); cudnn > 0)
+    os << ", cuDNN " << cudnn / 10000 << "." << (cudnn / 100) % 100 << "." << cudnn % 100;
+  os << "\n";
+  int driver = 0, runtime = 0;
+  cudaRuntimeGetVersion(&runtime);
+  const bool have_driver = cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0;
+  cudaGetLastError();
+  os << "CUDA runtime " << version_text(runtime, 1000, 10, 100) << ", driver "
+     << (have_driver ? version_text(driver, 1000, 10, 100) : std::string("none")) << ", " << visible_gpu_count()
+     << " GPU(s) visible\n";
+#else
+  os << " (CPU only)\n";
+#endif
+#ifdef OMNI_WITH_NCCL
+  int nccl = 0;
+  ncclGetVersion(&nccl);
+  // NCCL >= 2.9 encodes major*10000 + minor*100 + patch.
+  os << "NCCL " << nccl / 10000 << "." << (nccl / 100) % 100 << "." << nccl % 100 << "\n";
+#endif
+  char mpi[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(mpi, &len);
+  std::string mpi_text(mpi, static_cast<size_t>(len));
+  if (auto nl = mpi_text.find_first_of("\r\n"); nl != std::string::npos) mpi_text.resize(nl);
+  if (auto comma = mpi_text.find(','); comma != std::string::npos) mpi_text.resize(comma);  // drop build details
+  os << "MPI " << mpi_text << "\n";
+  return os.str();
+}
+
+}  // namespace omni::dist

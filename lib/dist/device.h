@@ -1,0 +1,30 @@
+// The device each rank computes on (--device), and what this build and machine offer (--version).
+//
+// --device auto (the default) is CUDA when this LibTorch has CUDA and a GPU is visible, else the CPU. CUDA
+// ranks take GPU (node-local rank % visible GPUs), so `mpirun -np 8` on an 8-GPU node or srun with one GPU per
+// task (CUDA_VISIBLE_DEVICES set per task) gives every rank its own GPU without further flags. The chosen GPU
+// is made current before anything else touches CUDA, so no rank creates a context on another rank's GPU.
+#pragma once
+
+#include <c10/core/Device.h>
+
+#include <string>
+
+#include "dist/communicator.h"
+
+namespace omni::dist {
+
+// GPUs this process can use: 0 when LibTorch has no CUDA, no driver is loaded, or none is visible.
+int visible_gpu_count();
+
+// Collective over `world`; call it on every rank with the same arguments (from an agreed phase: it throws
+// a usage error on the ranks that cannot honour the request, after the collective). `spec` is auto, cpu,
+// cuda or cuda:N. A CUDA device is made current on return. Two ranks of one node on the same physical GPU
+// (same UUID, whatever CUDA_VISIBLE_DEVICES says) are a usage error naming both, unless `allow_shared_gpu`.
+c10::Device select_device(const std::string& spec, const Communicator& world, bool allow_shared_gpu);
+
+// Versions of the tool and everything it runs on, one per line: omni-generate, LibTorch (and its CUDA,
+// cuDNN), the CUDA driver and runtime, NCCL, the MPI library. Needs MPI initialized. Local (no collective).
+std::string version_report(const std::string& tool_version);
+
+}  // namespace omni::dist

@@ -1,0 +1,134 @@
+#include "dist/watchdog.h"
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "core/error.h"
+#include "dist/communicator.h"
+
+namespace omni::dist {
+namespace {
+
+std::atomic<double> g_timeout_seconds{600.0};
+
+}  // namespace
+
+void set_collective_timeout(double seconds) {
+  OMNI_CHECK_USAGE(seconds > 0, "--collective-timeout must be positive, got ", seconds);
+  g_timeout_seconds = seconds;
+}
+
+double collective_timeout() {
+  return g_timeout_seconds;
+}
+
+struct CollectiveWatchdog::Impl {
+  using Clock = std::chrono::steady_clock;
+  struct Entry {
+    std::string what;
+    std::function<PollResult(std::string*)> poll;
+    Clock::time_point start;
+  };
+  mutable std::mutex mutex;
+  std::vector<Entry> entries;
+  std::map<int, std::function<void()>> abort_hooks;
+  int next_hook = 0;
+  std::function<void(const std::string&)> on_fail = [](const std::string& m) { abort_all(1, m); };
+  bool thread_started = false;
+  bool failed = false;
+};
+
+CollectiveWatchdog::CollectiveWatchdog() : impl_(new Impl) {}
+
+CollectiveWatchdog& CollectiveWatchdog::instance() {
+  static CollectiveWatchdog* dog = new CollectiveWatchdog();  // never destroyed: the thread may outlive main
+  return *dog;
+}
+
+void CollectiveWatchdog::watch(std::string what, std::function<PollResult(std::string*)> poll) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->entries.push_back({std::move(what), std::move(poll), Impl::Clock::now()});
+  if (!impl_->thread_started) {
+    impl_->thread_started = true;
+    std::thread([this] {
+      for (;;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        check_now();
+      }
+    }).detach();
+  }
+}
+
+int CollectiveWatchdog::add_abort_hook(std::function<void()> hook) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->abort_hooks[impl_->next_hook] = std::move(hook);
+  return impl_->next_hook++;
+}
+
+void CollectiveWatchdog::remove_abort_hook(int id) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->abort_hooks.erase(id);
+}
+
+void CollectiveWatchdog::set_fail_handler(std::function<void(const std::string&)> handler) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->on_fail = std::move(handler);
+  impl_->failed = false;
+}
+
+size_t CollectiveWatchdog::pending() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->entries.size();
+}
+
+std::string CollectiveWatchdog::check_now() {
+  std::unique_lock<std::mutex> lock(impl_->mutex);
+  if (impl_->failed) return {};
+  const auto now = Impl::Clock::now();
+  const double limit = collective_timeout();
+  std::string message;
+  for (size_t i = 0; i < impl_->entries.size();) {
+    auto& e = impl_->entries[i];
+    std::string why;
+    const PollResult r = e.poll(&why);
+    if (r == PollResult::kDone) {
+      impl_->entries.erase(impl_->entries.begin() + static_cast<std::ptrdiff_t>(i));
+      continue;
+    }
+    const double waited = std::chrono::duration<double>(now - e.start).count();
+    if (r == PollResult::kFailed) {
+      message = str_cat(e.what, " failed: ", why);
+    } else if (waited > limit) {
+      std::ostringstream os;
+      os << e.what << " timed out after " << limit << " s (--collective-timeout): a peer rank of that group "
+         << "stopped, hangs, or never reached it";
+      message = os.str();
+    }
+    if (!message.empty()) break;
+    ++i;
+  }
+  if (message.empty()) return {};
+  impl_->failed = true;
+  impl_->entries.clear();
+  // Abort the communicators first, so that no kernel keeps the GPU waiting while the process goes down.
+  for (auto& [id, hook] : impl_->abort_hooks) hook();
+  auto on_fail = impl_->on_fail;
+  lock.unlock();
+  int rank = 0, size = 1, initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+  }
+  message = str_cat("omni-generate: error (rank ", rank, "/", size, "): ", message);
+  on_fail(message);
+  return message;
+}
+
+}  // namespace omni::dist
