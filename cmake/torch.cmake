@@ -60,6 +60,12 @@ if(TORCH_CXX_FLAGS MATCHES "_GLIBCXX_USE_CXX11_ABI=0")
 endif()
 set(CMAKE_CXX_FLAGS "${CMAKE_CXX_FLAGS} ${TORCH_CXX_FLAGS}")
 
+# PyTorch's wheels link parts of a newer libstdc++ (std::filesystem, the tz database) statically into
+# libtorch.so and export them. Listed first, libtorch.so would then serve the system libstdc++'s
+# std::filesystem calls of our code, and crash (seen: std::filesystem::remove_all jumping to address 0).
+# Naming libstdc++ before LibTorch makes the loader resolve those symbols in the system's libstdc++.so.6.
+set(TORCH_LIBRARIES "-Wl,--push-state,--no-as-needed;stdc++;-Wl,--pop-state;${TORCH_LIBRARIES}")
+
 # Torch's folder: <site>/torch/share/cmake/Torch -> <site>.
 get_filename_component(_omni_torch_site "${Torch_DIR}/../../../.." ABSOLUTE)
 

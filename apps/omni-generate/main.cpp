@@ -52,6 +52,10 @@ void print_plan(const GenerateOptions& opts, const Layout& layout, const std::st
   os << "groups:\n";
   for (const char* kind : {"shard", "replicate", "ulysses", "ring", "cfg", "dp"})
     os << "  " << kind << ": " << group_listing(layout, kind) << "\n";
+  // What --device resolves to on this rank (rank 0), without touching a GPU.
+  const int gpus = omni::dist::visible_gpu_count();
+  os << "device: " << (opts.device == "auto" ? (gpus > 0 ? "cuda" : "cpu") : opts.device) << " (--device "
+     << opts.device << "; " << gpus << " GPU(s) visible to this LibTorch)\n";
   os << "preset: " << preset << "\n";
   os << "settings:\n" << omni::config::describe(opts);
   std::fputs(os.str().c_str(), stdout);

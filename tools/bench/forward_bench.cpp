@@ -1,0 +1,536 @@
+// forward_bench: seconds, TFLOP/s and peak memory of one forward of each Wan2.2 model at the released sizes.
+//
+//   forward_bench [--device cpu|cuda] [--dtype bfloat16|float32] [--vae-dtype float32|bfloat16] [--tiny]
+//                 [--only a14b,ti2v5b,vae21,vae22] [--warmup 2] [--iters 3] [--json FILE] [--self-check]
+//
+// Workloads (the anchors' sizes; --tiny: the generator's "small" preset on a few latent frames):
+//   a14b    one T2V-A14B expert on 832x480x81 (latent 21x60x104, 32,760 tokens), text 512, batch 1 and 2
+//           (batch 2: both CFG branches in one call);
+//   ti2v5b  TI2V-5B on 1280x704x121 (latent 31x44x80, 27,280 tokens), per-token timesteps, batch 1 and 2;
+//   vae21   Wan2.1 VAE decode of [1, 16, 21, 60, 104];  vae22  Wan2.2 VAE decode of [1, 48, 31, 44, 80].
+// Models are built in memory from random weights drawn on the target device in the target dtype (a full
+// A14B expert is 28 GB in bfloat16: no host copy, no checkpoint). The configs are the checkpoint generator's
+// presets (make_preset), so the sizes here are the ones omni-make-checkpoint writes.
+//
+// FLOPs: transformers use the analytic count (transformer_flops); the VAE decoders the count of their actual
+// convolution and attention calls, observed on the first warm-up run (FlopCounter), which also counts the
+// transformers' matmuls so that --self-check can hold the analytic formula to what really ran.
+// Output: one table, one "forward_bench: {json}" line per row, and --json FILE with all rows.
+#include <ATen/ATen.h>
+#include <ATen/record_function.h>
+#include <c10/core/InferenceMode.h>
+#ifdef OMNI_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/memory.h"
+#include "core/timer.h"
+#include "models/autoencoder_kl_wan.h"
+#include "models/checkpoint_generator.h"
+#include "models/wan_transformer.h"
+
+namespace {
+
+using omni::models::AutoencoderKLWan;
+using omni::models::CheckpointKind;
+using omni::models::WanTransformer3DModel;
+using omni::models::WanTransformerConfig;
+using omni::models::WanVaeConfig;
+using Json = nlohmann::ordered_json;  // keys in insertion order: "workload" first, for grep
+
+// One line of progress on stdout, flushed so that a long run shows where it is.
+template <typename... Args>
+void say(const Args&... args) {
+  std::cout << "forward_bench: " << omni::str_cat(args...) << std::endl;
+}
+
+const char* dtype_name(at::ScalarType t) {
+  return t == at::kBFloat16 ? "bfloat16" : "float32";
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// FLOPs
+
+// Multiply-adds x 2 of one WanTransformer3DModel forward, counting exactly the matmuls it runs (biases,
+// norms, RoPE, activations and modulation are elementwise and left out). B batch, S video tokens after
+// patching, L text tokens, D = heads x head_dim, F ffn_dim, P patch volume, T text_dim; timesteps are B
+// (scalar) or B x S (per token, TI2V's expand_timesteps) rows through the time embedding.
+//   patch embedding  2 B S (C_in P) D            (a Conv3d with kernel == stride, run as a linear)
+//   time embedding   2 Nt (freq_dim D + D D + D 6D)      time_embedder.linear_1/2, time_proj
+//   text embedding   2 B L (T D + D D)           text_embedder.linear_1/2
+//   per block        self q/k/v/o 4 x 2 B S D D; self softmax(q k^T) v 2 x 2 B S S D;
+//                    cross q/o 2 x 2 B S D D, k/v 2 x 2 B L D D, scores and values 2 x 2 B S L D;
+//                    FFN 2 x 2 B S D F
+//   head             2 B S D (C_out P)            proj_out
+int64_t transformer_flops(const WanTransformerConfig& c, int64_t batch, int64_t tokens, int64_t text_len,
+                          bool per_token_timestep) {
+  const int64_t B = batch, S = tokens, L = text_len, D = c.inner_dim(), F = c.ffn_dim, P = c.patch_volume();
+  const int64_t nt = per_token_timestep ? B * S : B;
+  const int64_t block = 4 * 2 * B * S * D * D + 2 * 2 * B * S * S * D + 2 * 2 * B * S * D * D + 2 * 2 * B * L * D * D +
+                        2 * 2 * B * S * L * D + 2 * 2 * B * S * D * F;
+  return 2 * B * S * c.in_channels * P * D + 2 * nt * (c.freq_dim * D + D * D + D * 6 * D) +
+         2 * B * L * (c.text_dim * D + D * D) + c.num_layers * block + 2 * B * S * D * c.out_channels * P;
+}
+
+// FLOPs of the aten::linear, aten::scaled_dot_product_attention and aten::convolution calls made while it is
+// alive on this thread, read from their input shapes by a RecordFunction observer (what the torch profiler's
+// with_flops does). Every conv2d / conv3d reaches aten::convolution once; nested ops are not matched.
+class FlopCounter {
+ public:
+  FlopCounter() {
+    active_ = this;
+    handle_ = at::addThreadLocalCallback(
+        at::RecordFunctionCallback(&FlopCounter::observe).needsInputs(true).scopes({at::RecordScope::FUNCTION}));
+  }
+  ~FlopCounter() {
+    at::removeCallback(handle_);
+    active_ = nullptr;
+  }
+  FlopCounter(const FlopCounter&) = delete;
+  FlopCounter& operator=(const FlopCounter&) = delete;
+
+  int64_t linear = 0, attention = 0, conv = 0;
+  int64_t total() const { return linear + attention + conv; }
+
+ private:
+  static std::unique_ptr<at::ObserverContext> observe(const at::RecordFunction& fn) {
+    FlopCounter* c = active_;
+    const char* name = fn.name();
+    const bool linear = std::strcmp(name, "aten::linear") == 0;
+    const bool attention = std::strcmp(name, "aten::scaled_dot_product_attention") == 0;
+    const bool conv = std::strcmp(name, "aten::convolution") == 0;
+    // Only the matched ops: the dispatcher does not record every op's inputs.
+    if (!c || !(linear || attention || conv)) return nullptr;
+    const auto in = fn.inputs();
+    if (in.size() < 3 || !in[0].isTensor() || !in[1].isTensor()) return nullptr;
+    const at::Tensor& x = in[0].toTensor();
+    const at::Tensor& w = in[1].toTensor();
+    if (linear) {
+      c->linear += 2 * x.numel() * w.size(0);  // x [..., in], w [out, in]
+    } else if (attention && in[2].isTensor()) {
+      const at::Tensor& v = in[2].toTensor();  // q [..., Sq, d], k [..., Sk, d], v [..., Sk, dv]
+      c->attention += 2 * (x.numel() / x.size(-1)) * w.size(-2) * (x.size(-1) + v.size(-1));
+    } else if (conv && in.size() >= 9 && !in[6].toBool()) {
+      // (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups). A list of one
+      // value applies to every spatial dim (conv3d's default dilation {1}). Wan has no transposed
+      // convolutions, whose output size this formula would get wrong.
+      const auto stride = in[3].toIntVector(), pad = in[4].toIntVector(), dil = in[5].toIntVector();
+      const auto at = [](const std::vector<int64_t>& v, int64_t i) { return v.size() == 1 ? v[0] : v.at(i); };
+      int64_t out_voxels = 1;
+      for (int64_t i = 0; i + 2 < x.dim(); ++i) {
+        const int64_t k = w.size(2 + i);
+        out_voxels *= (x.size(2 + i) + 2 * at(pad, i) - at(dil, i) * (k - 1) - 1) / at(stride, i) + 1;
+      }
+      // 2 x C_in/groups x k^n multiply-adds per output value; w [C_out, C_in/groups, k...].
+      c->conv += 2 * x.size(0) * w.size(0) * out_voxels * (w.numel() / w.size(0));
+    }
+    return nullptr;
+  }
+
+  static thread_local FlopCounter* active_;
+  at::CallbackHandle handle_;
+};
+thread_local FlopCounter* FlopCounter::active_ = nullptr;
+
+// ---------------------------------------------------------------------------------------------------------
+// Options
+
+struct Options {
+  at::Device device = at::kCPU;
+  at::ScalarType dtype = at::kBFloat16;
+  at::ScalarType vae_dtype = at::kFloat;  // the pipeline's default (--vae-dtype of omni-generate)
+  bool tiny = false;
+  bool self_check = false;
+  std::vector<std::string> only{"a14b", "ti2v5b", "vae21", "vae22"};
+  int warmup = 2;
+  int iters = 3;
+  std::string json_path;
+  bool wants(const std::string& w) const { return std::find(only.begin(), only.end(), w) != only.end(); }
+};
+
+at::ScalarType parse_dtype(const std::string& flag, const std::string& v) {
+  if (v == "bfloat16") return at::kBFloat16;
+  if (v == "float32") return at::kFloat;
+  OMNI_FAIL_USAGE(flag, " must be bfloat16 or float32, got '", v, "'");
+}
+
+int parse_count(const std::string& flag, const std::string& v, int min) {
+  char* end = nullptr;
+  const long n = std::strtol(v.c_str(), &end, 10);
+  OMNI_CHECK_USAGE(!v.empty() && *end == '\0' && n >= min && n <= 1000, flag, " must be an integer in [", min,
+                   ", 1000], got '", v, "'");
+  return static_cast<int>(n);
+}
+
+constexpr const char* kUsage =
+    "usage: forward_bench [--device cpu|cuda] [--dtype bfloat16|float32] [--vae-dtype float32|bfloat16] [--tiny] "
+    "[--only a14b,ti2v5b,vae21,vae22] [--warmup N>=1] [--iters N] [--json FILE] [--self-check]";
+
+Options parse(int argc, char** argv) {
+  Options o;
+  // CUDA timing and memory figures need the OMNI_WITH_CUDA code; without it a visible GPU is not used.
+#ifdef OMNI_WITH_CUDA
+  const bool gpu = at::hasCUDA();
+#else
+  const bool gpu = false;
+#endif
+  o.device = gpu ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--tiny" || a == "--self-check") {
+      (a == "--tiny" ? o.tiny : o.self_check) = true;
+      continue;
+    }
+    OMNI_CHECK_USAGE(i + 1 < argc, a, ": unknown flag, or a flag without its value; ", kUsage);
+    const std::string v = argv[++i];
+    if (a == "--device") {
+      OMNI_CHECK_USAGE(v == "cpu" || v == "cuda", "--device must be cpu or cuda, got '", v, "'");
+      OMNI_CHECK_USAGE(v == "cpu" || gpu,
+                       "--device cuda, but no CUDA GPU is visible (or the build has no OMNI_WITH_CUDA)");
+      o.device = v == "cpu" ? at::Device(at::kCPU) : at::Device(at::kCUDA, 0);
+    } else if (a == "--dtype") {
+      o.dtype = parse_dtype(a, v);
+    } else if (a == "--vae-dtype") {
+      o.vae_dtype = parse_dtype(a, v);
+    } else if (a == "--only") {
+      o.only.clear();
+      std::stringstream ss(v);
+      for (std::string w; std::getline(ss, w, ',');) {
+        OMNI_CHECK_USAGE(w == "a14b" || w == "ti2v5b" || w == "vae21" || w == "vae22", "--only: '", w,
+                         "' is not one of a14b, ti2v5b, vae21, vae22");
+        o.only.push_back(w);
+      }
+    } else if (a == "--warmup") {
+      o.warmup = parse_count(a, v, 1);  // the first warm-up run also counts FLOPs and checks the output
+    } else if (a == "--iters") {
+      o.iters = parse_count(a, v, 1);
+    } else if (a == "--json") {
+      // Checked now, not after a run of many minutes.
+      const auto dir = std::filesystem::path(v).parent_path();
+      OMNI_CHECK_USAGE(dir.empty() || std::filesystem::is_directory(dir), "--json ", v, ": no folder ", dir.string());
+      o.json_path = v;
+    } else {
+      OMNI_FAIL_USAGE("unknown flag ", a, "; ", kUsage);
+    }
+  }
+  return o;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Device: synchronization, timing, peak memory
+
+void synchronize(const at::Device& device) {
+#ifdef OMNI_WITH_CUDA
+  if (device.is_cuda()) c10::cuda::device_synchronize();
+#endif
+}
+
+// Seconds of one call of `fn`: CUDA events around it on the current stream (GPU time, launch overhead of
+// the first kernel included), else a steady clock.
+double time_call(const at::Device& device, const std::function<void()>& fn) {
+#ifdef OMNI_WITH_CUDA
+  if (device.is_cuda()) {
+    c10::cuda::CUDAEvent start(cudaEventDefault), stop(cudaEventDefault);
+    synchronize(device);
+    start.record();
+    fn();
+    stop.record();
+    stop.synchronize();
+    return start.elapsed_time(stop) / 1e3;
+  }
+#endif
+  omni::Timer timer;
+  fn();
+  return timer.seconds();
+}
+
+// Before each row: cached blocks of the previous model go back to the driver, and the peak restarts from
+// what is allocated now (this model's weights and inputs).
+void reset_peak_memory(const at::Device& device) {
+#ifdef OMNI_WITH_CUDA
+  if (device.is_cuda()) {
+    c10::cuda::CUDACachingAllocator::emptyCache();
+    c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+  }
+#endif
+}
+
+// CUDA: peak bytes allocated by the caching allocator since reset_peak_memory (weights included). CPU: the
+// process's peak RSS, which cannot be reset (so it is the peak of this and every earlier row).
+int64_t peak_memory(const at::Device& device) {
+#ifdef OMNI_WITH_CUDA
+  if (device.is_cuda()) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    return stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
+  }
+#endif
+  return omni::peak_rss_bytes();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Models
+
+// Random values for every parameter of `module` (except names starting with `skip`), drawn on `device` in
+// the parameter's own dtype. Scales as the checkpoint generator's random_weights (which draws on the host in
+// float32, too much for a 14B model): N(0, 1/fan_in) weights keep activations near unit scale through 40
+// blocks (no overflow in bfloat16, no float32 denormals slowing the CPU), norm scales 1 + N(0, 0.02^2),
+// biases N(0, 0.02^2), modulation tables N(0, 1/D).
+void fill_random(const omni::models::Module& module, at::ScalarType dtype, const at::Device& device,
+                 const std::string& skip = "") {
+  for (const auto& p : module.parameters()) {
+    if (!skip.empty() && p.name.compare(0, skip.size(), skip) == 0) continue;
+    const auto opts = at::TensorOptions().device(device).dtype(omni::models::resolve_param_dtype(p.dtype_rule, dtype));
+    at::Tensor t = at::empty(p.shape, opts);
+    const std::string leaf = p.name.substr(p.name.rfind('.') + 1);  // whole name when it has no dot
+    if (leaf == "gamma" || (leaf == "weight" && p.shape.size() == 1)) {
+      t.normal_(1.0, 0.02);
+    } else if (leaf == "bias" || p.shape.size() <= 1) {
+      t.normal_(0.0, 0.02);
+    } else if (leaf == "scale_shift_table") {
+      t.normal_(0.0, 1.0 / std::sqrt(static_cast<double>(p.shape.back())));
+    } else {
+      t.normal_(0.0, 1.0 / std::sqrt(static_cast<double>(t.numel() / p.shape[0])));
+    }
+    *p.tensor = t;
+  }
+}
+
+// A video size (frames x height x width) and its latent grid under a VAE's scale factors.
+struct Clip {
+  int64_t frames, height, width;
+  std::vector<int64_t> latent(const WanVaeConfig& v, int64_t batch, int64_t channels) const {
+    OMNI_CHECK((frames - 1) % v.scale_factor_temporal == 0 && height % v.scale_factor_spatial == 0 &&
+                   width % v.scale_factor_spatial == 0,
+               "clip ", width, "x", height, "x", frames, " does not fit the VAE's strides");
+    return {batch, channels, 1 + (frames - 1) / v.scale_factor_temporal, height / v.scale_factor_spatial,
+            width / v.scale_factor_spatial};  // [B, C, T, h, w]
+  }
+  std::string str() const { return omni::str_cat(width, "x", height, "x", frames); }
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Running and reporting
+
+struct Row {
+  std::string workload, shape, latent;  // video W x H x F; latent [B, C, T, h, w]
+  int64_t batch = 1, tokens = 0;        // tokens: transformers only
+  at::ScalarType dtype = at::kFloat;
+  int64_t weight_bytes = 0;
+  std::vector<double> seconds{};  // timed runs
+  int64_t flops = 0, flops_counted = 0, peak_bytes = 0;
+  double median() const {
+    auto s = seconds;
+    std::sort(s.begin(), s.end());
+    const size_t n = s.size();
+    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+  }
+};
+
+// Warm-up runs (the first one under a FlopCounter, its output checked by `check`), then timed runs. `flops`
+// < 0 takes the counted figure (the VAE).
+Row run_workload(Row row, const Options& o, int64_t flops, const std::function<at::Tensor()>& fn,
+                 const std::function<void(const at::Tensor&)>& check) {
+  say(row.workload, " ", row.shape, " batch ", row.batch, ": ", o.warmup, " warm-up + ", o.iters, " timed runs");
+  synchronize(o.device);
+  reset_peak_memory(o.device);
+  for (int i = 0; i < o.warmup; ++i) {
+    if (i == 0) {
+      at::Tensor out;
+      {
+        FlopCounter counter;
+        out = fn();
+        row.flops_counted = counter.total();
+      }
+      check(out);
+    } else {
+      fn();
+    }
+  }
+  for (int i = 0; i < o.iters; ++i) row.seconds.push_back(time_call(o.device, [&] { fn(); }));
+  row.peak_bytes = peak_memory(o.device);
+  row.flops = flops < 0 ? row.flops_counted : flops;
+  OMNI_CHECK(row.flops > 0, row.workload, ": no FLOPs counted (did the model's ops change names?)");
+  return row;
+}
+
+Json to_json(const Row& r, const Options& o) {
+  const double med = r.median();
+  return Json{{"workload", r.workload},
+              {"shape", r.shape},
+              {"latent", r.latent},
+              {"batch", r.batch},
+              {"tokens", r.tokens},
+              {"dtype", dtype_name(r.dtype)},
+              {"device", o.device.str()},
+              {"warmup", o.warmup},
+              {"seconds", med},
+              {"seconds_all", r.seconds},
+              {"flops", r.flops},
+              {"flops_counted", r.flops_counted},
+              {"tflops_per_s", r.flops / med / 1e12},
+              {"peak_memory_bytes", r.peak_bytes},
+              {"peak_memory_kind", o.device.is_cuda() ? "cuda_allocated_peak" : "process_peak_rss"},
+              {"weight_bytes", r.weight_bytes}};
+}
+
+void check_output(const at::Tensor& out, at::IntArrayRef expected, const std::string& what) {
+  OMNI_CHECK(out.sizes() == expected, what, ": output ", out.sizes(), ", expected ", expected);
+  OMNI_CHECK(at::isfinite(out).all().item<bool>(), what, ": output has non-finite values");
+  say(what, ": output ", out.sizes(), " is finite");
+}
+
+// One transformer workload per batch size on one model built once.
+void bench_transformer(const std::string& name, CheckpointKind kind, const Clip& clip, bool per_token_timestep,
+                       const Options& o, std::vector<Row>& rows) {
+  const auto spec = omni::models::make_preset(kind, o.tiny ? "small" : "full");
+  const auto cfg = WanTransformerConfig::from_json(omni::models::transformer_config_json(spec), "preset");
+  const auto vae = WanVaeConfig::from_json(omni::models::vae_config_json(spec), "preset");
+  const int64_t text_len = o.tiny ? 16 : 512;
+  WanTransformer3DModel model(cfg, o.dtype);
+  at::manual_seed(0);
+  fill_random(model, o.dtype, o.device);
+  const auto f32 = at::TensorOptions().device(o.device).dtype(at::kFloat);
+  for (int64_t batch : {1, 2}) {
+    c10::InferenceMode no_grad;
+    const auto shape = clip.latent(vae, batch, cfg.in_channels);  // [B, C, T, h, w]
+    const at::Tensor latents = at::randn(shape, f32).to(o.dtype);
+    const at::Tensor text = at::randn({batch, text_len, cfg.text_dim}, f32).to(o.dtype);  // [B, L, text_dim]
+    const int64_t tokens =
+        shape[2] / cfg.patch_size[0] * (shape[3] / cfg.patch_size[1]) * (shape[4] / cfg.patch_size[2]);
+    // TI2V (expand_timesteps): one timestep per token, [B, S]; the A14B experts: one per sample, [B].
+    const at::Tensor t = per_token_timestep ? at::full({batch, tokens}, 500.0, f32) : at::full({batch}, 500.0, f32);
+    // The token count as the model's own patching gives it.
+    const int64_t seq = model.prepare(latents, t, text).tokens.size(1);  // tokens [B, S, D]
+    OMNI_CHECK(seq == tokens, name, ": the model patched ", seq, " tokens, expected ", tokens);
+    say(name, " latent ", latents.sizes(), " -> ", seq, " tokens (patch ", cfg.patch_size[0], "x", cfg.patch_size[1],
+        "x", cfg.patch_size[2], ")");
+    Row row{name, clip.str(), omni::str_cat(latents.sizes()), batch, seq, o.dtype, model.parameter_bytes()};
+    const int64_t flops = transformer_flops(cfg, batch, seq, text_len, per_token_timestep);
+    rows.push_back(run_workload(
+        row, o, flops, [&] { return model.forward(latents, t, text); },
+        [&](const at::Tensor& out) { check_output(out, latents.sizes(), name); }));
+    // The analytic formula must describe what ran: the observer saw every matmul of this forward.
+    if (rows.back().flops_counted != flops) {
+      OMNI_CHECK(!o.self_check, name, ": analytic FLOPs ", flops, " != counted ", rows.back().flops_counted);
+      say("warning: ", name, " analytic FLOPs ", flops, " != counted ", rows.back().flops_counted);
+    }
+  }
+}
+
+void bench_vae(const std::string& name, CheckpointKind kind, const Clip& clip, const Options& o,
+               std::vector<Row>& rows) {
+  const auto spec = omni::models::make_preset(kind, o.tiny ? "small" : "full");
+  const auto cfg = WanVaeConfig::from_json(omni::models::vae_config_json(spec), "preset");
+  AutoencoderKLWan vae(cfg);
+  at::manual_seed(1);
+  // decode() never runs the encoder: leaving it empty keeps the peak the decoder's own.
+  fill_random(vae, o.vae_dtype, o.device, "encoder.");
+  c10::InferenceMode no_grad;
+  const auto shape = clip.latent(cfg, 1, cfg.z_dim);  // [1, z, T, h, w]
+  const at::Tensor latents = at::randn(shape, at::TensorOptions().device(o.device)).to(o.vae_dtype);
+  Row row{name, clip.str(), omni::str_cat(latents.sizes()), 1, 0, o.vae_dtype, vae.parameter_bytes()};
+  const std::vector<int64_t> video{1, cfg.video_channels(), clip.frames, clip.height, clip.width};  // [1, 3, F, H, W]
+  rows.push_back(run_workload(
+      row, o, -1, [&] { return vae.decode(latents); }, [&](const at::Tensor& out) { check_output(out, video, name); }));
+}
+
+// The analytic count against a number worked out by hand, on the "small" preset's transformer at the tiny
+// a14b size (B 1, S 72, L 16, D 128, F 256, C 16, P 4, freq 256, text 64, 4 layers):
+//   patch 2*72*64*128 = 1,179,648; time 2*(256*128 + 128*128 + 128*768) = 294,912;
+//   text 2*16*(64*128 + 128*128) = 786,432; head 2*72*128*64 = 1,179,648;
+//   block: 8*72*128^2 = 9,437,184 + 4*72^2*128 = 2,654,208 + 4*72*128^2 = 4,718,592 + 4*16*128^2 = 1,048,576
+//          + 4*72*16*128 = 589,824 + 4*72*128*256 = 9,437,184, = 27,885,568, x 4 = 111,542,272;
+//   total 114,982,912. Per-token timesteps add 2*(72-1)*(256*128 + 128*128 + 128*768) = 20,938,752.
+void self_check_flops() {
+  WanTransformerConfig c;
+  c.num_attention_heads = 8;
+  c.attention_head_dim = 16;
+  c.ffn_dim = 256;
+  c.num_layers = 4;
+  c.text_dim = 64;
+  const int64_t scalar = transformer_flops(c, 1, 72, 16, false);
+  const int64_t per_token = transformer_flops(c, 1, 72, 16, true);
+  OMNI_CHECK(scalar == 114982912, "self-check: transformer_flops gave ", scalar, ", by hand 114982912");
+  OMNI_CHECK(per_token == 114982912 + 20938752, "self-check: per-token transformer_flops gave ", per_token,
+             ", by hand ", 114982912 + 20938752);
+  say("self-check: the analytic FLOP count matches the hand count (", scalar, ")");
+}
+
+void print_table(const std::vector<Row>& rows, const Options& o) {
+  std::printf("\n| %-8s | %-14s | %5s | %-9s | %7s | %10s | %10s | %9s | %11s |\n", "workload", "shape", "batch",
+              "dtype", "tokens", "seconds", "TFLOP", "TFLOP/s", o.device.is_cuda() ? "peak alloc" : "peak RSS");
+  std::printf(
+      "|----------|----------------|-------|-----------|---------|------------|------------|-----------|"
+      "-------------|\n");
+  for (const auto& r : rows) {
+    const double med = r.median();
+    std::printf("| %-8s | %-14s | %5s | %-9s | %7s | %10.4f | %10.4f | %9.3f | %11s |\n", r.workload.c_str(),
+                r.shape.c_str(), std::to_string(r.batch).c_str(), dtype_name(r.dtype),
+                r.tokens ? std::to_string(r.tokens).c_str() : "-", med, r.flops / 1e12, r.flops / med / 1e12,
+                omni::format_bytes(r.peak_bytes).c_str());
+  }
+  std::printf("\n");
+}
+
+int run(int argc, char** argv) {
+  if (argc == 2 && std::strcmp(argv[1], "--help") == 0) {
+    std::cout << kUsage << "\n";
+    return 0;
+  }
+  const Options o = parse(argc, argv);
+  say("device ", o.device.str(), ", dtype ", dtype_name(o.dtype), ", VAE dtype ", dtype_name(o.vae_dtype),
+      o.tiny ? ", tiny sizes" : "");
+  if (o.self_check) self_check_flops();
+  // Tiny clips: a few latent frames of the "small" preset, enough to run every code path (temporal cache).
+  const Clip a14b_clip = o.tiny ? Clip{9, 64, 96} : Clip{81, 480, 832};
+  const Clip ti2v_clip = o.tiny ? Clip{5, 64, 128} : Clip{121, 704, 1280};
+  std::vector<Row> rows;
+  if (o.wants("a14b")) bench_transformer("a14b", CheckpointKind::kT2vA14b, a14b_clip, false, o, rows);
+  if (o.wants("ti2v5b")) bench_transformer("ti2v5b", CheckpointKind::kTi2v5b, ti2v_clip, true, o, rows);
+  if (o.wants("vae21")) bench_vae("vae21", CheckpointKind::kT2vA14b, a14b_clip, o, rows);
+  if (o.wants("vae22")) bench_vae("vae22", CheckpointKind::kTi2v5b, ti2v_clip, o, rows);
+
+  print_table(rows, o);
+  std::fflush(stdout);
+  Json all = Json::array();
+  for (const auto& r : rows) {
+    all.push_back(to_json(r, o));
+    std::cout << "forward_bench: " << all.back().dump() << "\n";
+  }
+  if (!o.json_path.empty()) {
+    std::ofstream f(o.json_path);
+    f << all.dump(2) << "\n";
+    OMNI_CHECK_USAGE(f.good(), "cannot write --json ", o.json_path);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const omni::Error& e) {
+    std::fprintf(stderr, "forward_bench: %s\n", e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "forward_bench: %s\n", e.what());
+    return 1;
+  }
+}
