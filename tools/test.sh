@@ -6,4 +6,5 @@ bash tools/install-deps.sh
 bash tools/build.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cd "${BUILD_DIR:-build}"
-ctest --output-on-failure --timeout 900 ${CTEST_ARGS:-}
+# Label gpu: tests that need a GPU, run by tools/gpu/check.sh on a GPU machine.
+ctest --output-on-failure --timeout 900 -LE gpu ${CTEST_ARGS:-}

@@ -14,6 +14,7 @@
 #include "core/log.h"
 
 #ifdef OMNI_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime_api.h>
 #endif
@@ -135,6 +136,16 @@ c10::Device select_device(const std::string& spec, const Communicator& world, bo
     OMNI_INFO("--device auto: no GPU visible to this LibTorch (", at::detail::getCUDAHooks().hasCUDA() ? "" : "no CUDA "
               "support; ", "or no driver); running on the CPU");
   return mine.device;
+}
+
+int64_t peak_device_bytes(const c10::Device& device) {
+#ifdef OMNI_WITH_CUDA
+  if (device.is_cuda()) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    return stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
+  }
+#endif
+  return 0;
 }
 
 std::string version_report(const std::string& tool_version) {

@@ -8,6 +8,7 @@
 
 #include <c10/core/Device.h>
 
+#include <cstdint>
 #include <string>
 
 #include "dist/communicator.h"
@@ -22,6 +23,9 @@ int visible_gpu_count();
 // cuda or cuda:N. A CUDA device is made current on return. Two ranks of one node on the same physical GPU
 // (same UUID, whatever CUDA_VISIBLE_DEVICES says) are a usage error naming both, unless `allow_shared_gpu`.
 c10::Device select_device(const std::string& spec, const Communicator& world, bool allow_shared_gpu);
+
+// Peak bytes LibTorch's caching allocator had allocated on `device` so far (0 for the CPU).
+int64_t peak_device_bytes(const c10::Device& device);
 
 // Versions of the tool and everything it runs on, one per line: omni-generate, LibTorch (and its CUDA,
 // cuDNN), the CUDA driver and runtime, NCCL, the MPI library. Needs MPI initialized. Local (no collective).

@@ -141,14 +141,13 @@ void GenerationJob::load() {
   // The device first, agreed on its own: every rank's GPU is current and every rank knows that all the
   // others got theirs before any communicator is created (the pipeline's NCCL groups), so a rank that fails
   // here cannot leave the others waiting inside a communicator's set-up.
-  at::Device device = at::kCPU;
   dist::run_agreed(mesh_.world(), [&] {
-    device = dist::select_device(opts_.device, mesh_.world(), opts_.allow_shared_gpu);
+    device_ = dist::select_device(opts_.device, mesh_.world(), opts_.allow_shared_gpu);
     dist::set_collective_timeout(opts_.collective_timeout);
   });
   dist::run_agreed(mesh_.world(), [&] {
     PipelineSettings s;
-    s.device = device;
+    s.device = device_;
     s.dtype = parse_dtype(opts_.dtype);
     s.vae_dtype = parse_dtype(opts_.vae_dtype);
     OMNI_CHECK_USAGE(!s.device.is_cpu() || (s.dtype != at::kHalf && s.vae_dtype != at::kHalf),
@@ -277,6 +276,7 @@ void GenerationJob::write_outputs(int index, const GenerationResult& result, dou
   side["pipeline"] = model_->index().class_name;
   side["task"] = task_name(task_);
   side["preset"] = preset_;
+  side["device"] = device_.str();  // settings.device says what was asked ("auto"), this what ran
   side["frames"] = result.frames.size(1);
   side["height"] = result.frames.size(2);
   side["width"] = result.frames.size(3);
@@ -299,13 +299,14 @@ void GenerationJob::write_outputs(int index, const GenerationResult& result, dou
 void GenerationJob::write_report() {
   // Every rank's figures to rank 0 (a collective: every rank gets here after its last prompt).
   const auto& st = pipeline_->hsdp_stats();
-  constexpr int kFields = 6;
+  constexpr int kFields = 7;
   double mine[kFields] = {static_cast<double>(st.param_bytes_resident),
                           static_cast<double>(st.gathered_bytes_peak),
                           static_cast<double>(pipeline_->disk_bytes_read()),
                           static_cast<double>(gathered_per_step_),
                           st.gather_wait_seconds,
-                          static_cast<double>(peak_rss_bytes())};
+                          static_cast<double>(peak_rss_bytes()),
+                          static_cast<double>(dist::peak_device_bytes(device_))};
   const int world = mesh_.world_size();
   std::vector<double> all(static_cast<size_t>(kFields * world));
   MPI_CHECK(MPI_Gather(mine, kFields, MPI_DOUBLE, all.data(), kFields, MPI_DOUBLE, 0, mesh_.world().comm()));
@@ -318,6 +319,7 @@ void GenerationJob::write_report() {
   if (opts_.report.empty()) return;
   nlohmann::json r;
   r["world_size"] = world;
+  r["device"] = device_.str();
   r["layout"] = {{"dp", l.dp}, {"cfg", l.cfg}, {"ring", l.ring}, {"ulysses", l.ulysses},
                  {"hsdp_shard", l.hsdp_shard}, {"hsdp_replicate", l.hsdp_replicate}};
   r["param_bytes_total"] = pipeline_->param_bytes_total();
@@ -330,7 +332,8 @@ void GenerationJob::write_report() {
                      {"disk_bytes_read", static_cast<int64_t>(f[2])},
                      {"gathered_bytes_per_step", static_cast<int64_t>(f[3])},
                      {"gather_wait_seconds", f[4]},
-                     {"peak_rss_bytes", static_cast<int64_t>(f[5])}});
+                     {"peak_rss_bytes", static_cast<int64_t>(f[5])},
+                     {"peak_device_bytes", static_cast<int64_t>(f[6])}});
   }
   r["ranks"] = ranks;
   nlohmann::json timings;
