@@ -41,6 +41,15 @@ expect ti2v_height_not_multiple_of_32 2 2 "multiples of 32" -- --model "$ref/ti2
   --height 48 --width 32 --num-frames 9 --output "$work/a.mp4"
 expect float16_on_cpu 1 2 "float16 needs --device cuda" -- --model "$ref/t2v-a14b-tiny/model" --prompt x \
   --height 32 --width 48 --num-frames 9 --max-sequence-length 24 --dtype float16 --output "$work/a.mp4"
+# --device: cuda where no GPU is visible (this CPU suite's machines) is an agreed usage error on every rank,
+# before any model is read; a malformed name is caught with the other options.
+expect cuda_without_gpu 2 2 "--device cuda: no CUDA device is visible" -- "${t2v[@]}" --device cuda --output "$work/a.mp4"
+expect cuda_index_without_gpu 1 2 "--device cuda:1: no CUDA device is visible" -- "${t2v[@]}" --device cuda:1 \
+  --output "$work/a.mp4"
+expect bad_device_name 2 2 "--device must be auto, cpu, cuda or cuda:N, got 'gpu'" -- "${t2v[@]}" --device gpu \
+  --output "$work/a.mp4"
+expect bad_collective_timeout 1 2 "--collective-timeout must be a positive number" -- "${t2v[@]}" \
+  --collective-timeout 0 --output "$work/a.mp4"
 expect no_prompt 1 2 "no prompt" -- --model "$ref/t2v-a14b-tiny/model" --output "$work/a.mp4"
 if ls "$work"/a.mp4* >/dev/null 2>&1 || ls "$work"/.*tmp* >/dev/null 2>&1; then
   fails=$((fails + 1)); echo "FAIL: a failed run left a file behind"; ls -la "$work"
