@@ -1,5 +1,5 @@
 # omni_add_layer(NAME DEPS...): one static library per lib/ folder, its sources globbed so that a new
-# file pair needs no CMake edit. Layers link only the layers below them (DESIGN.md section 1).
+# file pair needs no CMake edit. Layers link only the layers below them (docs/DESIGN.md section 1).
 function(omni_add_layer name)
   file(GLOB _srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
   if(NOT _srcs)

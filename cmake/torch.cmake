@@ -1,4 +1,4 @@
-# LibTorch: PyTorch 2.x's, the one users have (DESIGN.md "Build").
+# LibTorch: PyTorch 2.x's, the one users have (docs/DESIGN.md section 7).
 #
 # Where it comes from, first match wins:
 #   1. CMAKE_PREFIX_PATH (or Torch_DIR) given by the user;

@@ -1,6 +1,6 @@
 // omni-generate: parse, validate, run, report. No model code lives here.
 //
-// Error contract (DESIGN.md section 5): one clear line on stderr, the same exit code on every rank, no rank
+// Error contract (docs/DESIGN.md section 5): one clear line on stderr, the same exit code on every rank, no rank
 // left waiting. Errors found while resolving options and the layout are identical on every rank (same inputs,
 // same verdict), so rank 0 prints them and every rank exits normally with the code. Errors after that may hit
 // one rank only; that rank prints its line and aborts the job with the code, so no other rank hangs in a

@@ -1,4 +1,4 @@
-// ParallelConfig validation and the rank layout (DESIGN.md section 4). Pure integer logic: every rank
+// ParallelConfig validation and the rank layout (docs/DESIGN.md section 4). Pure integer logic: every rank
 // computes the same verdict from the same inputs, so no rank waits on one that already exited.
 #pragma once
 

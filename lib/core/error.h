@@ -1,4 +1,4 @@
-// Errors, exit codes and the one family of check macros (DESIGN.md section 5 and 6).
+// Errors, exit codes and the one family of check macros (docs/DESIGN.md section 5 and 6).
 //
 // Every failure a user can hit is an omni::Error carrying the exit code that main() returns:
 //   2 bad usage or invalid configuration, 3 bad input files, 1 anything else.

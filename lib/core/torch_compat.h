@@ -1,4 +1,4 @@
-// Thin wrappers over LibTorch calls whose exact numerics the reference fixes (PyTorch 2.x; DESIGN.md "Build").
+// Thin wrappers over LibTorch calls whose exact numerics the reference fixes (PyTorch 2.x; docs/DESIGN.md section 7).
 #pragma once
 
 #include <ATen/ATen.h>

@@ -1,4 +1,4 @@
-// The MPI environment and an RAII communicator (DESIGN.md section 4; c10d / TensorRT-LLM style).
+// The MPI environment and an RAII communicator (docs/DESIGN.md section 4; c10d / TensorRT-LLM style).
 //
 // MpiEnvironment initializes MPI once per process and finalizes it only if it was the one that
 // initialized it, so that tests and embedding programs that already called MPI_Init keep working.

@@ -1,4 +1,4 @@
-// DeviceMesh: this rank's sub-communicator for each group kind of a Layout (DESIGN.md section 4).
+// DeviceMesh: this rank's sub-communicator for each group kind of a Layout (docs/DESIGN.md section 4).
 //
 // The Layout (lib/config/parallel_config.h) is pure integer logic that every rank evaluates alike; the
 // mesh turns it into MPI communicators with one split per kind, in a fixed order on every rank. Each

@@ -1,5 +1,5 @@
 // ProcessGroup: the collectives HSDP and sequence parallelism need, over at::Tensor, each returning a Work
-// handle so that communication overlaps computation (DESIGN.md section 4; PyTorch c10d's shape).
+// handle so that communication overlaps computation (docs/DESIGN.md section 4; PyTorch c10d's shape).
 //
 // Backends: ProcessGroupMpi (CPU tensors, non-blocking MPI) and ProcessGroupNccl (CUDA tensors, only with
 // OMNI_WITH_NCCL). make_process_group() picks one from the device.

@@ -1,7 +1,7 @@
 // One HSDP unit (a transformer block, a UMT5 block, or a model's root): its parameters live in flat buffers,
 // one per dtype, padded to a multiple of the shard size; this rank keeps only its contiguous slice. Before the
 // unit runs, the slices are all-gathered into a reusable full buffer and the parameter slots are pointed at
-// views of it; after, the slots are emptied and the buffer goes back to the pool (DESIGN.md section 4).
+// views of it; after, the slots are emptied and the buffer goes back to the pool (docs/DESIGN.md section 4).
 #pragma once
 
 #include <ATen/ATen.h>

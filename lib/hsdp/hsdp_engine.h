@@ -1,5 +1,5 @@
 // The HSDP schedule of one sharded model: a root unit held gathered for a whole forward, and blocks gathered
-// one at a time with the next block's gather issued before the current block computes (DESIGN.md section 4).
+// one at a time with the next block's gather issued before the current block computes (docs/DESIGN.md section 4).
 //
 //   before(root): gather root, prefetch block 0      before(i): wait block i, prefetch block i+1
 //   after(i):     release block i                    after(root): release root

@@ -2,7 +2,7 @@
 // data-parallel groups, the model loaded (sharded), every video generated, written by its group's writing rank,
 // and the run report assembled on rank 0.
 //
-// Phases and failure handling (DESIGN.md section 5: one line, same exit code on every rank, nobody hangs):
+// Phases and failure handling (docs/DESIGN.md section 5: one line, same exit code on every rank, nobody hangs):
 //   prepare()  agreed: resolve the model, read prompts, check the image and every output path, before any
 //              weight is read;
 //   load()     agreed: build the pipeline (each rank reads its own shards);

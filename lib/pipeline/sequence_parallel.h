@@ -1,4 +1,4 @@
-// Sequence parallelism for the Wan transformer (DESIGN.md section 4): the token sequence of one video is split
+// Sequence parallelism for the Wan transformer (docs/DESIGN.md section 4): the token sequence of one video is split
 // over the sp = ring x ulysses ranks, each rank running every block on its own contiguous token chunk.
 //
 // - Ulysses (DeepSpeed-Ulysses): around self-attention, one all-to-all turns q/k/v from sequence-sharded,

@@ -168,7 +168,7 @@ TEST(Options, PresetForModel) {
 }
 
 TEST(Options, EveryOptionOfTheDesignExists) {
-  // DESIGN.md section 5's flag list: each must be in the table (and so on the command line and in YAML).
+  // docs/DESIGN.md section 5's flag list: each must be in the table (and so on the command line and in YAML).
   const char* names[] = {"model", "task", "config", "prompt", "negative-prompt", "prompts-file", "image", "height",
                          "width", "num-frames", "num-inference-steps", "guidance-scale", "guidance-scale-2",
                          "boundary-ratio", "flow-shift", "sample-solver", "seed", "max-sequence-length", "output",

@@ -1,4 +1,4 @@
-// ParallelConfig validation and the rank layout (DESIGN.md section 4).
+// ParallelConfig validation and the rank layout (docs/DESIGN.md section 4).
 #include <gtest/gtest.h>
 
 #include "config/parallel_config.h"

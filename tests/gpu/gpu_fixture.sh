@@ -8,7 +8,7 @@
 # bfloat16 on the GPU (the VAE in float32): every transformer call's output within 3e-2 of the largest
 # value: bfloat16 keeps 8 bits (2^-9 relative per rounding) and the tiny models' few layers round a few
 # dozen times along any path. Frames are not compared in bfloat16: these random-weight VAE decoders amplify
-# a latent's rounding past any useful bound (see docs/DESIGN.md, numerical contract).
+# a latent's rounding past any useful bound (docs/DESIGN.md section 3).
 set -euo pipefail
 gen=$1; compare=$2; case_dir=$3; work=$4; nsteps=$5; shift 5
 rm -rf "$work"; mkdir -p "$work"

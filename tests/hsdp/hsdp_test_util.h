@@ -73,7 +73,7 @@ class CountingGroup : public omni::dist::ProcessGroup {
   std::unique_ptr<omni::dist::ProcessGroup> inner_;
 };
 
-// Wraps the engine's hooks and checks, at every hook, the schedule DESIGN.md section 4 promises:
+// Wraps the engine's hooks and checks, at every hook, the schedule docs/DESIGN.md section 4 promises:
 //   before(root) issues the gathers of the root and block 0 (and nothing else) and leaves the root gathered;
 //   before(i) leaves block i gathered and has issued block i+1's gather (still in flight: it overlaps block
 //   i's compute), with block i+2 untouched; after(i) issues nothing and leaves block i released.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The command line's error contract on real inputs: a clear one-line error printed once, the exit code of
-# DESIGN.md section 5 (2 usage, 3 bad input file), found before any model is loaded, nothing written, and an
+# docs/DESIGN.md section 5 (2 usage, 3 bad input file), found before any model is loaded, nothing written, and an
 # existing output never replaced without --overwrite.
 #   error_cases.sh GENERATE REFERENCE_DIR WORK_DIR
 set -u
