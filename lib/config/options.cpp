@@ -233,6 +233,8 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     CLI::Option* opt;
     if (b.spec.is_flag) opt = app.add_flag("--" + b.spec.name, flags[b.spec.name], help);
     else opt = app.add_option("--" + b.spec.name, raw[b.spec.name], help)->type_name(b.spec.type_name);
+    // Like argparse: a flag given twice takes its last value, so scripts can append overrides.
+    opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     registered.emplace_back(b.spec.name, opt);
   }
 

@@ -133,8 +133,13 @@ c10::Device select_device(const std::string& spec, const Communicator& world, bo
     }
   }
   if (spec == "auto" && mine.device.is_cpu())
-    OMNI_INFO("--device auto: no GPU visible to this LibTorch (", at::detail::getCUDAHooks().hasCUDA() ? "" : "no CUDA "
-              "support; ", "or no driver); running on the CPU");
+    OMNI_INFO("--device auto: running on the CPU (",
+#ifdef OMNI_WITH_CUDA
+              "no NVIDIA driver or no visible GPU",
+#else
+              "this LibTorch has no CUDA",
+#endif
+              ")");
   return mine.device;
 }
 

@@ -34,17 +34,12 @@ WanRotaryPosEmbed::WanRotaryPosEmbed(int64_t attention_head_dim, int64_t max_seq
     cos_parts.push_back(c);
     sin_parts.push_back(s);
   }
-  auto cos_all = at::cat(cos_parts, 1);  // [L, d]
-  auto sin_all = at::cat(sin_parts, 1);  // [L, d]
-  // diffusers' forward splits the concatenated table at d - 2*(d//3), d//3, d//3 (not at the construction
-  // sizes); mirror that so that any head_dim gives the reference's numbers.
-  const int64_t third = d / 3;
-  const int64_t split[3] = {d - 2 * third, third, third};
-  int64_t begin = 0;
+  // diffusers (0.40) splits the concatenated table in forward() at the sizes it was built with, t_dim,
+  // h_dim, h_dim; older versions split at d - 2*(d//3), d//3, d//3, which differs where d//3 != 2*(d//6)
+  // (head dims 16, 64, ...; not 128, the released models'). The construction sizes are the parts themselves.
   for (int axis = 0; axis < 3; ++axis) {
-    cos_[axis] = cos_all.slice(1, begin, begin + split[axis]).contiguous();  // [L, part]
-    sin_[axis] = sin_all.slice(1, begin, begin + split[axis]).contiguous();  // [L, part]
-    begin += split[axis];
+    cos_[axis] = cos_parts[axis].contiguous();  // [L, part]
+    sin_[axis] = sin_parts[axis].contiguous();  // [L, part]
   }
 }
 

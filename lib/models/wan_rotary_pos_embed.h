@@ -36,9 +36,8 @@ class WanRotaryPosEmbed {
  private:
   int64_t head_dim_;
   int64_t max_seq_len_;
-  // Per axis (frame, row, column): the repeat-interleaved tables [max_seq_len, part] in float32, CPU,
-  // already cut at diffusers' forward split points (which equal the construction split for even head_dim
-  // with 2*(d//6) == d//3, and are mirrored as written otherwise).
+  // Per axis (frame, row, column): the repeat-interleaved tables [max_seq_len, part] in float32, CPU, with
+  // parts d - 4*(d//6), 2*(d//6), 2*(d//6) as diffusers builds and splits them.
   std::array<at::Tensor, 3> cos_;
   std::array<at::Tensor, 3> sin_;
   // The last few grids' tables, by (frames, height, width, device).

@@ -163,6 +163,16 @@ void GenerationJob::load() {
     s.boundary_ratio = set_by_user(opts_, "boundary-ratio") || !model_->index().boundary_ratio
                            ? opts_.boundary_ratio : std::nullopt;
     pipeline_ = std::make_unique<WanPipeline>(*model_, s, &mesh_);
+    // Record what runs, not what the preset proposed: where the checkpoint's own flow_shift and
+    // boundary_ratio won, the sidecar and --dry-run-style listings must say so to reproduce the run.
+    if (!s.flow_shift) {
+      opts_.flow_shift = pipeline_->flow_shift();
+      opts_.sources["flow-shift"] = "checkpoint " + model_->component_config_path("scheduler");
+    }
+    if (!s.boundary_ratio) {
+      opts_.boundary_ratio = pipeline_->boundary_ratio();
+      opts_.sources["boundary-ratio"] = "checkpoint " + model_->root() + "/model_index.json";
+    }
 
     if (!opts_.image.empty()) {
       // Without explicit sizes, the image decides them: its aspect ratio within the preset's area, snapped
@@ -283,6 +293,7 @@ void GenerationJob::write_outputs(int index, const GenerationResult& result, dou
   nlohmann::json settings;
   for (const auto& spec : config::option_table()) settings[spec.name] = config::option_value(opts_, spec.name);
   side["settings"] = settings;
+  side["sources"] = opts_.sources;  // where each setting came from (default, preset, config, flag, checkpoint)
   nlohmann::json timings;
   for (const auto& [k, v] : result.times.all()) timings[k] = v;
   timings["generate"] = seconds;

@@ -130,7 +130,8 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
   scheduler_source_ = model.component_config_path("scheduler");
   scheduler_config_ = model.component_config("scheduler");
   // Validate the scheduler now, so that a bad config fails before the first prompt.
-  sched::make_scheduler(scheduler_config_, settings_.sample_solver, settings_.flow_shift, scheduler_source_);
+  flow_shift_ = sched::make_scheduler(scheduler_config_, settings_.sample_solver, settings_.flow_shift,
+                                      scheduler_source_)->config().flow_shift;
 
   if (experts_.size() == 2) {
     OMNI_CHECK_INPUT(settings_.boundary_ratio || index_.boundary_ratio, model.root(),

@@ -97,6 +97,12 @@ class WanPipeline {
   GenerationResult generate(const GenerationRequest& request, const StepCallback& on_step = nullptr);
 
   const io::ModelIndex& index() const { return index_; }
+  // What the run uses: --flow-shift, else scheduler_config.json's; --boundary-ratio, else model_index.json's
+  // (none for a one-expert model).
+  double flow_shift() const { return flow_shift_; }
+  std::optional<double> boundary_ratio() const {
+    return settings_.boundary_ratio ? settings_.boundary_ratio : index_.boundary_ratio;
+  }
   // Bytes of all weights of all components as held in memory (whole, not per rank).
   int64_t param_bytes_total() const { return param_bytes_total_; }
   const hsdp::HsdpStats& hsdp_stats() const { return *stats_; }
@@ -125,6 +131,7 @@ class WanPipeline {
   std::unique_ptr<models::Umt5Tokenizer> tokenizer_;
   std::unique_ptr<models::Umt5Encoder> text_encoder_;
   std::unique_ptr<hsdp::ShardedModel> text_encoder_sharded_;
+  double flow_shift_ = 1.0;
   std::vector<std::unique_ptr<models::WanTransformer3DModel>> experts_;  // transformer, transformer_2
   std::vector<std::unique_ptr<hsdp::ShardedModel>> experts_sharded_;
   std::unique_ptr<models::AutoencoderKLWan> vae_;

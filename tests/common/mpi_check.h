@@ -6,7 +6,9 @@
 
 #include <mpi.h>
 
+#include <cmath>
 #include <cstdarg>
+#include <limits>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -20,9 +22,12 @@ class MpiChecks {
   // Passes when the worst `local_err` over all ranks is <= tol (NaN fails). `ref_scale` >= 0 is printed as
   // the reference's magnitude, to read the error against.
   bool err(const std::string& what, double local_err, double tol = 0.0, double ref_scale = -1) {
-    double worst = local_err;
-    MPI_Allreduce(&local_err, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    const bool ok = worst <= tol;
+    // MPI_MAX over a NaN is implementation-defined (Open MPI drops it: max(NaN, x) = x), so a NaN is sent as
+    // +inf, and the verdict is also agreed on by itself: a NaN on any rank fails the check on every rank.
+    const double sent = std::isnan(local_err) ? std::numeric_limits<double>::infinity() : local_err;
+    double worst = sent;
+    MPI_Allreduce(&sent, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    const bool ok = worst <= tol && !any_rank(!(local_err <= tol));
     std::string line = what + format(" max_abs_err=%g", worst);
     if (tol != 0.0 || ref_scale >= 0) {
       line += format(" (tol %g", tol) + (ref_scale >= 0 ? format(", max|ref| %g", ref_scale) : "") + ")";

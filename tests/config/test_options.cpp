@@ -167,6 +167,32 @@ TEST(Options, PresetForModel) {
   EXPECT_EQ(preset_for("/data/my-model", "WanPipeline", false), "wan2.2-t2v-a14b");
 }
 
+// Scripts append overrides to a base command line: as with argparse, the last value wins.
+TEST(Options, AFlagGivenTwiceTakesItsLastValue) {
+  GenerateOptions o = omni::config::resolve_options(
+      parse({"--seed", "1", "--prompt", "a", "--seed", "7", "--device=cpu", "--device", "auto", "--overwrite",
+             "--overwrite", "--prompt", "b"}),
+      "");
+  EXPECT_EQ(o.seed, 7);
+  EXPECT_EQ(o.device, "auto");
+  EXPECT_EQ(o.prompt, "b");
+  EXPECT_TRUE(o.overwrite);
+  EXPECT_EQ(o.sources.at("seed"), "flag");
+}
+
+TEST(Options, DeviceDefaultsToAutoAndCollectiveTimeoutTo600) {
+  GenerateOptions o = omni::config::resolve_options(parse({"--prompt", "x"}), "");
+  EXPECT_EQ(o.device, "auto");
+  EXPECT_DOUBLE_EQ(o.collective_timeout, 600);
+  EXPECT_FALSE(o.allow_shared_gpu);
+  for (const char* bad : {"gpu", "cuda:", "cuda:x", "cuda:-1", "CPU"}) {
+    EXPECT_THROW(omni::config::resolve_options(parse({"--prompt", "x", "--device", bad}), ""), omni::Error) << bad;
+  }
+  for (const char* good : {"auto", "cpu", "cuda", "cuda:0", "cuda:12"}) {
+    EXPECT_NO_THROW(omni::config::resolve_options(parse({"--prompt", "x", "--device", good}), "")) << good;
+  }
+}
+
 TEST(Options, EveryOptionOfTheDesignExists) {
   // docs/DESIGN.md section 5's flag list: each must be in the table (and so on the command line and in YAML).
   const char* names[] = {"model", "task", "config", "prompt", "negative-prompt", "prompts-file", "image", "height",
@@ -174,7 +200,8 @@ TEST(Options, EveryOptionOfTheDesignExists) {
                          "boundary-ratio", "flow-shift", "sample-solver", "seed", "max-sequence-length", "output",
                          "fps", "save-tensors", "report", "use-hsdp", "hsdp-shard-size", "hsdp-replicate-size",
                          "ulysses-degree", "ring-degree", "cfg-parallel-size", "tensor-parallel-size", "device",
-                         "dtype", "vae-dtype", "log-level", "dry-run", "overwrite", "crf"};
+                         "dtype", "vae-dtype", "log-level", "dry-run", "overwrite", "crf", "allow-shared-gpu",
+                         "collective-timeout", "dump-tensors"};
   for (const char* n : names) {
     bool found = false;
     for (const auto& spec : omni::config::option_table()) found |= spec.name == n;

@@ -6,13 +6,16 @@
 // "N passed, N failed". A thrown error aborts all ranks instead of leaving them waiting.
 #include <ATen/ATen.h>
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "config/parallel_config.h"
 #include "core/error.h"
+#include "core/timer.h"
 #include "dist/communicator.h"
 #include "dist/device_mesh.h"
 #include "dist/process_group.h"
@@ -189,9 +192,23 @@ void run_collectives(ProcessGroup& pg, const std::vector<int>& members, const st
     for (int r = 1; r < g; ++r)
       want_max = at::maximum(want_max, pattern(at::kBFloat16, members[r], 5, 17).to(at::kDouble));
     g_checks.err(label + " dropped work completes", max_err(dropped, want_max));
-    WorkHandle bar = pg.barrier();
-    bar->wait();
-    g_checks.truth(label + " barrier", bar->is_completed());
+  }
+  // is_completed() is a real poll and barrier() really waits: group rank 0 joins 200 ms late, so no other
+  // rank can see its all_reduce complete before then, nor leave the barrier earlier.
+  if (g > 1) {
+    at::Tensor x = pattern(at::kFloat, wme, 6, 33);
+    if (pg.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    WorkHandle w = pg.all_reduce(x, ReduceOp::kSum);
+    const bool early = pg.rank() != 0 && w->is_completed();
+    w->wait();
+    g_checks.truth(label + " is_completed() is false while a peer has not joined", !early);
+    g_checks.truth(label + " is_completed() after wait()", w->is_completed());
+    omni::Timer t;
+    if (pg.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    pg.barrier()->wait();
+    const double waited = t.seconds();
+    g_checks.truth(label + " barrier holds every rank until the last one joins", pg.rank() == 0 || waited >= 0.15,
+                   "left after " + std::to_string(waited) + " s");
   }
 }
 

@@ -449,12 +449,20 @@ TEST(Generator, SmallPresetRoundTrip) {
   for (const auto& c : kind_cases()) {
     const auto spec = make_preset(c.kind, "small");
     const Outputs out = run_components(generate_checkpoint(spec, dir / kind_name(c.kind)), at::kFloat);
+    // The generator's scaled initialisation (weights N(0, 1/fan_in), norm scales ~1) exists so that the small
+    // and full presets keep activations near unit size through every block, as trained weights do: a wrong
+    // rule shows as an rms many orders of magnitude off (1e-3 or 1e3), which this band rejects.
+    auto in_band = [](double v) { return v > 0.05 && v < 20.0; };
     for (const auto& [name, y] : out.transformer) {
-      EXPECT_EQ(y.size(1), spec.transformer.out_channels);
+      EXPECT_EQ(y.sizes(), (std::vector<int64_t>{1, spec.transformer.out_channels, 3, 4, 4})) << name;
       EXPECT_TRUE(all_finite(y)) << kind_name(c.kind) << " " << name;
+      EXPECT_TRUE(in_band(rms(y))) << kind_name(c.kind) << " " << name << " rms " << rms(y);
     }
+    EXPECT_EQ(out.video.size(1), 3);
     EXPECT_TRUE(all_finite(out.video)) << kind_name(c.kind);
+    EXPECT_TRUE(in_band(rms(out.video))) << kind_name(c.kind) << " vae rms " << rms(out.video);
     EXPECT_TRUE(all_finite(out.text)) << kind_name(c.kind);
+    EXPECT_TRUE(in_band(rms(out.text))) << kind_name(c.kind) << " umt5 rms " << rms(out.text);
     std::printf("[ %s small ] transformer rms %.4f, vae rms %.4f, umt5 rms %.4f\n", kind_name(c.kind),
                 rms(out.transformer.at("transformer")), rms(out.video), rms(out.text));
   }

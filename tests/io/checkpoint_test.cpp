@@ -146,8 +146,23 @@ TEST(Checkpoint, ReadFlatCrossesTensorAndFileBoundaries) {
                                           "blocks.0.empty", "blocks.1.attn.q.weight", "blocks.0.norm.weight",
                                           "blocks.0.attn.q.weight", "head.bias"};
   std::vector<at::Tensor> parts;
-  for (const auto& n : order) parts.push_back(ck.read(n, at::kFloat).reshape({-1}));
+  std::vector<int64_t> stored_size;  // bytes per element as stored in the files
+  for (const auto& n : order) {
+    parts.push_back(ck.read(n, at::kFloat).reshape({-1}));
+    stored_size.push_back(ck.read(n).element_size());
+  }
   const int64_t total = at::cat(parts).numel();
+  // Bytes a range must copy from the files: its overlap with each tensor times that tensor's stored element
+  // size (the zero padding past the end reads nothing).
+  auto covered_bytes = [&](int64_t begin, int64_t count) {
+    int64_t bytes = 0, offset = 0;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const int64_t lo = std::max(begin, offset), hi = std::min(begin + count, offset + parts[i].numel());
+      if (hi > lo) bytes += (hi - lo) * stored_size[i];
+      offset += parts[i].numel();
+    }
+    return bytes;
+  };
   const int64_t padded = total + 13;
   at::Tensor reference = at::cat({at::cat(parts), at::zeros({padded - total})});  // [padded]
 
@@ -161,7 +176,8 @@ TEST(Checkpoint, ReadFlatCrossesTensorAndFileBoundaries) {
       EXPECT_EQ(got.scalar_type(), at::kFloat);
       const double err = count ? (got - reference.narrow(0, begin, count)).abs().max().item<double>() : 0.0;
       EXPECT_EQ(err, 0.0) << "range [" << begin << ", " << begin + count << ")";
-      EXPECT_GE(ck.bytes_read() - before, 0);
+      EXPECT_EQ(ck.bytes_read() - before, covered_bytes(begin, count)) << "range [" << begin << ", " << begin + count
+                                                                       << ")";
       ++checked;
     }
   }

@@ -74,10 +74,12 @@ TEST(Safetensors, ReadRangeEqualsSliceOfFullRead) {
   auto tensors = all_dtype_tensors();
   write_safetensors(path, tensors);
   SafetensorsFile f(path);
-  int64_t expected_bytes = 0;
+  int64_t expected_bytes = 0;  // what the full reads and every range read together must have copied
   for (const auto& [name, t] : tensors) {
     at::Tensor full = f.read(name).reshape({-1});
     expected_bytes += t.numel() * t.element_size();
+    // Independently of the file: the full read equals what was written.
+    EXPECT_TRUE(at::equal(full, t.reshape({-1}))) << name;
     const int64_t numel = full.numel();
     const int64_t esize = t.element_size();
     for (int64_t b = 0; b <= numel; b += std::max<int64_t>(1, numel / 5)) {
@@ -86,13 +88,14 @@ TEST(Safetensors, ReadRangeEqualsSliceOfFullRead) {
         const int64_t before = f.bytes_read();
         at::Tensor r = f.read_range(name, b, c);
         EXPECT_EQ(f.bytes_read() - before, c * esize) << name << " only the covered bytes are copied";
+        expected_bytes += c * esize;
         ASSERT_EQ(r.dim(), 1);
         EXPECT_EQ(r.scalar_type(), t.scalar_type());
         EXPECT_TRUE(at::equal(r, full.narrow(0, b, c))) << name << " [" << b << ", " << b + c << ")";
       }
     }
   }
-  (void)expected_bytes;
+  EXPECT_EQ(f.bytes_read(), expected_bytes) << "the file's byte counter over all reads";
   // Out-of-range element ranges are a caller bug (exit 1), not a crash.
   testing::expect_error([&] { f.read_range("f16", 30, 8); }, ExitCode::kFailure, {"f16", "outside"});
   testing::expect_error([&] { f.read_range("f16", -1, 2); }, ExitCode::kFailure, {"f16"});

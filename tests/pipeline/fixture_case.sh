@@ -56,5 +56,18 @@ done
 # whatever the encoder does; the luma error is the codec's (about 39 dB at the default crf 18).
 "$compare" "$work/out.mp4" "$t" --frames-key frames --psnr-min 35 --luma
 test -f "$work/out.mp4.json" || { echo "FAIL: no JSON sidecar"; exit 1; }
+# The sidecar records what ran: the checkpoint's own flow_shift (and boundary_ratio), not the preset's.
+python3 - "$work/out.mp4.json" "$case_dir/model" <<'PY' || exit 1
+import json, sys
+side = json.load(open(sys.argv[1]))
+shift = json.load(open(sys.argv[2] + "/scheduler/scheduler_config.json"))["flow_shift"]
+ratio = json.load(open(sys.argv[2] + "/model_index.json")).get("boundary_ratio")
+got = side["settings"]
+if float(got["flow-shift"]) != shift or not side["sources"]["flow-shift"].startswith("checkpoint "):
+    sys.exit(f"FAIL: sidecar flow-shift {got['flow-shift']} ({side['sources']['flow-shift']}), checkpoint {shift}")
+if ratio is not None and float(got["boundary-ratio"]) != ratio:
+    sys.exit(f"FAIL: sidecar boundary-ratio {got['boundary-ratio']}, checkpoint {ratio}")
+print(f"sidecar: flow-shift {got['flow-shift']} and boundary-ratio {got['boundary-ratio']} are the checkpoint's")
+PY
 test -f "$work/report.json" || { echo "FAIL: no report"; exit 1; }
 echo "ok: $case_dir on $np rank(s) $*"

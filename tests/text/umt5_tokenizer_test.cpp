@@ -119,6 +119,15 @@ TEST(PromptClean, FixturePromptsAreUnchanged) {
   }
 }
 
+// What diffusers' prompt_clean does to text that needs it (ftfy is an identity here): html.unescape twice,
+// then every run of whitespace folded to one space and the ends stripped.
+TEST(PromptClean, UnescapesTwiceAndFoldsWhitespace) {
+  EXPECT_EQ(clean_prompt("  A  cat\t\tplaying\n piano  "), "A cat playing piano");
+  EXPECT_EQ(clean_prompt("fish &amp; chips"), "fish & chips");
+  EXPECT_EQ(clean_prompt("a &amp;lt;b&amp;gt; c"), "a <b> c");  // unescaped twice
+  EXPECT_EQ(clean_prompt("x&nbsp;&nbsp;y"), "x y");               // U+00A0 is whitespace to Python's \s
+}
+
 TEST(PromptClean, HtmlUnescapeNamedAndNumeric) {
   EXPECT_EQ(html_unescape("a &amp; b &lt;c&gt; &quot;d&quot; &apos;e&apos;"), "a & b <c> \"d\" 'e'");
   EXPECT_EQ(html_unescape("&#65;&#x42;&#X43;&#68"), "ABCD");
