@@ -7,7 +7,6 @@ namespace omni {
 
 bool is_dir(const std::string& path);
 bool is_file(const std::string& path);  // a regular file
-bool path_exists(const std::string& path);
 bool ends_with(const std::string& s, const std::string& suffix);
 
 }  // namespace omni

@@ -41,7 +41,6 @@ void set_rank(int rank, int world) {
   g_world = world;
 }
 void set_level(Level level) { g_level = level; }
-Level level() { return g_level; }
 
 Level parse_level(const std::string& name) {
   if (name == "debug") return Level::kDebug;

@@ -12,7 +12,6 @@ enum class Level : int { kDebug = 0, kInfo = 1, kWarn = 2, kError = 3, kOff = 4 
 
 void set_rank(int rank, int world);
 void set_level(Level level);
-Level level();
 // "debug", "info", "warn"/"warning", "error", "off"; throws a usage error naming --log-level otherwise.
 Level parse_level(const std::string& name);
 bool enabled(Level level);  // level passes the threshold and, for info/debug, this is rank 0
@@ -29,4 +28,3 @@ void write_all_ranks(Level level, const std::string& message);
 #define OMNI_DEBUG(...) OMNI_LOG_AT(::omni::log::Level::kDebug, __VA_ARGS__)
 #define OMNI_INFO(...) OMNI_LOG_AT(::omni::log::Level::kInfo, __VA_ARGS__)
 #define OMNI_WARN(...) OMNI_LOG_AT(::omni::log::Level::kWarn, __VA_ARGS__)
-#define OMNI_ERROR(...) OMNI_LOG_AT(::omni::log::Level::kError, __VA_ARGS__)

@@ -23,7 +23,6 @@ class MpiEnvironment {
   MpiEnvironment& operator=(const MpiEnvironment&) = delete;
 
   int thread_level() const { return thread_level_; }
-  bool thread_multiple() const { return thread_level_ >= MPI_THREAD_MULTIPLE; }
   // True when this object called MPI_Init_thread and will call MPI_Finalize.
   bool owns_mpi() const { return owns_; }
 

@@ -27,12 +27,6 @@ void BufferPool::release(at::Tensor buffer) {
   if (free_.size() > kMaxFree) free_.erase(free_.begin());
 }
 
-int64_t BufferPool::held_bytes() const {
-  int64_t b = 0;
-  for (const auto& t : free_) b += t.numel() * static_cast<int64_t>(t.element_size());
-  return b;
-}
-
 FlatParamUnit::FlatParamUnit(std::string name, std::vector<ParamSlot> params, dist::ProcessGroup* group,
                              at::Device device)
     : name_(std::move(name)), group_(group), device_(device) {
@@ -117,12 +111,6 @@ int64_t FlatParamUnit::resident_bytes() const {
 int64_t FlatParamUnit::full_bytes() const {
   int64_t b = 0;
   for (const auto& g : groups_) b += g.padded * static_cast<int64_t>(c10::elementSize(g.dtype));
-  return b;
-}
-
-int64_t FlatParamUnit::unpadded_bytes() const {
-  int64_t b = 0;
-  for (const auto& g : groups_) b += g.numel * static_cast<int64_t>(c10::elementSize(g.dtype));
   return b;
 }
 

@@ -44,7 +44,6 @@ class BufferPool {
   void release(at::Tensor buffer);
   // Drops every spare buffer (e.g. after the text encoder, whose buffers no later forward reuses).
   void clear() { free_.clear(); }
-  int64_t held_bytes() const;  // bytes of free buffers kept for reuse
   int64_t allocations() const { return allocations_; }  // buffers allocated so far (not served from the pool)
 
  private:
@@ -73,7 +72,6 @@ class FlatParamUnit {
 
   int64_t resident_bytes() const;   // bytes of this rank's slices
   int64_t full_bytes() const;       // bytes of the gathered (padded) buffers
-  int64_t unpadded_bytes() const;   // bytes of the parameters themselves
   // Bytes this rank receives from the others in one gather: full - own slice.
   int64_t received_bytes_per_gather() const;
 

@@ -30,9 +30,6 @@ class GenerationJob {
   void load();
   void run();
 
-  // The paths of the videos this run writes, in prompt order (the same on every rank).
-  const std::vector<std::string>& outputs() const { return outputs_; }
-
  private:
   struct Assignment {
     int prompt_index;  // into prompts_
