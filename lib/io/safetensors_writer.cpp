@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/files.h"
 #include "io/safetensors.h"
 
 namespace omni::io {
@@ -23,31 +24,6 @@ bool host_is_little_endian() {
   return first == 1;
 }
 
-// Writes `chunks` one after the other to a temporary file next to `path`, then renames it over `path`, so
-// that a reader never sees a half-written file.
-void write_atomically(const std::string& path, const std::vector<std::pair<const void*, size_t>>& chunks) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  OMNI_CHECK(f != nullptr, "cannot create ", tmp, ": ", std::strerror(errno));
-  bool ok = true;
-  for (const auto& [data, size] : chunks) {
-    if (size > 0 && std::fwrite(data, 1, size, f) != size) {
-      ok = false;
-      break;
-    }
-  }
-  const int saved_errno = errno;
-  ok = (std::fclose(f) == 0) && ok;
-  if (!ok) {
-    std::remove(tmp.c_str());
-    OMNI_FAIL("cannot write ", tmp, ": ", std::strerror(saved_errno ? saved_errno : errno));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    std::remove(tmp.c_str());
-    OMNI_FAIL("cannot rename ", tmp, " to ", path, ": ", std::strerror(e));
-  }
-}
 
 }  // namespace
 
@@ -84,7 +60,7 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
   chunks.emplace_back(len_bytes, 8);
   chunks.emplace_back(text.data(), text.size());
   for (const auto& c : host) chunks.emplace_back(c.data_ptr(), static_cast<size_t>(c.numel() * c.element_size()));
-  write_atomically(path, chunks);
+  write_file_atomically(path, chunks, /*overwrite=*/true);  // callers check the path up front
 }
 
 std::string write_sharded_safetensors(const std::string& dir, const std::string& stem,
@@ -117,7 +93,7 @@ std::string write_sharded_safetensors(const std::string& dir, const std::string&
   nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
   const std::string text = index.dump(2) + "\n";
   const std::string index_path = dir + "/" + stem + ".safetensors.index.json";
-  write_atomically(index_path, {{text.data(), text.size()}});
+  write_file_atomically(index_path, {{text.data(), text.size()}}, /*overwrite=*/true);
   return index_path;
 }
 

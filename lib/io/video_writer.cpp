@@ -20,6 +20,7 @@ extern "C" {
 #include <cstring>
 
 #include "core/error.h"
+#include "core/files.h"
 #include "core/log.h"
 #include "io/video_common.h"
 
@@ -100,22 +101,6 @@ void drain_packets(Encoder& enc, AVStream* stream, const std::string& path) {
     rc = av_interleaved_write_frame(enc.fmt, enc.packet);  // takes ownership of the packet's data
     OMNI_CHECK(rc >= 0, "writing ", path, ": av_interleaved_write_frame failed: ", av_error_string(rc));
   }
-}
-
-// Renames `tmp` onto `path`. Without `overwrite` the rename must not replace a file that appeared meanwhile
-// (RENAME_NOREPLACE; filesystems without it get a check just before a plain rename).
-void commit_file(const std::string& tmp, const std::string& path, bool overwrite) {
-  if (!overwrite) {
-    if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, path.c_str(), RENAME_NOREPLACE) == 0) return;
-    int err = errno;
-    OMNI_CHECK_USAGE(err != EEXIST, "output file '", path, "' already exists; pass --overwrite to replace it");
-    OMNI_CHECK(err == EINVAL || err == ENOSYS, "cannot rename '", tmp, "' to '", path, "': ", std::strerror(err));
-    struct stat st;
-    OMNI_CHECK_USAGE(::stat(path.c_str(), &st) != 0, "output file '", path,
-                     "' already exists; pass --overwrite to replace it");
-  }
-  OMNI_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename '", tmp, "' to '", path,
-             "': ", std::strerror(errno));
 }
 
 }  // namespace

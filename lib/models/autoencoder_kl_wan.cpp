@@ -19,32 +19,6 @@ const std::vector<float> kDefaultLatentsMean{-0.7571f, -0.7089f, -0.9113f, 0.107
 const std::vector<float> kDefaultLatentsStd{2.8184f, 1.4541f, 2.3275f, 2.6558f, 1.2196f, 1.7708f, 2.6052f, 2.0743f,
                                             3.2687f, 2.1526f, 2.8652f, 1.5579f, 1.6382f, 1.1253f, 2.8251f, 1.9160f};
 
-int64_t get_int(const json& v, const std::string& key, const std::string& source) {
-  OMNI_CHECK_INPUT(v.is_number_integer(), source, ": '", key, "' must be an integer, got ", v.dump());
-  return v.get<int64_t>();
-}
-
-int64_t get_positive(const json& v, const std::string& key, const std::string& source) {
-  int64_t x = get_int(v, key, source);
-  OMNI_CHECK_INPUT(x > 0, source, ": '", key, "' must be positive, got ", x);
-  return x;
-}
-
-bool get_bool(const json& v, const std::string& key, const std::string& source) {
-  OMNI_CHECK_INPUT(v.is_boolean(), source, ": '", key, "' must be true or false, got ", v.dump());
-  return v.get<bool>();
-}
-
-std::vector<float> get_floats(const json& v, const std::string& key, const std::string& source) {
-  OMNI_CHECK_INPUT(v.is_array(), source, ": '", key, "' must be a list of numbers, got ", v.dump());
-  std::vector<float> out;
-  for (const auto& e : v) {
-    OMNI_CHECK_INPUT(e.is_number(), source, ": '", key, "' must be a list of numbers, found ", e.dump());
-    out.push_back(e.get<float>());
-  }
-  return out;
-}
-
 int count_true(const std::vector<bool>& flags) {
   int n = 0;
   for (bool f : flags) n += f ? 1 : 0;
@@ -65,17 +39,17 @@ WanVaeConfig WanVaeConfig::from_json(const json& j, const std::string& source) {
     } else if (!key.empty() && key[0] == '_') {
       continue;  // bookkeeping (_diffusers_version, _name_or_path)
     } else if (key == "base_dim") {
-      c.base_dim = get_positive(v, key, source);
+      c.base_dim = io::json_as_positive_int(v, key, source);
     } else if (key == "decoder_base_dim") {
-      if (!v.is_null()) c.decoder_base_dim = get_positive(v, key, source);
+      if (!v.is_null()) c.decoder_base_dim = io::json_as_positive_int(v, key, source);
     } else if (key == "z_dim") {
-      c.z_dim = get_positive(v, key, source);
+      c.z_dim = io::json_as_positive_int(v, key, source);
     } else if (key == "dim_mult") {
       OMNI_CHECK_INPUT(v.is_array() && !v.empty(), source, ": 'dim_mult' must be a non-empty list, got ", v.dump());
       c.dim_mult.clear();
-      for (const auto& e : v) c.dim_mult.push_back(get_positive(e, "dim_mult", source));
+      for (const auto& e : v) c.dim_mult.push_back(io::json_as_positive_int(e, "dim_mult", source));
     } else if (key == "num_res_blocks") {
-      c.num_res_blocks = get_positive(v, key, source);
+      c.num_res_blocks = io::json_as_positive_int(v, key, source);
     } else if (key == "attn_scales") {
       // Only consulted by the Wan2.1 encoder, and empty in every released Wan VAE.
       OMNI_CHECK_INPUT(v.is_array() && v.empty(), source, ": 'attn_scales' ", v.dump(),
@@ -83,27 +57,27 @@ WanVaeConfig WanVaeConfig::from_json(const json& j, const std::string& source) {
     } else if (key == "temperal_downsample") {
       OMNI_CHECK_INPUT(v.is_array(), source, ": 'temperal_downsample' must be a list of booleans, got ", v.dump());
       c.temperal_downsample.clear();
-      for (const auto& e : v) c.temperal_downsample.push_back(get_bool(e, key, source));
+      for (const auto& e : v) c.temperal_downsample.push_back(io::json_as_bool(e, key, source));
     } else if (key == "dropout") {
-      OMNI_CHECK_INPUT(v.is_number(), source, ": 'dropout' must be a number, got ", v.dump());  // inference: unused
+      io::json_as_number(v, key, source);  // inference: unused, but a malformed value is still a bad file
     } else if (key == "latents_mean") {
-      c.latents_mean = get_floats(v, key, source);
+      c.latents_mean = io::json_as_floats(v, key, source);
       have_mean = true;
     } else if (key == "latents_std") {
-      c.latents_std = get_floats(v, key, source);
+      c.latents_std = io::json_as_floats(v, key, source);
       have_std = true;
     } else if (key == "is_residual") {
-      c.is_residual = get_bool(v, key, source);
+      c.is_residual = io::json_as_bool(v, key, source);
     } else if (key == "in_channels") {
-      c.in_channels = get_positive(v, key, source);
+      c.in_channels = io::json_as_positive_int(v, key, source);
     } else if (key == "out_channels") {
-      c.out_channels = get_positive(v, key, source);
+      c.out_channels = io::json_as_positive_int(v, key, source);
     } else if (key == "patch_size") {
-      if (!v.is_null()) c.patch_size = get_positive(v, key, source);
+      if (!v.is_null()) c.patch_size = io::json_as_positive_int(v, key, source);
     } else if (key == "scale_factor_temporal") {
-      if (!v.is_null()) temporal = get_positive(v, key, source);
+      if (!v.is_null()) temporal = io::json_as_positive_int(v, key, source);
     } else if (key == "scale_factor_spatial") {
-      if (!v.is_null()) spatial = get_positive(v, key, source);
+      if (!v.is_null()) spatial = io::json_as_positive_int(v, key, source);
     } else {
       OMNI_FAIL_INPUT(source, ": unsupported key '", key, "' in the AutoencoderKLWan config");
     }

@@ -1,3 +1,4 @@
+#include "core/dtype.h"
 #include "core/files.h"
 #include "models/checkpoint_generator.h"
 #include "models/private_library.h"
@@ -44,10 +45,6 @@ const std::vector<double> kWan21LatentsMean{-0.7571, -0.7089, -0.9113, 0.1075,  
                                             0.4134,  -0.0715, 0.5517,  -0.3632, -0.1922, -0.9497, 0.2503,  -0.2921};
 const std::vector<double> kWan21LatentsStd{2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743,
                                            3.2687, 2.1526, 2.8652, 1.5579, 1.6382, 1.1253, 2.8251, 1.916};
-
-const char* dtype_config_name(at::ScalarType dtype) {
-  return dtype == at::kBFloat16 ? "bfloat16" : "float32";
-}
 
 // splitmix64: spreads a seed so that nearby seeds (0, 1, 2) give unrelated streams.
 uint64_t mix64(uint64_t x) {
@@ -379,7 +376,7 @@ json text_encoder_config_json(const CheckpointSpec& spec) {
               {"decoder_start_token_id", 0},
               {"dense_act_fn", "gelu_new"},
               {"dropout_rate", 0.0},
-              {"dtype", dtype_config_name(spec.dtype)},
+              {"dtype", dtype_name(spec.dtype)},
               {"eos_token_id", 1},
               {"feed_forward_proj", "gated-gelu"},
               {"initializer_factor", 1.0},

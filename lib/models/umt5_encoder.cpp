@@ -19,12 +19,7 @@ const char* const kBlockPrefix = "encoder.block.";
 
 int64_t positive_int(const nlohmann::json& cfg, const std::string& path, const char* key, bool required,
                      int64_t fallback) {
-  if (!cfg.contains(key) || cfg[key].is_null()) {
-    OMNI_CHECK_INPUT(!required, path, ": missing '", key, "' (UMT5 text encoder config)");
-    return fallback;
-  }
-  OMNI_CHECK_INPUT(cfg[key].is_number_integer(), path, ": '", key, "' must be an integer, found ", cfg[key].dump());
-  const auto value = cfg[key].get<int64_t>();
+  const int64_t value = required ? io::json_int(cfg, key, path) : io::json_int_or(cfg, key, fallback, path);
   OMNI_CHECK_INPUT(value > 0, path, ": '", key, "' must be positive, found ", value);
   return value;
 }
@@ -43,14 +38,11 @@ Umt5Config Umt5Config::from_json(const std::string& path) {
   c.num_heads = positive_int(cfg, path, "num_heads", true, 0);
   c.relative_attention_num_buckets = positive_int(cfg, path, "relative_attention_num_buckets", false, 32);
   c.relative_attention_max_distance = positive_int(cfg, path, "relative_attention_max_distance", false, 128);
-  if (cfg.contains("layer_norm_epsilon") && !cfg["layer_norm_epsilon"].is_null()) {
-    OMNI_CHECK_INPUT(cfg["layer_norm_epsilon"].is_number(), path, ": 'layer_norm_epsilon' must be a number");
-    c.layer_norm_epsilon = cfg["layer_norm_epsilon"].get<double>();
-    OMNI_CHECK_INPUT(c.layer_norm_epsilon > 0, path, ": 'layer_norm_epsilon' must be positive");
-  }
+  c.layer_norm_epsilon = io::json_number_or(cfg, "layer_norm_epsilon", c.layer_norm_epsilon, path);
+  OMNI_CHECK_INPUT(c.layer_norm_epsilon > 0, path, ": 'layer_norm_epsilon' must be positive");
   // UMT5Config derives the activation from feed_forward_proj ("gated-gelu" means gelu_new, whatever
   // dense_act_fn says), so that is the key that decides.
-  const std::string ff = cfg.value("feed_forward_proj", std::string("gated-gelu"));
+  const std::string ff = io::json_string_or(cfg, "feed_forward_proj", "gated-gelu", path);
   OMNI_CHECK_INPUT(ff == "gated-gelu", path, ": feed_forward_proj is '", ff,
                    "'; only 'gated-gelu' (UMT5 as used by Wan) is supported");
   // Bidirectional buckets: half per direction, half of those exact; the log range must be non-empty.

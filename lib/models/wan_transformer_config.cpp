@@ -7,37 +7,6 @@ namespace omni::models {
 
 namespace {
 
-const nlohmann::json& require(const nlohmann::json& j, const char* key, const std::string& source) {
-  auto it = j.find(key);
-  OMNI_CHECK_INPUT(it != j.end(), source, ": missing key '", key, "'");
-  return *it;
-}
-
-int64_t get_int(const nlohmann::json& j, const char* key, const std::string& source) {
-  const auto& v = require(j, key, source);
-  OMNI_CHECK_INPUT(v.is_number_integer(), source, ": key '", key, "' must be an integer, found ", v.dump());
-  return v.get<int64_t>();
-}
-
-// Optional keys take diffusers' default when absent.
-int64_t get_int_or(const nlohmann::json& j, const char* key, int64_t fallback, const std::string& source) {
-  return j.contains(key) ? get_int(j, key, source) : fallback;
-}
-
-double get_number_or(const nlohmann::json& j, const char* key, double fallback, const std::string& source) {
-  auto it = j.find(key);
-  if (it == j.end()) return fallback;
-  OMNI_CHECK_INPUT(it->is_number(), source, ": key '", key, "' must be a number, found ", it->dump());
-  return it->get<double>();
-}
-
-bool get_bool_or(const nlohmann::json& j, const char* key, bool fallback, const std::string& source) {
-  auto it = j.find(key);
-  if (it == j.end()) return fallback;
-  OMNI_CHECK_INPUT(it->is_boolean(), source, ": key '", key, "' must be true or false, found ", it->dump());
-  return it->get<bool>();
-}
-
 // Keys that switch on the Wan2.1 CLIP image branch; no Wan2.2 checkpoint sets them and we do not implement it.
 void reject_set(const nlohmann::json& j, const char* key, const std::string& source) {
   auto it = j.find(key);
@@ -66,22 +35,22 @@ WanTransformerConfig WanTransformerConfig::from_json(const nlohmann::json& j, co
       c.patch_size[i] = p[i].get<int64_t>();
     }
   }
-  c.num_attention_heads = get_int(j, "num_attention_heads", source);
-  c.attention_head_dim = get_int(j, "attention_head_dim", source);
-  c.in_channels = get_int(j, "in_channels", source);
+  c.num_attention_heads = io::json_int(j, "num_attention_heads", source);
+  c.attention_head_dim = io::json_int(j, "attention_head_dim", source);
+  c.in_channels = io::json_int(j, "in_channels", source);
   // diffusers: out_channels = out_channels or in_channels.
   if (j.contains("out_channels") && !j["out_channels"].is_null()) {
-    c.out_channels = get_int(j, "out_channels", source);
+    c.out_channels = io::json_int(j, "out_channels", source);
   } else {
     c.out_channels = c.in_channels;
   }
-  c.text_dim = get_int(j, "text_dim", source);
-  c.freq_dim = get_int_or(j, "freq_dim", 256, source);
-  c.ffn_dim = get_int(j, "ffn_dim", source);
-  c.num_layers = get_int(j, "num_layers", source);
-  c.cross_attn_norm = get_bool_or(j, "cross_attn_norm", true, source);
-  c.eps = get_number_or(j, "eps", 1e-6, source);
-  c.rope_max_seq_len = get_int_or(j, "rope_max_seq_len", 1024, source);
+  c.text_dim = io::json_int(j, "text_dim", source);
+  c.freq_dim = io::json_int_or(j, "freq_dim", 256, source);
+  c.ffn_dim = io::json_int(j, "ffn_dim", source);
+  c.num_layers = io::json_int(j, "num_layers", source);
+  c.cross_attn_norm = io::json_bool_or(j, "cross_attn_norm", true, source);
+  c.eps = io::json_number_or(j, "eps", 1e-6, source);
+  c.rope_max_seq_len = io::json_int_or(j, "rope_max_seq_len", 1024, source);
   if (j.contains("qk_norm")) {
     const auto& q = j["qk_norm"];
     OMNI_CHECK_INPUT(q.is_string() && q.get<std::string>() == "rms_norm_across_heads", source, ": key 'qk_norm' is ",

@@ -8,7 +8,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/dtype.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "core/log.h"
 #include "core/memory.h"
 #include "core/progress.h"
@@ -25,13 +27,6 @@
 namespace omni::pipeline {
 namespace {
 
-at::ScalarType parse_dtype(const std::string& name) {
-  if (name == "float32") return at::kFloat;
-  if (name == "bfloat16") return at::kBFloat16;
-  if (name == "float16") return at::kHalf;
-  OMNI_FAIL_USAGE("unknown dtype '", name, "'");
-}
-
 std::vector<std::string> read_prompts_file(const std::string& path) {
   std::ifstream in(path);
   OMNI_CHECK_INPUT(in.good(), "--prompts-file: cannot open '", path, "'");
@@ -45,18 +40,6 @@ std::vector<std::string> read_prompts_file(const std::string& path) {
   }
   OMNI_CHECK_INPUT(!prompts.empty(), "--prompts-file '", path, "' holds no prompt (one per line; # starts a comment)");
   return prompts;
-}
-
-// Writes `text` to `path` through a temporary file and a rename.
-void write_text_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp-omni";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    OMNI_CHECK_INPUT(out.good(), "cannot write '", tmp, "'");
-    out << text;
-    OMNI_CHECK_INPUT(out.good(), "writing '", tmp, "' failed");
-  }
-  OMNI_CHECK_INPUT(std::rename(tmp.c_str(), path.c_str()) == 0, "cannot rename '", tmp, "' to '", path, "'");
 }
 
 bool set_by_user(const config::GenerateOptions& o, const std::string& key) {
@@ -148,8 +131,8 @@ void GenerationJob::load() {
   dist::run_agreed(mesh_.world(), [&] {
     PipelineSettings s;
     s.device = device_;
-    s.dtype = parse_dtype(opts_.dtype);
-    s.vae_dtype = parse_dtype(opts_.vae_dtype);
+    s.dtype = parse_dtype(opts_.dtype, "--dtype");
+    s.vae_dtype = parse_dtype(opts_.vae_dtype, "--vae-dtype");
     OMNI_CHECK_USAGE(!s.device.is_cpu() || (s.dtype != at::kHalf && s.vae_dtype != at::kHalf),
                      "--dtype/--vae-dtype float16 needs --device cuda (LibTorch's CPU kernels have no half-precision "
                      "matrix products); use bfloat16 or float32 on the CPU");
@@ -299,7 +282,8 @@ void GenerationJob::write_outputs(int index, const GenerationResult& result, dou
   timings["generate"] = seconds;
   side["timings"] = timings;
   side["layout"] = mesh_.layout().summary();
-  write_text_atomically(path + ".json", side.dump(2) + "\n");
+  const std::string side_text = side.dump(2) + "\n";
+  write_file_atomically(path + ".json", {{side_text.data(), side_text.size()}}, opts_.overwrite);
   OMNI_LOG_AT(log::Level::kInfo, "wrote ", path, " (", result.frames.size(1), " frames ", result.frames.size(3), "x",
               result.frames.size(2), ", ", seconds, " s)");
   if (!log::enabled(log::Level::kInfo) || mesh_.rank() != 0) {
@@ -352,7 +336,8 @@ void GenerationJob::write_report() {
   timings["total"] = total_.seconds();
   r["timings"] = timings;
   r["outputs"] = outputs_;
-  write_text_atomically(opts_.report, r.dump(2) + "\n");
+  const std::string report_text = r.dump(2) + "\n";
+  write_file_atomically(opts_.report, {{report_text.data(), report_text.size()}}, opts_.overwrite);
   OMNI_INFO("wrote report ", opts_.report);
 }
 

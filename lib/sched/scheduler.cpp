@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "io/json_file.h"
 #include "sched/flow_match_euler_scheduler.h"
 #include "sched/unipc_multistep_scheduler.h"
 
@@ -20,33 +21,10 @@ const json* find_key(const json& config, const char* key) {
   return it == config.end() ? nullptr : &*it;
 }
 
-std::string get_string(const json& config, const char* key, const std::string& fallback,
-                       const std::string& source) {
-  const json* v = find_key(config, key);
-  if (v == nullptr || v->is_null()) return fallback;
-  OMNI_CHECK_INPUT(v->is_string(), source, ": ", key, " must be a string, found ", v->dump());
-  return v->get<std::string>();
-}
-
-bool get_bool(const json& config, const char* key, bool fallback, const std::string& source) {
-  const json* v = find_key(config, key);
-  if (v == nullptr || v->is_null()) return fallback;
-  OMNI_CHECK_INPUT(v->is_boolean(), source, ": ", key, " must be true or false, found ", v->dump());
-  return v->get<bool>();
-}
-
-int64_t get_int(const json& config, const char* key, int64_t fallback, const std::string& source) {
-  const json* v = find_key(config, key);
-  if (v == nullptr || v->is_null()) return fallback;
-  OMNI_CHECK_INPUT(v->is_number_integer() || v->is_number_unsigned(), source, ": ", key,
-                   " must be an integer, found ", v->dump());
-  return v->get<int64_t>();
-}
-
 // Keys whose value must equal the one this implementation supports (diffusers' default in parentheses).
 void require_bool(const json& config, const char* key, bool fallback, bool required, const std::string& why,
                   const std::string& source) {
-  const bool value = get_bool(config, key, fallback, source);
+  const bool value = io::json_bool_or(config, key, fallback, source);
   OMNI_CHECK_INPUT(value == required, source, ": ", key, " = ", value ? "true" : "false",
                    " is not supported (need ", required ? "true" : "false", ": ", why, ")");
 }
@@ -61,14 +39,14 @@ FlowSchedulerConfig parse_scheduler_config(const nlohmann::json& config, const s
   OMNI_CHECK_INPUT(config.is_object(), source, ": expected a JSON object, found ", config.type_name());
   FlowSchedulerConfig out;
 
-  const std::string cls = get_string(config, "_class_name", "UniPCMultistepScheduler", source);
+  const std::string cls = io::json_string_or(config, "_class_name", "UniPCMultistepScheduler", source);
   OMNI_CHECK_INPUT(cls == "UniPCMultistepScheduler", source, ": _class_name '", cls,
                    "' is not supported (expected 'UniPCMultistepScheduler', the Wan2.2 diffusers layout)");
 
   // Both solvers integrate the velocity on the flow-sigma schedule; these keys select it (the defaults are
   // diffusers' constructor defaults, so a config missing them is rejected as diffusers would compute
   // something else).
-  const std::string prediction = get_string(config, "prediction_type", "epsilon", source);
+  const std::string prediction = io::json_string_or(config, "prediction_type", "epsilon", source);
   OMNI_CHECK_INPUT(prediction == "flow_prediction", source, ": prediction_type '", prediction,
                    "' is not supported (only 'flow_prediction': the Wan models predict the flow velocity)");
   require_bool(config, "use_flow_sigmas", false, true, "the flow-matching sigma schedule", source);
@@ -77,11 +55,11 @@ FlowSchedulerConfig parse_scheduler_config(const nlohmann::json& config, const s
   require_bool(config, "use_exponential_sigmas", false, false, "only flow sigmas are implemented", source);
   require_bool(config, "use_beta_sigmas", false, false, "only flow sigmas are implemented", source);
   // diffusers validates the spacing before the flow-sigma branch replaces the timesteps.
-  const std::string spacing = get_string(config, "timestep_spacing", "linspace", source);
+  const std::string spacing = io::json_string_or(config, "timestep_spacing", "linspace", source);
   OMNI_CHECK_INPUT(spacing == "linspace" || spacing == "leading" || spacing == "trailing", source,
                    ": timestep_spacing '", spacing, "' is not one of 'linspace', 'leading', 'trailing'");
 
-  const int64_t train_steps = get_int(config, "num_train_timesteps", 1000, source);
+  const int64_t train_steps = io::json_int_or(config, "num_train_timesteps", 1000, source);
   OMNI_CHECK_INPUT(train_steps > 0 && train_steps <= (1 << 24), source, ": num_train_timesteps must be positive, found ",
                    train_steps);
   out.num_train_timesteps = static_cast<int>(train_steps);
@@ -101,18 +79,18 @@ FlowSchedulerConfig parse_scheduler_config(const nlohmann::json& config, const s
     }
   }
 
-  const std::string final_type = get_string(config, "final_sigmas_type", "zero", source);
+  const std::string final_type = io::json_string_or(config, "final_sigmas_type", "zero", source);
   OMNI_CHECK_INPUT(final_type == "zero" || final_type == "sigma_min", source, ": final_sigmas_type '", final_type,
                    "' is not supported (expected 'zero' or 'sigma_min')");
   out.final_sigma_zero = final_type == "zero";
 
   if (solver == "euler") return out;  // the rest configures UniPC only
 
-  const int64_t order = get_int(config, "solver_order", 2, source);
+  const int64_t order = io::json_int_or(config, "solver_order", 2, source);
   OMNI_CHECK_INPUT(order == 1 || order == 2, source, ": solver_order ", order,
                    " is not supported (expected 1 or 2; the Wan checkpoints use 2)");
   out.solver_order = static_cast<int>(order);
-  const std::string type = get_string(config, "solver_type", "bh2", source);
+  const std::string type = io::json_string_or(config, "solver_type", "bh2", source);
   // diffusers maps the DPM-Solver names onto bh2.
   const bool is_bh2 = type == "bh2" || type == "midpoint" || type == "heun" || type == "logrho";
   OMNI_CHECK_INPUT(is_bh2 || type == "bh1", source, ": solver_type '", type,
@@ -121,7 +99,7 @@ FlowSchedulerConfig parse_scheduler_config(const nlohmann::json& config, const s
   require_bool(config, "predict_x0", true, true,
                "flow_prediction is only defined for the data-prediction form of UniPC", source);
   require_bool(config, "thresholding", false, false, "dynamic thresholding is not implemented", source);
-  out.lower_order_final = get_bool(config, "lower_order_final", true, source);
+  out.lower_order_final = io::json_bool_or(config, "lower_order_final", true, source);
   // A second-order last step onto sigma = 0 divides by an infinite log-SNR step (the reference yields NaN).
   OMNI_CHECK_INPUT(out.lower_order_final || out.solver_order == 1 || !out.final_sigma_zero, source,
                    ": lower_order_final = false with final_sigmas_type 'zero' is not supported (the last step "

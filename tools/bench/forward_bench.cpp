@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/timer.h"
@@ -47,6 +48,7 @@
 
 namespace {
 
+using omni::dtype_name;
 using omni::models::AutoencoderKLWan;
 using omni::models::CheckpointKind;
 using omni::models::WanTransformer3DModel;
@@ -58,10 +60,6 @@ using Json = nlohmann::ordered_json;  // keys in insertion order: "workload" fir
 template <typename... Args>
 void say(const Args&... args) {
   std::cout << "forward_bench: " << omni::str_cat(args...) << std::endl;
-}
-
-const char* dtype_name(at::ScalarType t) {
-  return t == at::kBFloat16 ? "bfloat16" : "float32";
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -164,12 +162,6 @@ struct Options {
   bool wants(const std::string& w) const { return std::find(only.begin(), only.end(), w) != only.end(); }
 };
 
-at::ScalarType parse_dtype(const std::string& flag, const std::string& v) {
-  if (v == "bfloat16") return at::kBFloat16;
-  if (v == "float32") return at::kFloat;
-  OMNI_FAIL_USAGE(flag, " must be bfloat16 or float32, got '", v, "'");
-}
-
 int parse_count(const std::string& flag, const std::string& v, int min) {
   char* end = nullptr;
   const long n = std::strtol(v.c_str(), &end, 10);
@@ -205,9 +197,9 @@ Options parse(int argc, char** argv) {
                        "--device cuda, but no CUDA GPU is visible (or the build has no OMNI_WITH_CUDA)");
       o.device = v == "cpu" ? at::Device(at::kCPU) : at::Device(at::kCUDA, 0);
     } else if (a == "--dtype") {
-      o.dtype = parse_dtype(a, v);
+      o.dtype = omni::parse_dtype(v, a, {at::kBFloat16, at::kFloat});
     } else if (a == "--vae-dtype") {
-      o.vae_dtype = parse_dtype(a, v);
+      o.vae_dtype = omni::parse_dtype(v, a, {at::kBFloat16, at::kFloat});
     } else if (a == "--only") {
       o.only.clear();
       std::stringstream ss(v);

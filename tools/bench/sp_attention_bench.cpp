@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "bench_util.h"
 #include "core/timer.h"
 #include "dist/process_group.h"
@@ -30,13 +31,12 @@ int run(int argc, char** argv) {
     else if (flag == "--dtype") dtype = value;
     else OMNI_FAIL_USAGE("sp_attention_bench: unknown flag ", flag, " (--tokens, --heads, --head-dim, --iters, --dtype)");
   }
-  OMNI_CHECK_USAGE(dtype == "float32" || dtype == "bfloat16", "--dtype must be float32 or bfloat16");
+  const auto type = omni::parse_dtype(dtype, "--dtype", {at::kFloat, at::kBFloat16});
   auto world = omni::dist::Communicator::world();
   const int n = world.size();
   OMNI_CHECK_USAGE(heads % n == 0, "--heads ", heads, " must be divisible by the rank count ", n, " (Ulysses)");
   auto pg = omni::dist::make_process_group(world, at::kCPU, "bench");
   const auto chunks = omni::pipeline::token_chunks(tokens, n);
-  const auto type = dtype == "float32" ? at::kFloat : at::kBFloat16;
 
   at::manual_seed(1234 + world.rank());
   auto q = at::randn({1, heads, chunks[world.rank()], head_dim}).to(type);  // [B, H, S/n, d]

@@ -10,18 +10,13 @@
 #include <cstdio>
 #include <string>
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "models/checkpoint_generator.h"
 
 namespace {
 
 using omni::models::CheckpointSpec;
-
-at::ScalarType parse_dtype(const std::string& flag, const std::string& value) {
-  if (value == "float32" || value == "fp32") return at::kFloat;
-  if (value == "bfloat16" || value == "bf16") return at::kBFloat16;
-  OMNI_FAIL_USAGE(flag, " must be float32 or bfloat16, got '", value, "'");
-}
 
 int run(int argc, char** argv) {
   CLI::App app{"Writes a random-weight Wan2.2 checkpoint (diffusers layout) for tests and benchmarks."};
@@ -103,8 +98,8 @@ int run(int argc, char** argv) {
   if (o_z->count() > 0) omni::models::set_latent_channels(spec, z_dim);
   set(o_boundary, spec.boundary_ratio, boundary_ratio);
   set(o_shift, spec.flow_shift, flow_shift);
-  if (o_dtype->count() > 0) spec.dtype = parse_dtype("--dtype", dtype);
-  if (o_vae_dtype->count() > 0) spec.vae_dtype = parse_dtype("--vae-dtype", vae_dtype);
+  if (o_dtype->count() > 0) spec.dtype = omni::parse_dtype(dtype, "--dtype", {at::kFloat, at::kBFloat16});
+  if (o_vae_dtype->count() > 0) spec.vae_dtype = omni::parse_dtype(vae_dtype, "--vae-dtype", {at::kFloat, at::kBFloat16});
   set(o_shard, spec.max_shard_bytes, max_shard_bytes);
 
   const std::string path = omni::models::generate_checkpoint(spec, output, overwrite);

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Compares two reference files key by key: compare.py A.safetensors B.safetensors [--tolerance X].
+
+Prints, for every key, the shapes and the max abs and max relative difference (relative to max |A| of that
+key, so that near-zero elements do not blow it up), then the worst key. Exits 1 when a key differs by more
+than --tolerance (max abs), when a key is in only one file, or when shapes or dtypes disagree.
+"""
+
+import argparse
+import sys
+
+import torch
+from safetensors.torch import load_file
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("--tolerance", type=float, default=1e-5, help="largest max abs difference accepted")
+    p.add_argument("--quiet", action="store_true", help="print only failing keys and the summary")
+    args = p.parse_args(argv)
+
+    a, b = load_file(args.a), load_file(args.b)
+    failed = []
+    worst_key, worst = None, -1.0
+    for key in sorted(a.keys() | b.keys()):
+        if key not in a or key not in b:
+            print(f"{key:40s} only in {'A' if key in a else 'B'}")
+            failed.append(key)
+            continue
+        x, y = a[key], b[key]
+        if x.shape != y.shape or x.dtype != y.dtype:
+            print(f"{key:40s} A {x.dtype} {tuple(x.shape)} vs B {y.dtype} {tuple(y.shape)}")
+            failed.append(key)
+            continue
+        x, y = x.double(), y.double()
+        diff = (x - y).abs().max().item() if x.numel() else 0.0
+        scale = x.abs().max().item() if x.numel() else 0.0
+        rel = diff / scale if scale > 0 else diff
+        bad = not diff <= args.tolerance  # NaN counts as a failure
+        if bad:
+            failed.append(key)
+        if bad or not args.quiet:
+            print(f"{key:40s} {str(tuple(x.shape)):22s} max abs {diff:.3e}  rel {rel:.3e}{'  FAIL' if bad else ''}")
+        if diff > worst or worst_key is None:
+            worst_key, worst = key, diff
+    print(f"{len(a.keys() & b.keys())} common keys; worst {worst_key}: max abs {worst:.3e}; "
+          f"{len(failed)} beyond tolerance {args.tolerance:g} or unmatched")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

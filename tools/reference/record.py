@@ -1,0 +1,373 @@
+#!/usr/bin/env python3
+"""Records what Hugging Face diffusers' Wan2.2 pipelines compute, as parity references for omni-generate.
+
+Loads a diffusers-layout checkpoint folder, runs its pipeline on the CPU in float32 with output_type="np", and
+writes every intermediate that the parity tests compare (tokenizer output, UMT5 output, prompt embeddings, the
+initial noise, every transformer call, the latents after every step, the VAE's inputs and outputs, the frames
+and the schedule) to a safetensors file, under the key names of tests/data/reference/*/expected.safetensors.
+A case.json beside it lists the run's inputs, the order of the transformer calls and the schedule.
+
+Which pipeline runs:
+  model_index.json WanImageToVideoPipeline            -> WanImageToVideoPipeline (--image required)
+  model_index.json WanPipeline                        -> WanPipeline (text to video; TI2V-5B: expand_timesteps)
+  model_index.json WanPipeline, expand_timesteps, --image
+                                                      -> WanImageToVideoPipeline on the same folder: diffusers'
+                                                         TI2V image mode (the image latent replaces latent frame 0)
+
+Run it in the environment that tools/reference/setup.sh makes, for example
+  tools/reference/.venv/bin/python tools/reference/record.py --model DIR --out expected.safetensors \
+      --case-json case.json --prompt "..." --height 32 --width 48 --num-frames 9 --num-inference-steps 6
+"""
+
+import argparse
+import importlib.metadata
+import json
+import os
+import sys
+from pathlib import Path
+
+# The checkpoint is a local folder: never ask the Hugging Face Hub for anything.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import sentencepiece  # noqa: E402
+import torch  # noqa: E402
+import diffusers.utils.logging  # noqa: E402
+import transformers.utils.logging  # noqa: E402
+from diffusers import (  # noqa: E402
+    FlowMatchEulerDiscreteScheduler,
+    UniPCMultistepScheduler,
+    WanImageToVideoPipeline,
+    WanPipeline,
+)
+from diffusers.pipelines.wan.pipeline_wan import prompt_clean  # noqa: E402
+from PIL import Image  # noqa: E402
+from safetensors.torch import save_file  # noqa: E402
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, type=Path, help="diffusers-layout checkpoint folder")
+    p.add_argument("--out", required=True, type=Path, help="the safetensors file to write")
+    p.add_argument("--case-json", required=True, type=Path, help="the case description to write")
+    p.add_argument("--prompt", required=True)
+    p.add_argument("--negative-prompt", default="", help="used only with guidance (default: empty)")
+    # Defaults are the pipelines' own.
+    p.add_argument("--height", type=int, default=480)
+    p.add_argument("--width", type=int, default=832)
+    p.add_argument("--num-frames", type=int, default=81)
+    p.add_argument("--num-inference-steps", type=int, default=50)
+    p.add_argument("--guidance-scale", type=float, default=5.0, help="1 (or less) turns guidance off")
+    p.add_argument("--guidance-scale-2", type=float, default=None,
+                   help="low-noise expert's scale (two-expert models; default: --guidance-scale)")
+    p.add_argument("--seed", type=int, default=42, help="seed of the CPU generator that draws the initial noise")
+    p.add_argument("--max-sequence-length", type=int, default=512)
+    p.add_argument("--image", type=Path, default=None, help="conditioning image (image-to-video)")
+    p.add_argument("--solver", choices=("unipc", "euler"), default="unipc")
+    p.add_argument("--flow-shift", type=float, default=None, help="replaces the scheduler config's flow_shift")
+    p.add_argument("--boundary-ratio", type=float, default=None,
+                   help="replaces model_index.json's boundary_ratio (two-expert models)")
+    p.add_argument("--unit-seed", type=int, default=None,
+                   help="also record the stand-alone unit.transformer.* / unit.vae.* forwards on random inputs "
+                        "drawn from a CPU generator with this seed")
+    return p.parse_args(argv)
+
+
+def load_pipeline(model_dir: Path, image: Path | None):
+    """The pipeline for model_dir, in float32 on the CPU (see the module docstring for the choice)."""
+    index = json.loads((model_dir / "model_index.json").read_text())
+    name = index["_class_name"]
+    if name == "WanImageToVideoPipeline":
+        if image is None:
+            sys.exit(f"record.py: {model_dir} is an image-to-video model: pass --image")
+        cls = WanImageToVideoPipeline
+    elif name == "WanPipeline":
+        if image is not None and not index.get("expand_timesteps", False):
+            sys.exit(f"record.py: {model_dir} is a text-to-video model without expand_timesteps: --image does not apply")
+        cls = WanImageToVideoPipeline if image is not None else WanPipeline
+    else:
+        sys.exit(f"record.py: model_index.json names {name!r}, not a Wan pipeline")
+    diffusers.utils.logging.disable_progress_bar()
+    transformers.utils.logging.disable_progress_bar()
+    pipe = cls.from_pretrained(model_dir, dtype=torch.float32)
+    pipe.to("cpu")
+    pipe.set_progress_bar_config(disable=True)
+    return pipe
+
+
+class EulerOnUniPCSchedule(FlowMatchEulerDiscreteScheduler):
+    """diffusers' flow-match Euler step, x + (sigma_next - sigma) * v, on the checkpoint's UniPC flow schedule.
+
+    This is what omni-generate's --sample-solver euler computes: the shifted flow sigmas of UniPCMultistepScheduler
+    (float64 arithmetic, sigma[0] moved 1e-6 below 1, final sigma 0) and its integer timesteps. The stock
+    FlowMatchEulerDiscreteScheduler.set_timesteps would space the sigmas differently (linspace from 1 to the
+    shifted 1/T over n points) and feed the transformer fractional timesteps.
+    """
+
+    def adopt_schedule_of(self, unipc: UniPCMultistepScheduler):
+        self.unipc = unipc
+
+    def set_timesteps(self, num_inference_steps=None, device=None, **kwargs):
+        self.unipc.set_timesteps(num_inference_steps, device=device)
+        # Same values as UniPC's int64 timesteps; float because Euler's step() refuses integer timesteps.
+        self.timesteps = self.unipc.timesteps.to(torch.float32)
+        self.sigmas = self.unipc.sigmas.to(torch.float32)
+        self.num_inference_steps = num_inference_steps
+        self._step_index = None
+        self._begin_index = None
+
+
+def configure_scheduler(pipe, solver: str, flow_shift: float | None):
+    unipc = pipe.scheduler
+    if flow_shift is not None:
+        unipc = UniPCMultistepScheduler.from_config(unipc.config, flow_shift=flow_shift)
+    if solver == "unipc":
+        pipe.scheduler = unipc
+    else:
+        euler = EulerOnUniPCSchedule(num_train_timesteps=unipc.config.num_train_timesteps,
+                                     shift=unipc.config.flow_shift)
+        euler.adopt_schedule_of(unipc)
+        pipe.scheduler = euler
+    return unipc.config.flow_shift
+
+
+class Recorder:
+    """Collects the tensors of one run under the fixture key names, in the order they happen."""
+
+    def __init__(self, pipe):
+        self.tensors = {}
+        self.calls = []  # [{"key": "callNN", "model": "transformer" | "transformer_2"}]
+        self.steps = []  # [{"index": i, "timestep": t}]
+        self.text_calls = 0
+        self.experts = {name: getattr(pipe, name) for name in ("transformer", "transformer_2")
+                        if getattr(pipe, name, None) is not None}
+        self.handles = [pipe.text_encoder.register_forward_hook(self.on_text_encoder, with_kwargs=True)]
+        for name, model in self.experts.items():
+            self.handles.append(model.register_forward_hook(self.expert_hook(name), with_kwargs=True))
+
+    def put(self, key, tensor):
+        # Integer ids stay int64; everything else is stored as float32 (timesteps included, as the fixtures do).
+        tensor = tensor.detach().cpu()
+        if tensor.dtype != torch.int64 or not key.endswith(("input_ids", "attention_mask")):
+            tensor = tensor.to(torch.float32)
+        self.tensors[key] = tensor.clone().contiguous()
+
+    def on_text_encoder(self, module, args, kwargs, output):
+        # encode_prompt runs the prompt first, then (with guidance) the negative prompt.
+        prefix = ("prompt", "negative")[self.text_calls]
+        self.text_calls += 1
+        ids = kwargs["input_ids"] if "input_ids" in kwargs else args[0]
+        mask = kwargs["attention_mask"] if "attention_mask" in kwargs else args[1]
+        self.put(f"{prefix}.input_ids", ids)
+        self.put(f"{prefix}.attention_mask", mask)
+        if prefix == "prompt":
+            self.put("prompt.last_hidden_state", output.last_hidden_state)
+
+    def expert_hook(self, name):
+        def hook(module, args, kwargs, output):
+            key = f"call{len(self.calls):02d}"
+            self.calls.append({"key": key, "model": name})
+            self.put(f"{key}.hidden_states", kwargs["hidden_states"])
+            self.put(f"{key}.timestep", kwargs["timestep"])
+            self.put(f"{key}.encoder_hidden_states", kwargs["encoder_hidden_states"])
+            self.put(f"{key}.out", output[0] if isinstance(output, tuple) else output.sample)
+        return hook
+
+    def wrap_pipeline(self, pipe):
+        """Instance-level wrappers around the pipeline steps whose inputs or outputs no module hook sees."""
+        encode_prompt, prepare_latents = pipe.encode_prompt, pipe.prepare_latents
+        vae_encode, vae_decode = pipe.vae.encode, pipe.vae.decode
+
+        def recorded_encode_prompt(*args, **kwargs):
+            prompt_embeds, negative_prompt_embeds = encode_prompt(*args, **kwargs)
+            self.put("prompt_embeds", prompt_embeds)
+            if negative_prompt_embeds is not None:
+                self.put("negative_prompt_embeds", negative_prompt_embeds)
+            return prompt_embeds, negative_prompt_embeds
+
+        def recorded_prepare_latents(*args, **kwargs):
+            out = prepare_latents(*args, **kwargs)
+            # WanPipeline returns the noise; WanImageToVideoPipeline (noise, condition[, first-frame mask]).
+            self.put("init_latents", out[0] if isinstance(out, tuple) else out)
+            return out
+
+        def recorded_vae_encode(x, *args, **kwargs):
+            out = vae_encode(x, *args, **kwargs)
+            self.put("vae_encode.in", x)
+            # The pipelines take the mode of the posterior, i.e. its mean (before normalization).
+            posterior = out.latent_dist if hasattr(out, "latent_dist") else out[0]
+            self.put("vae_encode.mean", posterior.mean)
+            return out
+
+        def recorded_vae_decode(z, *args, **kwargs):
+            out = vae_decode(z, *args, **kwargs)
+            self.put("vae_decode.in", z)
+            self.put("vae_decode.out", out[0] if isinstance(out, tuple) else out.sample)
+            return out
+
+        pipe.encode_prompt = recorded_encode_prompt
+        pipe.prepare_latents = recorded_prepare_latents
+        pipe.vae.encode = recorded_vae_encode
+        pipe.vae.decode = recorded_vae_decode
+
+        def unwrap():
+            for obj, attr in ((pipe, "encode_prompt"), (pipe, "prepare_latents"), (pipe.vae, "encode"),
+                              (pipe.vae, "decode")):
+                delattr(obj, attr)
+
+        return unwrap
+
+    def on_step_end(self, pipe, i, t, callback_kwargs):
+        self.put(f"step{i:02d}.latents", callback_kwargs["latents"])
+        self.steps.append({"index": i, "timestep": float(t)})
+        return {}
+
+    def close(self):
+        for h in self.handles:
+            h.remove()
+
+
+def record_unit_forwards(pipe, rec: Recorder, seed: int, latent_shape, args):
+    """Stand-alone forwards on random inputs: the transformer (batch 2, timesteps 999 and 17) and the VAE.
+
+    Mirrors how the committed fixtures were made: one generator draws, in order, the transformer input and
+    context (randn), the VAE clip (uniform in [-1, 1)) and the VAE latent (randn). The transformer forward runs
+    with the call hooks still attached, so it is also the last callNN; the fixtures ran it only for the
+    two-expert models (not for expand_timesteps ones, whose inputs are still drawn to keep the VAE draws the same).
+    """
+    g = torch.Generator("cpu").manual_seed(seed)
+    transformer, vae = pipe.transformer, pipe.vae
+    _, _, frames, lat_h, lat_w = latent_shape
+    x = torch.randn((2, transformer.config.in_channels, frames, lat_h, lat_w), generator=g)
+    context = torch.randn((2, args.max_sequence_length, transformer.config.text_dim), generator=g)
+    clip = torch.rand((1, 3, args.num_frames, args.height, args.width), generator=g) * 2 - 1
+    z = torch.randn((1, vae.config.z_dim, frames, lat_h, lat_w), generator=g)
+
+    if not pipe.config.expand_timesteps:
+        timestep = torch.tensor([999.0, 17.0])
+        out = transformer(hidden_states=x, timestep=timestep, encoder_hidden_states=context, return_dict=False)[0]
+        rec.put("unit.transformer.in", x)
+        rec.put("unit.transformer.context", context)
+        rec.put("unit.transformer.timestep", timestep)
+        rec.put("unit.transformer.out", out)
+    rec.put("unit.vae.encode_in", clip)
+    rec.put("unit.vae.encode_mean", vae.encode(clip).latent_dist.mean)
+    rec.put("unit.vae.decode_in", z)
+    rec.put("unit.vae.decode_out", vae.decode(z).sample)
+
+
+def sentencepiece_ids(model_dir: Path, texts: dict):
+    """The ids SentencePiece alone gives for each cleaned text (no eos, no padding, no truncation)."""
+    spm = model_dir / "tokenizer" / "spiece.model"
+    if not spm.exists():
+        return None
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(spm))
+    return {name: sp.encode(prompt_clean(text)) for name, text in texts.items()}
+
+
+def check_geometry(pipe, args):
+    """Refuses sizes that the pipeline would silently round, so that case.json states what actually ran."""
+    temporal, spatial = pipe.vae_scale_factor_temporal, pipe.vae_scale_factor_spatial
+    patch = (pipe.transformer or pipe.transformer_2).config.patch_size
+    if (args.num_frames - 1) % temporal:
+        sys.exit(f"record.py: --num-frames must be 1 + a multiple of {temporal}, got {args.num_frames}")
+    for flag, value, multiple in (("--height", args.height, spatial * patch[1]),
+                                  ("--width", args.width, spatial * patch[2])):
+        if value % multiple or value % 16:
+            sys.exit(f"record.py: {flag} must be a multiple of {max(multiple, 16)}, got {value}")
+
+
+def produced_by():
+    versions = {name: importlib.metadata.version(name) for name in ("diffusers", "transformers", "torch", "ftfy")}
+    return (f"tools/reference/record.py: diffusers {versions['diffusers']}, transformers {versions['transformers']}, "
+            f"torch {torch.__version__}, ftfy {versions['ftfy']}, CPU fp32")
+
+
+def main(argv):
+    args = parse_args(argv)
+    pipe = load_pipeline(args.model, args.image)
+    check_geometry(pipe, args)
+    if args.boundary_ratio is not None:
+        pipe.register_to_config(boundary_ratio=args.boundary_ratio)
+    flow_shift = configure_scheduler(pipe, args.solver, args.flow_shift)
+
+    guidance = args.guidance_scale > 1.0  # the pipelines' do_classifier_free_guidance
+    boundary_ratio = pipe.config.boundary_ratio
+    # The pipelines fall back to guidance_scale for the low-noise expert.
+    guidance_2 = args.guidance_scale_2
+    if boundary_ratio is not None and guidance_2 is None:
+        guidance_2 = args.guidance_scale
+
+    call = dict(
+        prompt=args.prompt,
+        negative_prompt=args.negative_prompt,
+        height=args.height,
+        width=args.width,
+        num_frames=args.num_frames,
+        num_inference_steps=args.num_inference_steps,
+        guidance_scale=args.guidance_scale,
+        guidance_scale_2=args.guidance_scale_2,
+        generator=torch.Generator("cpu").manual_seed(args.seed),
+        output_type="np",
+        max_sequence_length=args.max_sequence_length,
+    )
+    if args.image is not None:
+        call["image"] = Image.open(args.image).convert("RGB")
+
+    rec = Recorder(pipe)
+    unwrap = rec.wrap_pipeline(pipe)
+    with torch.no_grad():
+        frames = pipe(**call, callback_on_step_end=rec.on_step_end).frames
+        unwrap()
+        rec.put("frames", torch.from_numpy(np.asarray(frames, dtype=np.float32)))
+        rec.put("scheduler.timesteps", pipe.scheduler.timesteps)
+        rec.put("scheduler.sigmas", pipe.scheduler.sigmas)
+        latent_shape = list(rec.tensors["init_latents"].shape)
+        if args.unit_seed is not None:
+            record_unit_forwards(pipe, rec, args.unit_seed, latent_shape, args)
+    rec.close()
+
+    texts = {"prompt": args.prompt}
+    if guidance:
+        texts["negative"] = args.negative_prompt
+    image = None
+    if args.image is not None:
+        # Relative to case.json where it lies beside or below it, as in the fixtures ("image.png").
+        image_path, case_dir = args.image.resolve(), args.case_json.resolve().parent
+        image = str(image_path.relative_to(case_dir) if image_path.is_relative_to(case_dir) else image_path)
+    case = {
+        "prompt": args.prompt,
+        "negative_prompt": args.negative_prompt,
+        "height": args.height,
+        "width": args.width,
+        "frames": args.num_frames,
+        "image": image,
+        "pipeline": type(pipe).__name__,
+        "solver": args.solver,
+        "num_inference_steps": args.num_inference_steps,
+        "guidance_scale": args.guidance_scale,
+        "guidance_scale_2": guidance_2,
+        "boundary_ratio": boundary_ratio,
+        "flow_shift": flow_shift,
+        "seed": args.seed,
+        "max_sequence_length": args.max_sequence_length,
+        "expand_timesteps": bool(pipe.config.expand_timesteps),
+        "unit_seed": args.unit_seed,
+        "latent_shape": latent_shape,
+        "frames_shape": list(rec.tensors["frames"].shape),
+        "transformer_calls": rec.calls,
+        "step_log": rec.steps,
+        "sentencepiece_ids": sentencepiece_ids(args.model, texts),
+        "produced_by": produced_by(),
+    }
+
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.case_json.parent.mkdir(parents=True, exist_ok=True)
+    save_file(rec.tensors, str(args.out))
+    args.case_json.write_text(json.dumps(case, indent=2) + "\n")
+    print(f"record.py: {len(rec.tensors)} tensors -> {args.out}, {len(rec.calls)} transformer calls, "
+          f"{len(rec.steps)} steps; case -> {args.case_json}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
