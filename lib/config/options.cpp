@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -17,10 +18,14 @@ namespace omni::config {
 namespace {
 
 using Setter = std::function<void(GenerateOptions&, const std::string& value, const std::string& where)>;
+// The resolved value, typed: a string, an integer, a number, a boolean, or null (an optional left unset).
+using Getter = std::function<nlohmann::json(const GenerateOptions&)>;
 
 struct Binding {
   OptionSpec spec;
   Setter set;
+  Getter get;
+  std::string unset_text;  // what --dry-run shows for an empty string or a null ("(model default)")
 };
 
 int64_t to_int(const std::string& v, const std::string& where) {
@@ -69,40 +74,51 @@ bool to_bool(const std::string& v, const std::string& where) {
 const std::vector<Binding>& bindings() {
   static const std::vector<Binding> table = [] {
     std::vector<Binding> t;
-    auto str = [&](const char* name, const char* help, const char* def, std::string GenerateOptions::*field) {
+    // One helper per field type: each binds the parser (set) and the typed getter (get) to one field.
+    auto str = [&](const char* name, const char* help, const char* def, std::string GenerateOptions::*field,
+                   const char* unset = "") {
       t.push_back({{name, help, def, false},
-                   [field](GenerateOptions& o, const std::string& v, const std::string&) { o.*field = v; }});
+                   [field](GenerateOptions& o, const std::string& v, const std::string&) { o.*field = v; },
+                   [field](const GenerateOptions& o) { return nlohmann::json(o.*field); }, unset});
     };
     auto i32 = [&](const char* name, const char* help, const char* def, int GenerateOptions::*field) {
-      t.push_back({{name, help, def, false, "INT"}, [field](GenerateOptions& o, const std::string& v, const std::string& w) {
-                     o.*field = to_int32(v, w);
-                   }});
+      t.push_back({{name, help, def, false, "INT"},
+                   [field](GenerateOptions& o, const std::string& v, const std::string& w) { o.*field = to_int32(v, w); },
+                   [field](const GenerateOptions& o) { return nlohmann::json(o.*field); }});
     };
     auto f64 = [&](const char* name, const char* help, const char* def, double GenerateOptions::*field) {
-      t.push_back({{name, help, def, false, "FLOAT"}, [field](GenerateOptions& o, const std::string& v, const std::string& w) {
-                     o.*field = to_double(v, w);
-                   }});
+      t.push_back({{name, help, def, false, "FLOAT"},
+                   [field](GenerateOptions& o, const std::string& v, const std::string& w) { o.*field = to_double(v, w); },
+                   [field](const GenerateOptions& o) { return nlohmann::json(o.*field); }});
     };
     auto opt_f64 = [&](const char* name, const char* help, const char* def,
-                       std::optional<double> GenerateOptions::*field) {
-      t.push_back({{name, help, def, false, "FLOAT"}, [field](GenerateOptions& o, const std::string& v, const std::string& w) {
+                       std::optional<double> GenerateOptions::*field, const char* unset) {
+      t.push_back({{name, help, def, false, "FLOAT"},
+                   [field](GenerateOptions& o, const std::string& v, const std::string& w) {
                      o.*field = to_optional_double(v, w);
-                   }});
+                   },
+                   [field](const GenerateOptions& o) {
+                     return (o.*field) ? nlohmann::json(*(o.*field)) : nlohmann::json(nullptr);
+                   },
+                   unset});
     };
     auto flag = [&](const char* name, const char* help, bool GenerateOptions::*field) {
-      t.push_back({{name, help, "false", true}, [field](GenerateOptions& o, const std::string& v, const std::string& w) {
-                     o.*field = to_bool(v, w);
-                   }});
+      t.push_back({{name, help, "false", true},
+                   [field](GenerateOptions& o, const std::string& v, const std::string& w) { o.*field = to_bool(v, w); },
+                   [field](const GenerateOptions& o) { return nlohmann::json(o.*field); }});
     };
     auto par = [&](const char* name, const char* help, const char* def, int ParallelConfig::*field) {
-      t.push_back({{name, help, def, false, "INT"}, [field](GenerateOptions& o, const std::string& v, const std::string& w) {
+      t.push_back({{name, help, def, false, "INT"},
+                   [field](GenerateOptions& o, const std::string& v, const std::string& w) {
                      o.parallel.*field = to_int32(v, w);
-                   }});
+                   },
+                   [field](const GenerateOptions& o) { return nlohmann::json(o.parallel.*field); }});
     };
     using G = GenerateOptions;
     str("model", "diffusers-layout model folder, or ORG/NAME in the Hugging Face cache (offline); empty: the "
-                 "built-in default model (random weights, for trying the tool)", "", &G::model);
-    str("task", "t2v, i2v or ti2v; default: from model_index.json and --image", "", &G::task);
+                 "built-in default model (random weights, for trying the tool)", "", &G::model,
+        "(built-in default model)");
+    str("task", "t2v, i2v or ti2v; default: from model_index.json and --image", "", &G::task, "(from the model)");
     str("config", "YAML file of options (same names as the flags, without dashes)", "", &G::config_file);
     str("prompt", "text prompt", "", &G::prompt);
     str("negative-prompt", "negative prompt (default: the model preset's)", "", &G::negative_prompt);
@@ -116,13 +132,15 @@ const std::vector<Binding>& bindings() {
     f64("guidance-scale", "classifier-free guidance scale (high-noise expert `transformer`)", "5.0",
         &G::guidance_scale);
     opt_f64("guidance-scale-2", "guidance scale of the low-noise expert `transformer_2` (default: "
-                                "--guidance-scale)", "none", &G::guidance_scale_2);
+                                "--guidance-scale)", "none", &G::guidance_scale_2, "(= guidance-scale)");
     opt_f64("boundary-ratio", "switch from transformer to transformer_2 when t < ratio*1000 (default: "
-                              "model_index.json's)", "none", &G::boundary_ratio);
-    opt_f64("flow-shift", "flow-matching shift (default: scheduler_config.json's)", "none", &G::flow_shift);
+                              "model_index.json's)", "none", &G::boundary_ratio, "(model default)");
+    opt_f64("flow-shift", "flow-matching shift (default: scheduler_config.json's)", "none", &G::flow_shift,
+            "(model default)");
     str("sample-solver", "unipc or euler", "unipc", &G::sample_solver);
     t.push_back({{"seed", "random seed of the initial noise (CPU generator, as diffusers)", "42", false, "INT"},
-                 [](G& o, const std::string& v, const std::string& w) { o.seed = to_int(v, w); }});
+                 [](G& o, const std::string& v, const std::string& w) { o.seed = to_int(v, w); },
+                 [](const G& o) { return nlohmann::json(o.seed); }});
     i32("max-sequence-length", "text tokens per prompt (padded / truncated)", "512", &G::max_sequence_length);
     str("output", "output MP4 path", "output.mp4", &G::output);
     i32("fps", "frames per second of the MP4", "16", &G::fps);
@@ -132,7 +150,10 @@ const std::vector<Binding>& bindings() {
     str("report", "write the run report (JSON) to this path", "", &G::report);
     str("dump-tensors", "debug: write every named intermediate (text encoder, each transformer call and block, "
                         "VAE) to this safetensors file, named like the reference fixtures", "", &G::dump_tensors);
-    flag("use-hsdp", "shard weights with HSDP", nullptr);
+    // use-hsdp lives in ParallelConfig.
+    t.push_back({{"use-hsdp", "shard weights with HSDP", "false", true},
+                 [](G& o, const std::string& v, const std::string& w) { o.parallel.use_hsdp = to_bool(v, w); },
+                 [](const G& o) { return nlohmann::json(o.parallel.use_hsdp); }});
     par("hsdp-shard-size", "ranks that split one copy of the weights (-1: automatic)", "-1",
         &ParallelConfig::hsdp_shard_size);
     par("hsdp-replicate-size", "number of weight copies (shard groups)", "-1",
@@ -152,11 +173,6 @@ const std::vector<Binding>& bindings() {
     str("vae-dtype", "VAE dtype: float32, bfloat16 or float16", "float32", &G::vae_dtype);
     str("log-level", "debug, info, warn, error or off", "info", &G::log_level);
     flag("dry-run", "validate, build the mesh, print the plan and exit without loading a model", &G::dry_run);
-    // use-hsdp lives in ParallelConfig: bind it by hand.
-    for (auto& b : t) {
-      if (b.spec.name == "use-hsdp")
-        b.set = [](G& o, const std::string& v, const std::string& w) { o.parallel.use_hsdp = to_bool(v, w); };
-    }
     return t;
   }();
   return table;
@@ -374,50 +390,19 @@ std::string preset_for(const std::string& model_name, const std::string& pipelin
   return "wan2.2-t2v-a14b";
 }
 
-std::string option_value(const GenerateOptions& o, const std::string& k) {
-    std::ostringstream os;
-    auto opt = [&](const std::optional<double>& v) { return v ? std::to_string(*v) : std::string("(model default)"); };
-    if (k == "model") os << (o.model.empty() ? "(built-in default model)" : o.model);
-    else if (k == "task") os << (o.task.empty() ? "(from the model)" : o.task);
-    else if (k == "config") os << o.config_file;
-    else if (k == "prompt") os << o.prompt;
-    else if (k == "negative-prompt") os << o.negative_prompt;
-    else if (k == "prompts-file") os << o.prompts_file;
-    else if (k == "image") os << o.image;
-    else if (k == "height") os << o.height;
-    else if (k == "width") os << o.width;
-    else if (k == "num-frames") os << o.num_frames;
-    else if (k == "num-inference-steps") os << o.num_inference_steps;
-    else if (k == "guidance-scale") os << o.guidance_scale;
-    else if (k == "guidance-scale-2") os << (o.guidance_scale_2 ? std::to_string(*o.guidance_scale_2) : "(= guidance-scale)");
-    else if (k == "boundary-ratio") os << opt(o.boundary_ratio);
-    else if (k == "flow-shift") os << opt(o.flow_shift);
-    else if (k == "sample-solver") os << o.sample_solver;
-    else if (k == "seed") os << o.seed;
-    else if (k == "max-sequence-length") os << o.max_sequence_length;
-    else if (k == "output") os << o.output;
-    else if (k == "fps") os << o.fps;
-    else if (k == "crf") os << o.crf;
-    else if (k == "overwrite") os << (o.overwrite ? "true" : "false");
-    else if (k == "save-tensors") os << o.save_tensors;
-    else if (k == "report") os << o.report;
-    else if (k == "dump-tensors") os << o.dump_tensors;
-    else if (k == "use-hsdp") os << (o.parallel.use_hsdp ? "true" : "false");
-    else if (k == "hsdp-shard-size") os << o.parallel.hsdp_shard_size;
-    else if (k == "hsdp-replicate-size") os << o.parallel.hsdp_replicate_size;
-    else if (k == "ulysses-degree") os << o.parallel.ulysses_degree;
-    else if (k == "ring-degree") os << o.parallel.ring_degree;
-    else if (k == "cfg-parallel-size") os << o.parallel.cfg_parallel_size;
-    else if (k == "tensor-parallel-size") os << o.parallel.tensor_parallel_size;
-    else if (k == "device") os << o.device;
-    else if (k == "allow-shared-gpu") os << (o.allow_shared_gpu ? "true" : "false");
-    else if (k == "collective-timeout") os << o.collective_timeout;
-    else if (k == "dtype") os << o.dtype;
-    else if (k == "vae-dtype") os << o.vae_dtype;
-    else if (k == "log-level") os << o.log_level;
-    else if (k == "dry-run") os << (o.dry_run ? "true" : "false");
-    return os.str();
-  }
+nlohmann::json option_json(const GenerateOptions& o, const std::string& key) {
+  const Binding* b = find_binding(key);
+  OMNI_CHECK(b != nullptr, "option_json: no option '", key, "'");
+  return b->get(o);
+}
+
+std::string option_value(const GenerateOptions& o, const std::string& key) {
+  const Binding* b = find_binding(key);
+  OMNI_CHECK(b != nullptr, "option_value: no option '", key, "'");
+  const nlohmann::json v = b->get(o);
+  if (v.is_null() || (v.is_string() && v.get<std::string>().empty())) return b->unset_text;
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
 
 std::string describe(const GenerateOptions& o) {
   std::ostringstream os;

@@ -3,6 +3,8 @@
 // All layers use the same names (the flags' kebab-case names, without the dashes, are the YAML keys).
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <map>
 #include <optional>
 #include <string>
@@ -12,6 +14,8 @@
 
 namespace omni::config {
 
+// The defaults live in the option table (options.cpp), the one place that names each option, its help, its
+// default and its typed value; resolve_options() applies them first.
 struct GenerateOptions {
   // Model and task.
   std::string model;  // "" = the built-in default model
@@ -25,23 +29,23 @@ struct GenerateOptions {
   std::string image;
 
   // Sampling.
-  int height = 720;
-  int width = 1280;
-  int num_frames = 81;
-  int num_inference_steps = 40;
-  double guidance_scale = 5.0;
+  int height{};
+  int width{};
+  int num_frames{};
+  int num_inference_steps{};
+  double guidance_scale{};
   std::optional<double> guidance_scale_2;  // unset: same as guidance_scale
   std::optional<double> boundary_ratio;    // unset: model_index.json's
   std::optional<double> flow_shift;        // unset: scheduler_config.json's
-  std::string sample_solver = "unipc";
-  int64_t seed = 42;
-  int max_sequence_length = 512;
+  std::string sample_solver;
+  int64_t seed{};
+  int max_sequence_length{};
 
   // Outputs.
-  std::string output = "output.mp4";
-  int fps = 16;
-  int crf = 18;
-  bool overwrite = false;
+  std::string output;
+  int fps{};
+  int crf{};
+  bool overwrite{};
   std::string save_tensors;
   std::string dump_tensors;
   std::string report;
@@ -50,13 +54,13 @@ struct GenerateOptions {
   ParallelConfig parallel;
 
   // Runtime.
-  std::string device = "auto";
-  bool allow_shared_gpu = false;
-  double collective_timeout = 600;  // seconds
-  std::string dtype = "bfloat16";
-  std::string vae_dtype = "float32";
-  std::string log_level = "info";
-  bool dry_run = false;
+  std::string device;
+  bool allow_shared_gpu{};
+  double collective_timeout{};  // seconds
+  std::string dtype;
+  std::string vae_dtype;
+  std::string log_level;
+  bool dry_run{};
 
   // Which layer set each key ("default", "preset <name>", "config <file>", "flag"), for --dry-run and reports.
   std::map<std::string, std::string> sources;
@@ -116,7 +120,9 @@ GenerateOptions resolve_options(const CommandLine& cli, const std::string& prese
 // model_index.json says (pipeline class, expand_timesteps). Returns "wan2.2-t2v-a14b" by default.
 std::string preset_for(const std::string& model_name, const std::string& pipeline_class, bool expand_timesteps);
 
-// The resolved value of option `key` as text (what --dry-run and the JSON sidecar show).
+// The resolved value of option `key`, typed as the option is (the JSON sidecar's settings).
+nlohmann::json option_json(const GenerateOptions& opts, const std::string& key);
+// The same as text (what --dry-run shows): an unset optional or empty string as its meaning, "(model default)".
 std::string option_value(const GenerateOptions& opts, const std::string& key);
 
 // Every resolved setting as "key: value" lines, with its source.

@@ -274,7 +274,7 @@ void GenerationJob::write_outputs(int index, const GenerationResult& result, dou
   side["height"] = result.frames.size(2);
   side["width"] = result.frames.size(3);
   nlohmann::json settings;
-  for (const auto& spec : config::option_table()) settings[spec.name] = config::option_value(opts_, spec.name);
+  for (const auto& spec : config::option_table()) settings[spec.name] = config::option_json(opts_, spec.name);
   side["settings"] = settings;
   side["sources"] = opts_.sources;  // where each setting came from (default, preset, config, flag, checkpoint)
   nlohmann::json timings;

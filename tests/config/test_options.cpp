@@ -1,5 +1,6 @@
 // Option precedence: built-in defaults < model preset < --config file < flags, and the errors of each layer.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <fstream>
@@ -207,4 +208,20 @@ TEST(Options, EveryOptionOfTheDesignExists) {
     for (const auto& spec : omni::config::option_table()) found |= spec.name == n;
     EXPECT_TRUE(found) << n;
   }
+}
+
+// The table gives each option's typed value (the sidecar's) and its text (--dry-run's), from the same getter.
+TEST(Options, TypedValuesAndTextComeFromTheTable) {
+  GenerateOptions o = omni::config::resolve_options(parse({"--prompt", "x", "--seed", "7", "--use-hsdp"}), "");
+  EXPECT_TRUE(omni::config::option_json(o, "seed").is_number_integer());
+  EXPECT_EQ(omni::config::option_json(o, "seed").get<int64_t>(), 7);
+  EXPECT_TRUE(omni::config::option_json(o, "use-hsdp").get<bool>());
+  EXPECT_DOUBLE_EQ(omni::config::option_json(o, "guidance-scale").get<double>(), 5.0);
+  EXPECT_TRUE(omni::config::option_json(o, "flow-shift").is_null());
+  EXPECT_EQ(omni::config::option_value(o, "flow-shift"), "(model default)");
+  EXPECT_EQ(omni::config::option_value(o, "model"), "(built-in default model)");
+  EXPECT_EQ(omni::config::option_value(o, "device"), "auto");
+  EXPECT_EQ(omni::config::option_value(o, "height"), "720");
+  // Every option of the table has a getter: the sidecar can list them all.
+  for (const auto& spec : omni::config::option_table()) EXPECT_NO_THROW(omni::config::option_json(o, spec.name));
 }

@@ -4,7 +4,8 @@
 #   tools/reference/cases.sh OUT_ROOT [CASE...]   record into OUT_ROOT/<case>/{expected.safetensors,case.json}
 #   tools/reference/cases.sh --check [CASE...]    record into a temporary folder and compare every tensor with
 #                                                 the committed expected.safetensors (max abs <= $TOLERANCE,
-#                                                 default 1e-6); exits 1 on any difference
+#                                                 default 1e-6) and the entries of case.json; exits 1 on any
+#                                                 difference
 #
 # CASE is one of the names below (default: all). OUT_ROOT=tests/data/reference rewrites the committed
 # references in place. The inputs stay where they are: the checkpoints (tests/data/reference/<case>/model) and
@@ -90,6 +91,7 @@ for name in "${cases[@]}"; do
   if $check; then
     echo "cases.sh: $name against the committed reference"
     "$venv/bin/python" "$here/compare.py" --quiet --tolerance "${TOLERANCE:-1e-6}" \
+      --cases "$ref/$name/case.json" "$out_root/$name/case.json" \
       "$ref/$name/expected.safetensors" "$out_root/$name/expected.safetensors" || status=1
   fi
 done

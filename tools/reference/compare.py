@@ -4,9 +4,12 @@
 Prints, for every key, the shapes and the max abs and max relative difference (relative to max |A| of that
 key, so that near-zero elements do not blow it up), then the worst key. Exits 1 when a key differs by more
 than --tolerance (max abs), when a key is in only one file, or when shapes or dtypes disagree.
+With --cases A.json B.json it also compares the two case descriptions: every entry that both have must be
+equal, except produced_by (the library versions); entries that only one has are listed.
 """
 
 import argparse
+import json
 import sys
 
 import torch
@@ -19,7 +22,30 @@ def main(argv):
     p.add_argument("b")
     p.add_argument("--tolerance", type=float, default=1e-5, help="largest max abs difference accepted")
     p.add_argument("--quiet", action="store_true", help="print only failing keys and the summary")
+    p.add_argument("--cases", nargs=2, metavar=("A_JSON", "B_JSON"), help="also compare these case.json files")
     args = p.parse_args(argv)
+
+    case_failed = compare_cases(*args.cases) if args.cases else False
+    return 1 if compare_tensors(args) or case_failed else 0
+
+
+def compare_cases(a_path, b_path):
+    """True when an entry that both case descriptions have differs (produced_by aside)."""
+    with open(a_path) as f:
+        a = json.load(f)
+    with open(b_path) as f:
+        b = json.load(f)
+    differ = sorted(k for k in a.keys() & b.keys() if k != "produced_by" and a[k] != b[k])
+    for key in differ:
+        print(f"case.json {key}: A {json.dumps(a[key])[:100]} vs B {json.dumps(b[key])[:100]}")
+    for key in sorted(a.keys() ^ b.keys()):
+        print(f"case.json {key}: only in {'A' if key in a else 'B'}")
+    print(f"case.json: {len(a.keys() & b.keys())} common entries, {len(differ)} differ")
+    return bool(differ)
+
+
+def compare_tensors(args):
+    """True when a tensor differs beyond the tolerance or is missing from one file."""
 
     a, b = load_file(args.a), load_file(args.b)
     failed = []
@@ -43,11 +69,12 @@ def main(argv):
             failed.append(key)
         if bad or not args.quiet:
             print(f"{key:40s} {str(tuple(x.shape)):22s} max abs {diff:.3e}  rel {rel:.3e}{'  FAIL' if bad else ''}")
-        if diff > worst or worst_key is None:
+        if diff > worst:
             worst_key, worst = key, diff
-    print(f"{len(a.keys() & b.keys())} common keys; worst {worst_key}: max abs {worst:.3e}; "
+    worst_text = f"worst {worst_key}: max abs {worst:.3e}" if worst > 0 else "all identical"
+    print(f"{len(a.keys() & b.keys())} common keys, {worst_text}; "
           f"{len(failed)} beyond tolerance {args.tolerance:g} or unmatched")
-    return 1 if failed else 0
+    return bool(failed)
 
 
 if __name__ == "__main__":

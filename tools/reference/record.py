@@ -107,7 +107,7 @@ class EulerOnUniPCSchedule(FlowMatchEulerDiscreteScheduler):
     def adopt_schedule_of(self, unipc: UniPCMultistepScheduler):
         self.unipc = unipc
 
-    def set_timesteps(self, num_inference_steps=None, device=None, **kwargs):
+    def set_timesteps(self, num_inference_steps=None, device=None):
         self.unipc.set_timesteps(num_inference_steps, device=device)
         # Same values as UniPC's int64 timesteps; float because Euler's step() refuses integer timesteps.
         self.timesteps = self.unipc.timesteps.to(torch.float32)
@@ -139,16 +139,17 @@ class Recorder:
         self.calls = []  # [{"key": "callNN", "model": "transformer" | "transformer_2"}]
         self.steps = []  # [{"index": i, "timestep": t}]
         self.text_calls = 0
-        self.experts = {name: getattr(pipe, name) for name in ("transformer", "transformer_2")
-                        if getattr(pipe, name, None) is not None}
         self.handles = [pipe.text_encoder.register_forward_hook(self.on_text_encoder, with_kwargs=True)]
-        for name, model in self.experts.items():
-            self.handles.append(model.register_forward_hook(self.expert_hook(name), with_kwargs=True))
+        for name in ("transformer", "transformer_2"):
+            model = getattr(pipe, name, None)
+            if model is not None:
+                self.handles.append(model.register_forward_hook(self.expert_hook(name), with_kwargs=True))
 
     def put(self, key, tensor):
-        # Integer ids stay int64; everything else is stored as float32 (timesteps included, as the fixtures do).
+        # Token ids and masks stay int64; everything else is stored as float32, the pipelines' int64 timesteps
+        # included, as in the fixtures.
         tensor = tensor.detach().cpu()
-        if tensor.dtype != torch.int64 or not key.endswith(("input_ids", "attention_mask")):
+        if not key.endswith((".input_ids", ".attention_mask")):
             tensor = tensor.to(torch.float32)
         self.tensors[key] = tensor.clone().contiguous()
 
@@ -271,10 +272,11 @@ def check_geometry(pipe, args):
     patch = (pipe.transformer or pipe.transformer_2).config.patch_size
     if (args.num_frames - 1) % temporal:
         sys.exit(f"record.py: --num-frames must be 1 + a multiple of {temporal}, got {args.num_frames}")
-    for flag, value, multiple in (("--height", args.height, spatial * patch[1]),
-                                  ("--width", args.width, spatial * patch[2])):
-        if value % multiple or value % 16:
-            sys.exit(f"record.py: {flag} must be a multiple of {max(multiple, 16)}, got {value}")
+    for flag, value, patch_side in (("--height", args.height, patch[1]), ("--width", args.width, patch[2])):
+        # check_inputs wants multiples of 16 besides; all these factors are powers of two.
+        multiple = max(spatial * patch_side, 16)
+        if value % multiple:
+            sys.exit(f"record.py: {flag} must be a multiple of {multiple}, got {value}")
 
 
 def produced_by():
@@ -288,6 +290,8 @@ def main(argv):
     pipe = load_pipeline(args.model, args.image)
     check_geometry(pipe, args)
     if args.boundary_ratio is not None:
+        if getattr(pipe, "transformer_2", None) is None:
+            sys.exit(f"record.py: {args.model} has one expert: --boundary-ratio does not apply")
         pipe.register_to_config(boundary_ratio=args.boundary_ratio)
     flow_shift = configure_scheduler(pipe, args.solver, args.flow_shift)
 
