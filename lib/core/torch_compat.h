@@ -14,12 +14,10 @@ inline at::Tensor scaled_dot_product_attention(const at::Tensor& q, const at::Te
   return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/false, scale);
 }
 
-// x * rsqrt(mean(x^2, -1) + eps) * weight, statistics in float32, result in x's dtype.
+// x * rsqrt(mean(x^2, -1) + eps) * weight with the statistics in float32 and the result in x's dtype: LibTorch's
+// rms_norm, which torch.nn.RMSNorm (diffusers' norm_q / norm_k) calls.
 inline at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
-  auto xf = x.to(at::kFloat);
-  auto var = xf.pow(2).mean(-1, /*keepdim=*/true);
-  auto y = xf * at::rsqrt(var + eps);
-  return (y * weight.to(at::kFloat)).to(x.scalar_type());
+  return at::rms_norm(x, {x.size(-1)}, weight, eps);
 }
 
 }  // namespace omni::compat

@@ -64,22 +64,24 @@ RotaryEmbedding WanRotaryPosEmbed::forward(int64_t frames, int64_t height, int64
   // diffusers' apply_rotary_emb reads cos at even and sin at odd channels; keep just those.
   auto cos = grid_table(cos_).slice(1, 0, head_dim_, 2).contiguous();  // [S, d/2]
   auto sin = grid_table(sin_).slice(1, 1, head_dim_, 2).contiguous();  // [S, d/2]
+  auto cos_channels = cos.repeat_interleave(2, 1);                                  // [S, d]: c0 c0 c1 c1 ...
+  auto sin_signed = at::stack({-sin, sin}, -1).flatten(1).contiguous();             // [S, d]: -s0 s0 -s1 s1 ...
   if (cache_.size() >= 4) cache_.clear();  // a run uses one or two grids; bound it anyway
-  return cache_.emplace(key, RotaryEmbedding{cos, sin}).first->second;
+  return cache_.emplace(key, RotaryEmbedding{cos, sin, cos_channels, sin_signed}).first->second;
 }
 
 at::Tensor apply_rotary_emb(const at::Tensor& x, const RotaryEmbedding& rope) {
   OMNI_CHECK(x.dim() == 4 && x.size(1) == rope.cos.size(0) && x.size(3) == 2 * rope.cos.size(1), "apply_rotary_emb: x ",
              x.sizes(), " does not match rope tables ", rope.cos.sizes());
-  auto pairs = x.unflatten(-1, {x.size(3) / 2, 2});  // [B, S, H, d/2, 2]
-  auto x1 = pairs.select(-1, 0);                     // [B, S, H, d/2]
-  auto x2 = pairs.select(-1, 1);                     // [B, S, H, d/2]
-  auto cos = rope.cos.unsqueeze(1);                  // [S, 1, d/2]
-  auto sin = rope.sin.unsqueeze(1);                  // [S, 1, d/2]
-  auto out1 = x1 * cos - x2 * sin;                   // float32
-  auto out2 = x1 * sin + x2 * cos;                   // float32
-  // Each result is rounded to x's dtype separately, as diffusers' out[..., 0::2] = ... assignments do.
-  return at::stack({out1.to(x.scalar_type()), out2.to(x.scalar_type())}, -1).flatten(-2);  // [B, S, H, d]
+  // diffusers: out[2i] = x[2i] cos_i - x[2i+1] sin_i, out[2i+1] = x[2i] sin_i + x[2i+1] cos_i, in float32.
+  // Here as x * (c, c) + swap(x) * (-s, s), with swap exchanging each pair: the same products and the same
+  // single addition per channel (a - b == a + (-b) exactly; a + b == b + a), so the same float32 result in
+  // four kernels instead of eight. One rounding to x's dtype at the end, as diffusers' assignment into
+  // empty_like(x) does.
+  auto swapped = x.unflatten(-1, {x.size(3) / 2, 2}).flip(-1).flatten(-2);  // [B, S, H, d]: x1 x0 x3 x2 ...
+  auto cos = rope.cos_channels.unsqueeze(1);                                 // [S, 1, d]
+  auto sin = rope.sin_signed.unsqueeze(1);                                   // [S, 1, d]
+  return (x * cos).add_(swapped * sin).to(x.scalar_type());                  // [B, S, H, d]
 }
 
 }  // namespace omni::models

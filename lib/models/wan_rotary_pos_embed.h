@@ -15,13 +15,17 @@
 
 namespace omni::models {
 
-// cos and sin per token and channel pair: [S, d/2] float32 each, tokens in (frame, row, column) order.
-// A sequence-parallel rank slices both along dim 0 to its own tokens.
+// cos and sin per token and channel pair: [S, d/2] float32 each, tokens in (frame, row, column) order; and the
+// same per channel, as apply_rotary_emb multiplies them: cos_channels [S, d] = (c0, c0, c1, c1, ...) and
+// sin_signed [S, d] = (-s0, s0, -s1, s1, ...). A sequence-parallel rank slices all along dim 0 to its tokens.
 struct RotaryEmbedding {
   at::Tensor cos;
   at::Tensor sin;
+  at::Tensor cos_channels;
+  at::Tensor sin_signed;
   RotaryEmbedding slice(int64_t begin, int64_t end) const {
-    return {cos.slice(0, begin, end), sin.slice(0, begin, end)};
+    return {cos.slice(0, begin, end), sin.slice(0, begin, end), cos_channels.slice(0, begin, end),
+            sin_signed.slice(0, begin, end)};
   }
 };
 
