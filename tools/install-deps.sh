@@ -6,6 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config ccache git
+  clang-format                      # tools/check-format.sh (Debian 12: clang-format 14)
   python3-venv                      # the virtual environment that holds the pinned torch (LibTorch)
   libopenmpi-dev openmpi-bin        # MPI runtime and mpirun for the multi-rank tests
   libcli11-dev libyaml-cpp-dev nlohmann-json3-dev

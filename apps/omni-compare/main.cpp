@@ -7,7 +7,6 @@
 // B is the reference. Exit codes: 0 within tolerance, 1 not (or a mismatch in frames, sizes, keys, shapes),
 // 2 bad usage, 3 a missing or unreadable file. With neither --tolerance nor --psnr-min the outputs must be equal.
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -179,7 +178,8 @@ int compare_tensors(const Settings& s) {
   size_t width = 8;
   for (const auto& k : names) width = std::max(width, k.size() + 2);
   std::cout << std::left << std::setw(static_cast<int>(width)) << "tensor" << std::setw(20) << "shape" << std::setw(10)
-            << "dtype" << std::setw(12) << "max_abs" << std::setw(12) << "max_rel" << "status\n";
+            << "dtype" << std::setw(12) << "max_abs" << std::setw(12) << "max_rel"
+            << "status\n";
   bool all_ok = true;
   for (const auto& k : names) {
     const auto& ia = fa.info(k);
@@ -189,7 +189,8 @@ int compare_tensors(const Settings& s) {
     std::cout << std::setw(static_cast<int>(width)) << k;
     if (ia.shape != ib.shape) {
       std::cout << std::setw(20) << (shape_str(ia.shape) + "/" + shape_str(ib.shape)) << std::setw(10) << dtype
-                << std::setw(12) << "-" << std::setw(12) << "-" << "FAIL (shape)\n";
+                << std::setw(12) << "-" << std::setw(12) << "-"
+                << "FAIL (shape)\n";
       all_ok = false;
       continue;
     }
@@ -197,8 +198,7 @@ int compare_tensors(const Settings& s) {
     const double max_abs = a.numel() ? (a - b).abs().max().item<double>() : 0.0;
     const double ref = b.numel() ? b.abs().max().item<double>() : 0.0;
     const double max_rel = ref > 0 ? max_abs / ref : max_abs;
-    const bool nan = a.numel() && (a.isnan().any().item<bool>() != b.isnan().any().item<bool>() ||
-                                   std::isnan(max_abs));
+    const bool nan = a.numel() && (a.isnan().any().item<bool>() != b.isnan().any().item<bool>() || std::isnan(max_abs));
     std::string why;
     const bool ok = !nan && within(s, max_abs, max_rel, 0.0, &why);
     all_ok = all_ok && ok;
@@ -219,8 +219,8 @@ int compare_tensors(const Settings& s) {
   }
   const bool ok = all_ok && keys_ok;
   std::cout << (ok ? "PASS" : "FAIL") << ": " << names.size() << " tensors compared"
-            << (keys_ok ? "" : ", keys missing (--allow-missing to accept)") << (all_ok ? "" : ", some out of tolerance")
-            << "\n";
+            << (keys_ok ? "" : ", keys missing (--allow-missing to accept)")
+            << (all_ok ? "" : ", some out of tolerance") << "\n";
   return ok ? 0 : 1;
 }
 

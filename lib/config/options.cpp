@@ -1,14 +1,14 @@
 #include "config/options.h"
 
-#include <CLI/CLI.hpp>
 #include <yaml-cpp/yaml.h>
-#include <nlohmann/json.hpp>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/error.h"
@@ -40,8 +40,8 @@ int64_t to_int(const std::string& v, const std::string& where) {
 
 int to_int32(const std::string& v, const std::string& where) {
   int64_t x = to_int(v, where);
-  OMNI_CHECK_USAGE(x >= std::numeric_limits<int>::min() && x <= std::numeric_limits<int>::max(), where,
-                   ": value ", v, " is out of range");
+  OMNI_CHECK_USAGE(x >= std::numeric_limits<int>::min() && x <= std::numeric_limits<int>::max(), where, ": value ", v,
+                   " is out of range");
   return static_cast<int>(x);
 }
 
@@ -55,7 +55,9 @@ double to_double(const std::string& v, const std::string& where) {
   OMNI_FAIL_USAGE(where, ": expected a number, got '", v, "'");
 }
 
-bool is_null(const std::string& v) { return v == "null" || v == "none" || v == "~" || v.empty(); }
+bool is_null(const std::string& v) {
+  return v == "null" || v == "none" || v == "~" || v.empty();
+}
 
 std::optional<double> to_optional_double(const std::string& v, const std::string& where) {
   if (is_null(v)) return std::nullopt;
@@ -79,17 +81,20 @@ const std::vector<Binding>& bindings() {
                    const char* unset = "") {
       t.push_back({{name, help, def, false},
                    [field](GenerateOptions& o, const std::string& v, const std::string&) { o.*field = v; },
-                   [field](const GenerateOptions& o) { return nlohmann::json(o.*field); }, unset});
+                   [field](const GenerateOptions& o) { return nlohmann::json(o.*field); },
+                   unset});
     };
     auto i32 = [&](const char* name, const char* help, const char* def, int GenerateOptions::*field) {
-      t.push_back({{name, help, def, false, "INT"},
-                   [field](GenerateOptions& o, const std::string& v, const std::string& w) { o.*field = to_int32(v, w); },
-                   [field](const GenerateOptions& o) { return nlohmann::json(o.*field); }});
+      t.push_back(
+          {{name, help, def, false, "INT"},
+           [field](GenerateOptions& o, const std::string& v, const std::string& w) { o.*field = to_int32(v, w); },
+           [field](const GenerateOptions& o) { return nlohmann::json(o.*field); }});
     };
     auto f64 = [&](const char* name, const char* help, const char* def, double GenerateOptions::*field) {
-      t.push_back({{name, help, def, false, "FLOAT"},
-                   [field](GenerateOptions& o, const std::string& v, const std::string& w) { o.*field = to_double(v, w); },
-                   [field](const GenerateOptions& o) { return nlohmann::json(o.*field); }});
+      t.push_back(
+          {{name, help, def, false, "FLOAT"},
+           [field](GenerateOptions& o, const std::string& v, const std::string& w) { o.*field = to_double(v, w); },
+           [field](const GenerateOptions& o) { return nlohmann::json(o.*field); }});
     };
     auto opt_f64 = [&](const char* name, const char* help, const char* def,
                        std::optional<double> GenerateOptions::*field, const char* unset) {
@@ -103,9 +108,10 @@ const std::vector<Binding>& bindings() {
                    unset});
     };
     auto flag = [&](const char* name, const char* help, bool GenerateOptions::*field) {
-      t.push_back({{name, help, "false", true},
-                   [field](GenerateOptions& o, const std::string& v, const std::string& w) { o.*field = to_bool(v, w); },
-                   [field](const GenerateOptions& o) { return nlohmann::json(o.*field); }});
+      t.push_back(
+          {{name, help, "false", true},
+           [field](GenerateOptions& o, const std::string& v, const std::string& w) { o.*field = to_bool(v, w); },
+           [field](const GenerateOptions& o) { return nlohmann::json(o.*field); }});
     };
     auto par = [&](const char* name, const char* help, const char* def, int ParallelConfig::*field) {
       t.push_back({{name, help, def, false, "INT"},
@@ -115,15 +121,15 @@ const std::vector<Binding>& bindings() {
                    [field](const GenerateOptions& o) { return nlohmann::json(o.parallel.*field); }});
     };
     using G = GenerateOptions;
-    str("model", "diffusers-layout model folder, or ORG/NAME in the Hugging Face cache (offline); empty: the "
-                 "built-in default model (random weights, for trying the tool)", "", &G::model,
-        "(built-in default model)");
+    str("model",
+        "diffusers-layout model folder, or ORG/NAME in the Hugging Face cache (offline); empty: the "
+        "built-in default model (random weights, for trying the tool)",
+        "", &G::model, "(built-in default model)");
     str("task", "t2v, i2v or ti2v; default: from model_index.json and --image", "", &G::task, "(from the model)");
     str("config", "YAML file of options (same names as the flags, without dashes)", "", &G::config_file);
     str("prompt", "text prompt", "", &G::prompt);
     str("negative-prompt", "negative prompt (default: the model preset's)", "", &G::negative_prompt);
-    str("prompts-file", "text file with one prompt per line (spread over data-parallel groups)", "",
-        &G::prompts_file);
+    str("prompts-file", "text file with one prompt per line (spread over data-parallel groups)", "", &G::prompts_file);
     str("image", "conditioning image for image-to-video (PNG, JPEG, ...)", "", &G::image);
     i32("height", "video height in pixels", "720", &G::height);
     i32("width", "video width in pixels", "1280", &G::width);
@@ -131,10 +137,14 @@ const std::vector<Binding>& bindings() {
     i32("num-inference-steps", "denoising steps", "40", &G::num_inference_steps);
     f64("guidance-scale", "classifier-free guidance scale (high-noise expert `transformer`)", "5.0",
         &G::guidance_scale);
-    opt_f64("guidance-scale-2", "guidance scale of the low-noise expert `transformer_2` (default: "
-                                "--guidance-scale)", "none", &G::guidance_scale_2, "(= guidance-scale)");
-    opt_f64("boundary-ratio", "switch from transformer to transformer_2 when t < ratio*1000 (default: "
-                              "model_index.json's)", "none", &G::boundary_ratio, "(model default)");
+    opt_f64("guidance-scale-2",
+            "guidance scale of the low-noise expert `transformer_2` (default: "
+            "--guidance-scale)",
+            "none", &G::guidance_scale_2, "(= guidance-scale)");
+    opt_f64("boundary-ratio",
+            "switch from transformer to transformer_2 when t < ratio*1000 (default: "
+            "model_index.json's)",
+            "none", &G::boundary_ratio, "(model default)");
     opt_f64("flow-shift", "flow-matching shift (default: scheduler_config.json's)", "none", &G::flow_shift,
             "(model default)");
     str("sample-solver", "unipc or euler", "unipc", &G::sample_solver);
@@ -148,27 +158,32 @@ const std::vector<Binding>& bindings() {
     flag("overwrite", "replace an existing output file", &G::overwrite);
     str("save-tensors", "write intermediate tensors (safetensors) to this path", "", &G::save_tensors);
     str("report", "write the run report (JSON) to this path", "", &G::report);
-    str("dump-tensors", "debug: write every named intermediate (text encoder, each transformer call and block, "
-                        "VAE) to this safetensors file, named like the reference fixtures", "", &G::dump_tensors);
+    str("dump-tensors",
+        "debug: write every named intermediate (text encoder, each transformer call and block, "
+        "VAE) to this safetensors file, named like the reference fixtures",
+        "", &G::dump_tensors);
     // use-hsdp lives in ParallelConfig.
     t.push_back({{"use-hsdp", "shard weights with HSDP", "false", true},
                  [](G& o, const std::string& v, const std::string& w) { o.parallel.use_hsdp = to_bool(v, w); },
                  [](const G& o) { return nlohmann::json(o.parallel.use_hsdp); }});
     par("hsdp-shard-size", "ranks that split one copy of the weights (-1: automatic)", "-1",
         &ParallelConfig::hsdp_shard_size);
-    par("hsdp-replicate-size", "number of weight copies (shard groups)", "-1",
-        &ParallelConfig::hsdp_replicate_size);
+    par("hsdp-replicate-size", "number of weight copies (shard groups)", "-1", &ParallelConfig::hsdp_replicate_size);
     par("ulysses-degree", "Ulysses sequence-parallel degree", "1", &ParallelConfig::ulysses_degree);
     par("ring-degree", "ring-attention sequence-parallel degree", "1", &ParallelConfig::ring_degree);
     par("cfg-parallel-size", "1, or 2 to run cond and uncond on different ranks", "1",
         &ParallelConfig::cfg_parallel_size);
     par("tensor-parallel-size", "must be 1 (HSDP replaces tensor parallelism)", "1",
         &ParallelConfig::tensor_parallel_size);
-    str("device", "auto, cpu, cuda or cuda:N (auto: cuda when LibTorch has CUDA and a GPU is visible, else cpu; "
-                  "cuda: GPU local rank % visible GPUs)", "auto", &G::device);
+    str("device",
+        "auto, cpu, cuda or cuda:N (auto: cuda when LibTorch has CUDA and a GPU is visible, else cpu; "
+        "cuda: GPU local rank % visible GPUs)",
+        "auto", &G::device);
     flag("allow-shared-gpu", "let several ranks of a node use one GPU (otherwise an error)", &G::allow_shared_gpu);
-    f64("collective-timeout", "seconds a GPU collective may wait for its peers before every rank is stopped "
-             "with an error naming it", "600", &G::collective_timeout);
+    f64("collective-timeout",
+        "seconds a GPU collective may wait for its peers before every rank is stopped "
+        "with an error naming it",
+        "600", &G::collective_timeout);
     str("dtype", "transformer and text encoder dtype: bfloat16, float16 or float32", "bfloat16", &G::dtype);
     str("vae-dtype", "VAE dtype: float32, bfloat16 or float16", "float32", &G::vae_dtype);
     str("log-level", "debug, info, warn, error or off", "info", &G::log_level);
@@ -231,7 +246,9 @@ std::string closest_option(const std::string& name) {
   return best;
 }
 
-const char* tool_version() { return OMNI_VERSION; }
+const char* tool_version() {
+  return OMNI_VERSION;
+}
 
 CommandLine parse_command_line(int argc, const char* const* argv) {
   CLI::App app{"omni-generate: Wan2.2 video generation on one GPU or many (launch with mpirun or srun)",
@@ -247,8 +264,10 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     std::string help = b.spec.help;
     if (!b.spec.is_flag && !b.spec.default_text.empty()) help += " [default: " + b.spec.default_text + "]";
     CLI::Option* opt;
-    if (b.spec.is_flag) opt = app.add_flag("--" + b.spec.name, flags[b.spec.name], help);
-    else opt = app.add_option("--" + b.spec.name, raw[b.spec.name], help)->type_name(b.spec.type_name);
+    if (b.spec.is_flag)
+      opt = app.add_flag("--" + b.spec.name, flags[b.spec.name], help);
+    else
+      opt = app.add_option("--" + b.spec.name, raw[b.spec.name], help)->type_name(b.spec.type_name);
     // Like argparse: a flag given twice takes its last value, so scripts can append overrides.
     opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     registered.emplace_back(b.spec.name, opt);
@@ -332,27 +351,23 @@ void validate_options(const GenerateOptions& o) {
   OMNI_CHECK_USAGE(o.height > 0 && o.height % 16 == 0, "--height must be a positive multiple of 16, got ", o.height);
   OMNI_CHECK_USAGE(o.width > 0 && o.width % 16 == 0, "--width must be a positive multiple of 16, got ", o.width);
   OMNI_CHECK_USAGE(o.num_frames >= 1, "--num-frames must be at least 1, got ", o.num_frames);
-  OMNI_CHECK_USAGE(o.num_inference_steps >= 1, "--num-inference-steps must be at least 1, got ",
-                   o.num_inference_steps);
+  OMNI_CHECK_USAGE(o.num_inference_steps >= 1, "--num-inference-steps must be at least 1, got ", o.num_inference_steps);
   OMNI_CHECK_USAGE(o.guidance_scale >= 0, "--guidance-scale must be non-negative, got ", o.guidance_scale);
   OMNI_CHECK_USAGE(!o.guidance_scale_2 || *o.guidance_scale_2 >= 0, "--guidance-scale-2 must be non-negative, got ",
                    o.guidance_scale_2.value_or(0));
   OMNI_CHECK_USAGE(!o.boundary_ratio || (*o.boundary_ratio >= 0 && *o.boundary_ratio <= 1),
                    "--boundary-ratio must lie in [0, 1], got ", o.boundary_ratio.value_or(0));
-  OMNI_CHECK_USAGE(!o.flow_shift || *o.flow_shift > 0, "--flow-shift must be positive, got ",
-                   o.flow_shift.value_or(0));
+  OMNI_CHECK_USAGE(!o.flow_shift || *o.flow_shift > 0, "--flow-shift must be positive, got ", o.flow_shift.value_or(0));
   OMNI_CHECK_USAGE(o.sample_solver == "unipc" || o.sample_solver == "euler",
                    "--sample-solver must be unipc or euler, got '", o.sample_solver, "'");
-  OMNI_CHECK_USAGE(o.max_sequence_length >= 1, "--max-sequence-length must be at least 1, got ",
-                   o.max_sequence_length);
+  OMNI_CHECK_USAGE(o.max_sequence_length >= 1, "--max-sequence-length must be at least 1, got ", o.max_sequence_length);
   OMNI_CHECK_USAGE(o.fps >= 1 && o.fps <= 240, "--fps must lie in [1, 240], got ", o.fps);
   OMNI_CHECK_USAGE(o.crf >= 0 && o.crf <= 51, "--crf must lie in [0, 51], got ", o.crf);
   OMNI_CHECK_USAGE(o.task.empty() || o.task == "t2v" || o.task == "i2v" || o.task == "ti2v",
                    "--task must be t2v, i2v or ti2v, got '", o.task, "'");
   auto is_dtype = [](const std::string& v) { return v == "float32" || v == "bfloat16" || v == "float16"; };
   OMNI_CHECK_USAGE(is_dtype(o.dtype), "--dtype must be float32, bfloat16 or float16, got '", o.dtype, "'");
-  OMNI_CHECK_USAGE(is_dtype(o.vae_dtype), "--vae-dtype must be float32, bfloat16 or float16, got '", o.vae_dtype,
-                   "'");
+  OMNI_CHECK_USAGE(is_dtype(o.vae_dtype), "--vae-dtype must be float32, bfloat16 or float16, got '", o.vae_dtype, "'");
   OMNI_CHECK_USAGE(o.device == "auto" || o.device == "cpu" || o.device == "cuda" ||
                        (o.device.size() > 5 && o.device.rfind("cuda:", 0) == 0 &&
                         o.device.find_first_not_of("0123456789", 5) == std::string::npos),

@@ -3,9 +3,8 @@
 // All layers use the same names (the flags' kebab-case names, without the dashes, are the YAML keys).
 #pragma once
 
-#include <nlohmann/json_fwd.hpp>
-
 #include <map>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -70,8 +69,8 @@ struct GenerateOptions {
 struct OptionSpec {
   std::string name;  // kebab-case, no dashes: "num-frames"
   std::string help;
-  std::string default_text;  // shown in --help
-  bool is_flag = false;      // boolean switch (--use-hsdp); YAML takes true/false
+  std::string default_text;        // shown in --help
+  bool is_flag = false;            // boolean switch (--use-hsdp); YAML takes true/false
   std::string type_name = "TEXT";  // shown in --help: TEXT, INT, FLOAT
 };
 

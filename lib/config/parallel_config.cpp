@@ -10,10 +10,14 @@ Layout resolve_layout(const ParallelConfig& pc, int world) {
   OMNI_CHECK(world >= 1, "world size must be positive, got ", world);
   // Tensor parallelism first: with HSDP it is a contradiction, without it simply unsupported.
   if (pc.tensor_parallel_size != 1) {
-    OMNI_CHECK_USAGE(!pc.use_hsdp, "HSDP and tensor parallelism are mutually exclusive; tensor parallel size must be 1 "
-                                   "(got --tensor-parallel-size ", pc.tensor_parallel_size, " with --use-hsdp)");
-    OMNI_FAIL_USAGE("tensor parallelism is not supported (use HSDP with sequence parallelism): got "
-                    "--tensor-parallel-size ", pc.tensor_parallel_size);
+    OMNI_CHECK_USAGE(!pc.use_hsdp,
+                     "HSDP and tensor parallelism are mutually exclusive; tensor parallel size must be 1 "
+                     "(got --tensor-parallel-size ",
+                     pc.tensor_parallel_size, " with --use-hsdp)");
+    OMNI_FAIL_USAGE(
+        "tensor parallelism is not supported (use HSDP with sequence parallelism): got "
+        "--tensor-parallel-size ",
+        pc.tensor_parallel_size);
   }
   OMNI_CHECK_USAGE(pc.cfg_parallel_size == 1 || pc.cfg_parallel_size == 2,
                    "cfg parallel size must be 1 or 2: got --cfg-parallel-size ", pc.cfg_parallel_size);
@@ -35,8 +39,10 @@ Layout resolve_layout(const ParallelConfig& pc, int world) {
     l.hsdp_replicate = world;
     OMNI_CHECK_USAGE(pc.hsdp_shard_size == -1, "--hsdp-shard-size needs --use-hsdp (got --hsdp-shard-size ",
                      pc.hsdp_shard_size, " without it)");
-    OMNI_CHECK_USAGE(pc.hsdp_replicate_size == -1, "--hsdp-replicate-size needs --use-hsdp (got "
-                     "--hsdp-replicate-size ", pc.hsdp_replicate_size, " without it)");
+    OMNI_CHECK_USAGE(pc.hsdp_replicate_size == -1,
+                     "--hsdp-replicate-size needs --use-hsdp (got "
+                     "--hsdp-replicate-size ",
+                     pc.hsdp_replicate_size, " without it)");
     return l;
   }
 
@@ -45,11 +51,13 @@ Layout resolve_layout(const ParallelConfig& pc, int world) {
   OMNI_CHECK_USAGE(replicate >= 1, "--hsdp-replicate-size must be at least 1, got ", replicate);
   if (pc.hsdp_shard_size == -1) {
     // Automatic shard size exists only alongside other parallelism (vllm-omni's rule).
-    OMNI_CHECK_USAGE(product > 1, "standalone HSDP needs an explicit --hsdp-shard-size (no --ulysses-degree, "
-                                  "--ring-degree or --cfg-parallel-size above 1 to derive it from); for example "
-                                  "--hsdp-shard-size ", world / replicate);
-    OMNI_CHECK_USAGE(world % replicate == 0, "--hsdp-replicate-size: replicate ", replicate,
-                     " must divide world size ", world, " to choose the shard size automatically");
+    OMNI_CHECK_USAGE(product > 1,
+                     "standalone HSDP needs an explicit --hsdp-shard-size (no --ulysses-degree, "
+                     "--ring-degree or --cfg-parallel-size above 1 to derive it from); for example "
+                     "--hsdp-shard-size ",
+                     world / replicate);
+    OMNI_CHECK_USAGE(world % replicate == 0, "--hsdp-replicate-size: replicate ", replicate, " must divide world size ",
+                     world, " to choose the shard size automatically");
     l.hsdp_replicate = replicate;
     l.hsdp_shard = world / replicate;
   } else {
@@ -101,10 +109,11 @@ std::vector<int> Layout::group_of(const std::string& kind, int rank) const {
 
 std::string Layout::summary() const {
   std::ostringstream os;
-  os << "world " << world_size << ": dp " << dp << " x cfg " << cfg << " x ring " << ring << " x ulysses "
-     << ulysses;
-  if (use_hsdp) os << "; hsdp replicate " << hsdp_replicate << " x shard " << hsdp_shard;
-  else os << "; hsdp off (every rank holds whole models)";
+  os << "world " << world_size << ": dp " << dp << " x cfg " << cfg << " x ring " << ring << " x ulysses " << ulysses;
+  if (use_hsdp)
+    os << "; hsdp replicate " << hsdp_replicate << " x shard " << hsdp_shard;
+  else
+    os << "; hsdp off (every rank holds whole models)";
   return os.str();
 }
 

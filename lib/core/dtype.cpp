@@ -16,8 +16,8 @@ c10::ScalarType parse_dtype(const std::string& name, const std::string& flag,
                   (allowed.size() == 0 || std::find(allowed.begin(), allowed.end(), t) != allowed.end());
   if (!ok) {
     std::string names;
-    for (auto a : allowed.size() ? allowed : std::initializer_list<c10::ScalarType>{c10::kFloat, c10::kBFloat16,
-                                                                                   c10::kHalf})
+    for (auto a :
+         allowed.size() ? allowed : std::initializer_list<c10::ScalarType>{c10::kFloat, c10::kBFloat16, c10::kHalf})
       names += (names.empty() ? "" : ", ") + std::string(dtype_name(a));
     OMNI_FAIL_USAGE(flag, " must be one of ", names, "; got '", name, "'");
   }

@@ -35,32 +35,31 @@ std::string str_cat(const Args&... args) {
 }  // namespace omni
 
 // Internal invariant or runtime failure (exit 1). The message says what failed and why.
-#define OMNI_CHECK(cond, ...)                                                                          \
-  do {                                                                                                 \
-    if (!(cond)) ::omni::throw_error(::omni::ExitCode::kFailure, __FILE__, __LINE__,                   \
-                                     ::omni::str_cat(__VA_ARGS__));                                    \
+#define OMNI_CHECK(cond, ...)                                                                                       \
+  do {                                                                                                              \
+    if (!(cond)) ::omni::throw_error(::omni::ExitCode::kFailure, __FILE__, __LINE__, ::omni::str_cat(__VA_ARGS__)); \
   } while (0)
 // Bad usage or invalid configuration (exit 2): name the flag, what was expected and what was given.
-#define OMNI_CHECK_USAGE(cond, ...)                                                                    \
-  do {                                                                                                 \
-    if (!(cond)) ::omni::throw_error(::omni::ExitCode::kUsage, __FILE__, __LINE__,                     \
-                                     ::omni::str_cat(__VA_ARGS__));                                    \
+#define OMNI_CHECK_USAGE(cond, ...)                                                                               \
+  do {                                                                                                            \
+    if (!(cond)) ::omni::throw_error(::omni::ExitCode::kUsage, __FILE__, __LINE__, ::omni::str_cat(__VA_ARGS__)); \
   } while (0)
 // Bad input file (exit 3): name the file (and tensor / key), what was expected and what was found.
-#define OMNI_CHECK_INPUT(cond, ...)                                                                    \
-  do {                                                                                                 \
-    if (!(cond)) ::omni::throw_error(::omni::ExitCode::kInput, __FILE__, __LINE__,                     \
-                                     ::omni::str_cat(__VA_ARGS__));                                    \
+#define OMNI_CHECK_INPUT(cond, ...)                                                                               \
+  do {                                                                                                            \
+    if (!(cond)) ::omni::throw_error(::omni::ExitCode::kInput, __FILE__, __LINE__, ::omni::str_cat(__VA_ARGS__)); \
   } while (0)
 #define OMNI_FAIL(...) ::omni::throw_error(::omni::ExitCode::kFailure, __FILE__, __LINE__, ::omni::str_cat(__VA_ARGS__))
-#define OMNI_FAIL_USAGE(...) ::omni::throw_error(::omni::ExitCode::kUsage, __FILE__, __LINE__, ::omni::str_cat(__VA_ARGS__))
-#define OMNI_FAIL_INPUT(...) ::omni::throw_error(::omni::ExitCode::kInput, __FILE__, __LINE__, ::omni::str_cat(__VA_ARGS__))
+#define OMNI_FAIL_USAGE(...) \
+  ::omni::throw_error(::omni::ExitCode::kUsage, __FILE__, __LINE__, ::omni::str_cat(__VA_ARGS__))
+#define OMNI_FAIL_INPUT(...) \
+  ::omni::throw_error(::omni::ExitCode::kInput, __FILE__, __LINE__, ::omni::str_cat(__VA_ARGS__))
 
 // MPI calls: the failing call and MPI's own error string.
-#define MPI_CHECK(call)                                                                                \
-  do {                                                                                                 \
-    int omni_mpi_rc_ = (call);                                                                         \
-    if (omni_mpi_rc_ != 0) ::omni::throw_mpi_error(#call, omni_mpi_rc_, __FILE__, __LINE__);           \
+#define MPI_CHECK(call)                                                                      \
+  do {                                                                                       \
+    int omni_mpi_rc_ = (call);                                                               \
+    if (omni_mpi_rc_ != 0) ::omni::throw_mpi_error(#call, omni_mpi_rc_, __FILE__, __LINE__); \
   } while (0)
 
 namespace omni {

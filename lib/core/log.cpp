@@ -12,26 +12,30 @@ Level g_level = Level::kInfo;
 
 const char* level_name(Level level) {
   switch (level) {
-    case Level::kDebug: return "debug";
-    case Level::kInfo: return "info";
-    case Level::kWarn: return "warn";
-    case Level::kError: return "error";
-    default: return "";
+    case Level::kDebug:
+      return "debug";
+    case Level::kInfo:
+      return "info";
+    case Level::kWarn:
+      return "warn";
+    case Level::kError:
+      return "error";
+    default:
+      return "";
   }
 }
 
 void emit(Level level, const std::string& message) {
   auto now = std::chrono::system_clock::now();
   std::time_t t = std::chrono::system_clock::to_time_t(now);
-  int ms = static_cast<int>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
+  int ms =
+      static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
   std::tm tm{};
   localtime_r(&t, &tm);
   char stamp[32];
   std::strftime(stamp, sizeof(stamp), "%H:%M:%S", &tm);
   // One fprintf per line so that lines from different ranks do not interleave mid-line.
-  std::fprintf(stderr, "[%s.%03d %s %d/%d] %s\n", stamp, ms, level_name(level), g_rank, g_world,
-               message.c_str());
+  std::fprintf(stderr, "[%s.%03d %s %d/%d] %s\n", stamp, ms, level_name(level), g_rank, g_world, message.c_str());
   std::fflush(stderr);
 }
 }  // namespace
@@ -40,7 +44,9 @@ void set_rank(int rank, int world) {
   g_rank = rank;
   g_world = world;
 }
-void set_level(Level level) { g_level = level; }
+void set_level(Level level) {
+  g_level = level;
+}
 
 Level parse_level(const std::string& name) {
   if (name == "debug") return Level::kDebug;
@@ -57,7 +63,9 @@ bool enabled(Level level) {
   return true;
 }
 
-void write(Level level, const std::string& message) { emit(level, message); }
+void write(Level level, const std::string& message) {
+  emit(level, message);
+}
 void write_all_ranks(Level level, const std::string& message) {
   if (level >= g_level) emit(level, message);
 }

@@ -21,9 +21,9 @@ void write_all_ranks(Level level, const std::string& message);
 
 }  // namespace omni::log
 
-#define OMNI_LOG_AT(lvl, ...)                                                                          \
-  do {                                                                                                 \
-    if (::omni::log::enabled(lvl)) ::omni::log::write(lvl, ::omni::str_cat(__VA_ARGS__));            \
+#define OMNI_LOG_AT(lvl, ...)                                                             \
+  do {                                                                                    \
+    if (::omni::log::enabled(lvl)) ::omni::log::write(lvl, ::omni::str_cat(__VA_ARGS__)); \
   } while (0)
 #define OMNI_DEBUG(...) OMNI_LOG_AT(::omni::log::Level::kDebug, __VA_ARGS__)
 #define OMNI_INFO(...) OMNI_LOG_AT(::omni::log::Level::kInfo, __VA_ARGS__)

@@ -11,7 +11,9 @@ namespace omni {
 Progress::Progress(std::string label, int total, bool enabled)
     : label_(std::move(label)), total_(total), enabled_(enabled), tty_(isatty(fileno(stderr)) != 0) {}
 
-Progress::~Progress() { finish(); }
+Progress::~Progress() {
+  finish();
+}
 
 void Progress::update(int done, double seconds, const std::string& detail) {
   if (!enabled_) return;

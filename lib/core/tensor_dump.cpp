@@ -13,8 +13,12 @@ std::string full_name(const std::string& name) {
 }
 }  // namespace
 
-void enable_dumps(bool on) { g_enabled = on; }
-bool dumps_enabled() { return g_enabled; }
+void enable_dumps(bool on) {
+  g_enabled = on;
+}
+bool dumps_enabled() {
+  return g_enabled;
+}
 
 void dump(const std::string& name, const at::Tensor& tensor) {
   if (!g_enabled || !tensor.defined()) return;

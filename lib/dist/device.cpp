@@ -3,8 +3,8 @@
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/headeronly/version.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -28,7 +28,7 @@ namespace {
 // What a rank found out about its own request, before the collective that compares ranks.
 struct LocalChoice {
   c10::Device device = c10::Device(c10::kCPU);
-  std::string error;  // non-empty: this rank cannot honour the request (a usage error)
+  std::string error;   // non-empty: this rank cannot honour the request (a usage error)
   char uuid[40] = {};  // the GPU's UUID as hex text, empty for the CPU
 };
 
@@ -113,8 +113,8 @@ c10::Device select_device(const std::string& spec, const Communicator& world, bo
 
   // Every rank enters the exchange, failed or not, so that none waits on one that already threw.
   std::vector<char> uuids(sizeof(mine.uuid) * node.size());
-  MPI_CHECK(MPI_Allgather(mine.uuid, sizeof(mine.uuid), MPI_CHAR, uuids.data(), sizeof(mine.uuid), MPI_CHAR,
-                          node.comm()));
+  MPI_CHECK(
+      MPI_Allgather(mine.uuid, sizeof(mine.uuid), MPI_CHAR, uuids.data(), sizeof(mine.uuid), MPI_CHAR, node.comm()));
   OMNI_CHECK_USAGE(mine.error.empty(), mine.error);
 
   if (mine.device.is_cuda() && !allow_shared_gpu) {

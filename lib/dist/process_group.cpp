@@ -146,8 +146,7 @@ WorkHandle ProcessGroup::barrier() {
   return do_barrier();
 }
 
-std::unique_ptr<ProcessGroup> make_process_group(const Communicator& comm, at::Device device,
-                                                 const std::string& name) {
+std::unique_ptr<ProcessGroup> make_process_group(const Communicator& comm, at::Device device, const std::string& name) {
   OMNI_CHECK(comm.valid(), "make_process_group: null communicator");
   if (device.is_cpu()) return std::make_unique<ProcessGroupMpi>(comm);
   if (device.is_cuda()) {

@@ -70,8 +70,8 @@ class FlatParamUnit {
   bool gathering() const { return in_flight_; }
   bool gathered() const { return gathered_; }
 
-  int64_t resident_bytes() const;   // bytes of this rank's slices
-  int64_t full_bytes() const;       // bytes of the gathered (padded) buffers
+  int64_t resident_bytes() const;  // bytes of this rank's slices
+  int64_t full_bytes() const;      // bytes of the gathered (padded) buffers
   // Bytes this rank receives from the others in one gather: full - own slice.
   int64_t received_bytes_per_gather() const;
 

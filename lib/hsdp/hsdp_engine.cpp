@@ -10,8 +10,12 @@ namespace omni::hsdp {
 ShardedModel::ShardedModel(std::string name, std::unique_ptr<FlatParamUnit> root,
                            std::vector<std::unique_ptr<FlatParamUnit>> blocks, std::shared_ptr<BufferPool> pool,
                            std::shared_ptr<HsdpStats> stats)
-    : name_(std::move(name)), root_(std::move(root)), blocks_(std::move(blocks)), pool_(std::move(pool)),
-      stats_(std::move(stats)), clock_(pool_ ? pool_->device() : at::Device(at::kCPU)) {
+    : name_(std::move(name)),
+      root_(std::move(root)),
+      blocks_(std::move(blocks)),
+      pool_(std::move(pool)),
+      stats_(std::move(stats)),
+      clock_(pool_ ? pool_->device() : at::Device(at::kCPU)) {
   OMNI_CHECK(root_ != nullptr, "sharded model ", name_, " has no root unit");
 }
 
@@ -56,7 +60,9 @@ void ShardedModel::settle_waits(bool block) {
   }
 }
 
-void ShardedModel::settle_timings() { settle_waits(/*block=*/true); }
+void ShardedModel::settle_timings() {
+  settle_waits(/*block=*/true);
+}
 
 void ShardedModel::release(FlatParamUnit& u) {
   if (!u.gathered() && !u.gathering()) return;
@@ -76,7 +82,9 @@ void ShardedModel::before(int index) {
   if (index + 1 < num_blocks()) start(*blocks_[static_cast<size_t>(index + 1)]);  // overlaps block `index`
 }
 
-void ShardedModel::after(int index) { release(unit(index)); }
+void ShardedModel::after(int index) {
+  release(unit(index));
+}
 
 void ShardedModel::release_all() {
   for (auto& b : blocks_) release(*b);

@@ -28,13 +28,14 @@ struct HsdpStats {
   // Time compute waited for gathers: host time blocked in finish_gather on the CPU; on a GPU, the compute
   // stream's stall on the gather's event (CUDA events around the wait), read once the device got there.
   double gather_wait_seconds = 0.0;
-  int64_t disk_bytes_read = 0;       // bytes read from checkpoints for the shards
+  int64_t disk_bytes_read = 0;  // bytes read from checkpoints for the shards
 };
 
 class ShardedModel {
  public:
-  ShardedModel(std::string name, std::unique_ptr<FlatParamUnit> root, std::vector<std::unique_ptr<FlatParamUnit>> blocks,
-               std::shared_ptr<BufferPool> pool, std::shared_ptr<HsdpStats> stats);
+  ShardedModel(std::string name, std::unique_ptr<FlatParamUnit> root,
+               std::vector<std::unique_ptr<FlatParamUnit>> blocks, std::shared_ptr<BufferPool> pool,
+               std::shared_ptr<HsdpStats> stats);
   ~ShardedModel();
 
   const std::string& name() const { return name_; }
@@ -51,7 +52,7 @@ class ShardedModel {
   void settle_timings();
 
   int64_t resident_bytes() const;
-  int64_t full_bytes() const;            // all units, gathered size (padded)
+  int64_t full_bytes() const;                  // all units, gathered size (padded)
   int64_t received_bytes_per_forward() const;  // what one forward gathers from the other ranks
 
  private:

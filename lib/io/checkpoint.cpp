@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <set>
 
-#include "core/files.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
 
@@ -53,7 +53,8 @@ Checkpoint Checkpoint::open(const std::string& path) {
   Checkpoint ck;
   ck.path_ = path;
   if (is_dir(path)) return open(find_in_folder(path));
-  OMNI_CHECK_INPUT(is_file(path), path, ": checkpoint not found (expected a .safetensors file, a "
+  OMNI_CHECK_INPUT(is_file(path), path,
+                   ": checkpoint not found (expected a .safetensors file, a "
                    ".safetensors.index.json file or a component folder)");
 
   if (!ends_with(path, ".json")) {
@@ -101,7 +102,9 @@ Checkpoint Checkpoint::open(const std::string& path) {
   return ck;
 }
 
-bool Checkpoint::contains(const std::string& name) const { return owner_.count(name) != 0; }
+bool Checkpoint::contains(const std::string& name) const {
+  return owner_.count(name) != 0;
+}
 
 const TensorInfo& Checkpoint::info(const std::string& name) const {
   auto it = owner_.find(name);

@@ -101,14 +101,22 @@ int jpeg_exif_orientation(const uint8_t* data, size_t size) {
 at::Tensor apply_exif_orientation(const at::Tensor& image, int orientation) {
   // Pillow's transposes, on [H, W, C]: rows are y (top to bottom), columns x (left to right).
   switch (orientation) {
-    case 2: return image.flip({1}).contiguous();                    // FLIP_LEFT_RIGHT
-    case 3: return image.flip({0, 1}).contiguous();                 // ROTATE_180
-    case 4: return image.flip({0}).contiguous();                    // FLIP_TOP_BOTTOM
-    case 5: return image.permute({1, 0, 2}).contiguous();           // TRANSPOSE (main diagonal)  [W, H, C]
-    case 6: return image.permute({1, 0, 2}).flip({1}).contiguous();  // ROTATE_270: 90 degrees clockwise  [W, H, C]
-    case 7: return image.permute({1, 0, 2}).flip({0, 1}).contiguous();  // TRANSVERSE (anti-diagonal)  [W, H, C]
-    case 8: return image.permute({1, 0, 2}).flip({0}).contiguous();  // ROTATE_90: counter-clockwise  [W, H, C]
-    default: return image;
+    case 2:
+      return image.flip({1}).contiguous();  // FLIP_LEFT_RIGHT
+    case 3:
+      return image.flip({0, 1}).contiguous();  // ROTATE_180
+    case 4:
+      return image.flip({0}).contiguous();  // FLIP_TOP_BOTTOM
+    case 5:
+      return image.permute({1, 0, 2}).contiguous();  // TRANSPOSE (main diagonal)  [W, H, C]
+    case 6:
+      return image.permute({1, 0, 2}).flip({1}).contiguous();  // ROTATE_270: 90 degrees clockwise  [W, H, C]
+    case 7:
+      return image.permute({1, 0, 2}).flip({0, 1}).contiguous();  // TRANSVERSE (anti-diagonal)  [W, H, C]
+    case 8:
+      return image.permute({1, 0, 2}).flip({0}).contiguous();  // ROTATE_90: counter-clockwise  [W, H, C]
+    default:
+      return image;
   }
 }
 
@@ -153,7 +161,7 @@ at::Tensor load_conditioning_image(const std::string& path, int64_t height, int6
   if (image.size(0) != height || image.size(1) != width) image = resize_image(image, height, width, filter);
   // VaeImageProcessor: np.float32(x) / 255, then normalize: 2 * x - 1, both in float32
   at::Tensor x = map_levels(image, [](float v) { return 2.0f * v - 1.0f; });  // [H, W, 3]
-  return x.permute({2, 0, 1}).unsqueeze(0).contiguous();  // [1, 3, H, W]
+  return x.permute({2, 0, 1}).unsqueeze(0).contiguous();                      // [1, 3, H, W]
 }
 
 }  // namespace omni::io

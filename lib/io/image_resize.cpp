@@ -11,7 +11,9 @@ namespace omni::io {
 namespace {
 
 // Pillow's filter kernels (libImaging/Resample.c), including its float literals in the Hamming window.
-double box_filter(double x) { return (x > -0.5 && x <= 0.5) ? 1.0 : 0.0; }
+double box_filter(double x) {
+  return (x > -0.5 && x <= 0.5) ? 1.0 : 0.0;
+}
 
 double bilinear_filter(double x) {
   x = std::fabs(x);
@@ -40,7 +42,9 @@ double sinc(double x) {
   return std::sin(x) / x;
 }
 
-double lanczos_filter(double x) { return (-3.0 <= x && x < 3.0) ? sinc(x) * sinc(x / 3) : 0.0; }
+double lanczos_filter(double x) {
+  return (-3.0 <= x && x < 3.0) ? sinc(x) * sinc(x / 3) : 0.0;
+}
 
 struct Filter {
   double (*fn)(double);
@@ -49,11 +53,16 @@ struct Filter {
 
 Filter filter_for(ResizeFilter f) {
   switch (f) {
-    case ResizeFilter::kBox: return {box_filter, 0.5};
-    case ResizeFilter::kBilinear: return {bilinear_filter, 1.0};
-    case ResizeFilter::kHamming: return {hamming_filter, 1.0};
-    case ResizeFilter::kBicubic: return {bicubic_filter, 2.0};
-    case ResizeFilter::kLanczos: return {lanczos_filter, 3.0};
+    case ResizeFilter::kBox:
+      return {box_filter, 0.5};
+    case ResizeFilter::kBilinear:
+      return {bilinear_filter, 1.0};
+    case ResizeFilter::kHamming:
+      return {hamming_filter, 1.0};
+    case ResizeFilter::kBicubic:
+      return {bicubic_filter, 2.0};
+    case ResizeFilter::kLanczos:
+      return {lanczos_filter, 3.0};
   }
   OMNI_FAIL("unknown resize filter");
 }

@@ -1,9 +1,8 @@
 // Reading JSON files (configs, model_index.json, checkpoint indexes) with errors that name the file.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 

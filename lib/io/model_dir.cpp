@@ -1,4 +1,3 @@
-#include "core/files.h"
 #include "io/model_dir.h"
 
 #include <pwd.h>
@@ -10,6 +9,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/files.h"
 #include "io/json_file.h"
 
 namespace omni::io {
@@ -126,7 +126,9 @@ ModelIndex parse_model_index(const nlohmann::json& j, const std::string& path) {
   return mi;
 }
 
-ModelIndex read_model_index(const std::string& path) { return parse_model_index(read_json(path), path); }
+ModelIndex read_model_index(const std::string& path) {
+  return parse_model_index(read_json(path), path);
+}
 
 std::string hf_hub_cache_dir() {
   const std::string hub = env("HF_HUB_CACHE");
@@ -141,13 +143,14 @@ std::string resolve_model_path(const std::string& model) {
   std::vector<std::string> looked;  // every place looked at, for the error message
   if (is_dir(model)) {
     const std::string index = join(model, "model_index.json");
-    OMNI_CHECK_INPUT(is_file(index), "--model ", model, ": the folder has no model_index.json (expected a diffusers "
+    OMNI_CHECK_INPUT(is_file(index), "--model ", model,
+                     ": the folder has no model_index.json (expected a diffusers "
                      "pipeline folder, e.g. a download of Wan-AI/Wan2.2-T2V-A14B-Diffusers)");
     return model;
   }
   struct stat st {};
-  looked.push_back(model + (::stat(model.c_str(), &st) == 0 ? " (local path: not a folder)"
-                                                            : " (local folder: does not exist)"));
+  looked.push_back(
+      model + (::stat(model.c_str(), &st) == 0 ? " (local path: not a folder)" : " (local folder: does not exist)"));
 
   if (looks_like_repo_id(model)) {
     const std::string cache = hf_hub_cache_dir();
@@ -173,8 +176,7 @@ std::string resolve_model_path(const std::string& model) {
       } else {
         const std::string index = join(snapshot, "model_index.json");
         OMNI_CHECK_INPUT(is_file(index), "--model ", model, ": cached snapshot ", snapshot,
-                         " has no model_index.json (incomplete download? re-run huggingface-cli download ", model,
-                         ")");
+                         " has no model_index.json (incomplete download? re-run huggingface-cli download ", model, ")");
         return snapshot;
       }
     }
@@ -188,7 +190,9 @@ std::string resolve_model_path(const std::string& model) {
                   ") or give the path of a diffusers pipeline folder; nothing is fetched from the network.");
 }
 
-ModelDir ModelDir::open(const std::string& model) { return ModelDir(resolve_model_path(model)); }
+ModelDir ModelDir::open(const std::string& model) {
+  return ModelDir(resolve_model_path(model));
+}
 
 ModelDir::ModelDir(const std::string& root) : root_(root) {
   while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
@@ -196,8 +200,8 @@ ModelDir::ModelDir(const std::string& root) : root_(root) {
 }
 
 std::string ModelDir::component_dir(const std::string& component) const {
-  OMNI_CHECK_INPUT(index_.has(component), join(root_, "model_index.json"), ": the model has no component '",
-                   component, "'");
+  OMNI_CHECK_INPUT(index_.has(component), join(root_, "model_index.json"), ": the model has no component '", component,
+                   "'");
   const std::string dir = join(root_, component);
   OMNI_CHECK_INPUT(is_dir(dir), dir, ": component folder '", component,
                    "' listed in model_index.json does not exist (incomplete download?)");

@@ -2,9 +2,8 @@
 // Hugging Face cache, and its model_index.json (which pipeline, which components, the MoE boundary).
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>

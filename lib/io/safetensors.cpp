@@ -132,41 +132,67 @@ bool parse_dtype(const std::string& name, DType* out) {
   return false;
 }
 
-const char* dtype_name(DType dtype) { return entry(dtype).name; }
-int64_t dtype_size(DType dtype) { return entry(dtype).size; }
+const char* dtype_name(DType dtype) {
+  return entry(dtype).name;
+}
+int64_t dtype_size(DType dtype) {
+  return entry(dtype).size;
+}
 
 at::ScalarType to_scalar_type(DType dtype) {
   switch (dtype) {
-    case DType::F64: return at::kDouble;
-    case DType::F32: return at::kFloat;
-    case DType::F16: return at::kHalf;
-    case DType::BF16: return at::kBFloat16;
-    case DType::I64: return at::kLong;
-    case DType::I32: return at::kInt;
-    case DType::I16: return at::kShort;
-    case DType::I8: return at::kChar;
-    case DType::U8: return at::kByte;
-    case DType::BOOL: return at::kBool;
+    case DType::F64:
+      return at::kDouble;
+    case DType::F32:
+      return at::kFloat;
+    case DType::F16:
+      return at::kHalf;
+    case DType::BF16:
+      return at::kBFloat16;
+    case DType::I64:
+      return at::kLong;
+    case DType::I32:
+      return at::kInt;
+    case DType::I16:
+      return at::kShort;
+    case DType::I8:
+      return at::kChar;
+    case DType::U8:
+      return at::kByte;
+    case DType::BOOL:
+      return at::kBool;
     // No float8 type in LibTorch 1.13: these are decoded to float32 on read.
     case DType::F8_E4M3:
-    case DType::F8_E5M2: return at::kFloat;
+    case DType::F8_E5M2:
+      return at::kFloat;
   }
   OMNI_FAIL("unknown safetensors dtype enum value ", static_cast<int>(dtype));
 }
 
 DType from_scalar_type(at::ScalarType type) {
   switch (type) {
-    case at::kDouble: return DType::F64;
-    case at::kFloat: return DType::F32;
-    case at::kHalf: return DType::F16;
-    case at::kBFloat16: return DType::BF16;
-    case at::kLong: return DType::I64;
-    case at::kInt: return DType::I32;
-    case at::kShort: return DType::I16;
-    case at::kChar: return DType::I8;
-    case at::kByte: return DType::U8;
-    case at::kBool: return DType::BOOL;
-    default: break;
+    case at::kDouble:
+      return DType::F64;
+    case at::kFloat:
+      return DType::F32;
+    case at::kHalf:
+      return DType::F16;
+    case at::kBFloat16:
+      return DType::BF16;
+    case at::kLong:
+      return DType::I64;
+    case at::kInt:
+      return DType::I32;
+    case at::kShort:
+      return DType::I16;
+    case at::kChar:
+      return DType::I8;
+    case at::kByte:
+      return DType::U8;
+    case at::kBool:
+      return DType::BOOL;
+    default:
+      break;
   }
   OMNI_FAIL("tensor type ", c10::toString(type), " cannot be stored in safetensors");
 }
@@ -230,9 +256,8 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
 
       auto dt = v.find("dtype");
       OMNI_CHECK_INPUT(dt != v.end() && dt->is_string(), path, ": tensor '", name, "': missing string \"dtype\"");
-      OMNI_CHECK_INPUT(parse_dtype(dt->get<std::string>(), &info.dtype), path, ": tensor '", name,
-                       "': unknown dtype '", dt->get<std::string>(),
-                       "' (known: F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL F8_E4M3 F8_E5M2)");
+      OMNI_CHECK_INPUT(parse_dtype(dt->get<std::string>(), &info.dtype), path, ": tensor '", name, "': unknown dtype '",
+                       dt->get<std::string>(), "' (known: F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL F8_E4M3 F8_E5M2)");
 
       auto sh = v.find("shape");
       OMNI_CHECK_INPUT(sh != v.end() && sh->is_array(), path, ": tensor '", name, "': missing list \"shape\"");
@@ -256,10 +281,10 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
                            json_non_negative_int((*off)[0], &info.data_begin) &&
                            json_non_negative_int((*off)[1], &info.data_end),
                        path, ": tensor '", name, "': \"data_offsets\" must be [begin, end] of non-negative integers");
-      OMNI_CHECK_INPUT(info.data_begin <= info.data_end, path, ": tensor '", name, "': data_offsets [",
-                       info.data_begin, ", ", info.data_end, "] have begin > end");
-      OMNI_CHECK_INPUT(info.data_end <= data_size, path, ": tensor '", name, "': data_offsets [", info.data_begin,
-                       ", ", info.data_end, "] run past the end of the data section (", data_size,
+      OMNI_CHECK_INPUT(info.data_begin <= info.data_end, path, ": tensor '", name, "': data_offsets [", info.data_begin,
+                       ", ", info.data_end, "] have begin > end");
+      OMNI_CHECK_INPUT(info.data_end <= data_size, path, ": tensor '", name, "': data_offsets [", info.data_begin, ", ",
+                       info.data_end, "] run past the end of the data section (", data_size,
                        " bytes): truncated or corrupt file");
       const int64_t expected = numel * dtype_size(info.dtype);
       OMNI_CHECK_INPUT(info.data_end - info.data_begin == expected, path, ": tensor '", name, "': shape ", sh->dump(),
@@ -294,7 +319,9 @@ SafetensorsFile::~SafetensorsFile() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-bool SafetensorsFile::contains(const std::string& name) const { return infos_.count(name) != 0; }
+bool SafetensorsFile::contains(const std::string& name) const {
+  return infos_.count(name) != 0;
+}
 
 const TensorInfo& SafetensorsFile::info(const std::string& name) const {
   auto it = infos_.find(name);
@@ -311,9 +338,8 @@ at::Tensor SafetensorsFile::read_range(const std::string& name, int64_t elem_beg
                                        at::ScalarType dtype) const {
   const TensorInfo& ti = info(name);
   const int64_t numel = ti.numel();
-  OMNI_CHECK(elem_begin >= 0 && count >= 0 && elem_begin <= numel && count <= numel - elem_begin, path_,
-             ": tensor '", name, "': element range [", elem_begin, ", ", elem_begin + count,
-             ") is outside its ", numel, " elements");
+  OMNI_CHECK(elem_begin >= 0 && count >= 0 && elem_begin <= numel && count <= numel - elem_begin, path_, ": tensor '",
+             name, "': element range [", elem_begin, ", ", elem_begin + count, ") is outside its ", numel, " elements");
   // Stored bytes are little-endian; a big-endian host would need byte swapping, which we do not implement.
   OMNI_CHECK(host_is_little_endian(), "safetensors reading needs a little-endian host");
   const int64_t esize = dtype_size(ti.dtype);

@@ -93,7 +93,7 @@ class Checkpoint {
   // covers are read. Positions past the end of the concatenation are zero (HSDP pads the last shard).
   at::Tensor read_flat(const std::vector<std::string>& tensors, int64_t elem_begin, int64_t count,
                        at::ScalarType dtype) const;
-  int64_t bytes_read() const;  // over all shards
+  int64_t bytes_read() const;   // over all shards
   int64_t total_bytes() const;  // stored bytes of all tensors
 
  private:

@@ -24,7 +24,6 @@ bool host_is_little_endian() {
   return first == 1;
 }
 
-
 }  // namespace
 
 void write_safetensors(const std::string& path, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
@@ -43,9 +42,8 @@ void write_safetensors(const std::string& path, const std::vector<std::pair<std:
     const DType dtype = from_scalar_type(t.scalar_type());
     at::Tensor c = t.detach().to(at::kCPU).contiguous();
     const int64_t bytes = c.numel() * dtype_size(dtype);
-    header[name] = {{"dtype", dtype_name(dtype)},
-                    {"shape", c.sizes().vec()},
-                    {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {
+        {"dtype", dtype_name(dtype)}, {"shape", c.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
     host.push_back(std::move(c));
   }
@@ -85,8 +83,8 @@ std::string write_sharded_safetensors(const std::string& dir, const std::string&
   nlohmann::json weight_map = nlohmann::json::object();
   for (size_t i = 0; i < n; ++i) {
     std::ostringstream name;
-    name << stem << "-" << std::setw(5) << std::setfill('0') << (i + 1) << "-of-" << std::setw(5)
-         << std::setfill('0') << n << ".safetensors";
+    name << stem << "-" << std::setw(5) << std::setfill('0') << (i + 1) << "-of-" << std::setw(5) << std::setfill('0')
+         << n << ".safetensors";
     write_safetensors(dir + "/" + name.str(), shards[i]);
     for (const auto& nt : shards[i]) weight_map[nt.first] = name.str();
   }

@@ -39,12 +39,17 @@ struct Decoder {
 // swscale's coefficient table for the stream's matrix; unspecified streams get BT.601, as FFmpeg's tools do.
 int sws_colorspace(AVColorSpace space) {
   switch (space) {
-    case AVCOL_SPC_BT709: return SWS_CS_ITU709;
-    case AVCOL_SPC_FCC: return SWS_CS_FCC;
-    case AVCOL_SPC_SMPTE240M: return SWS_CS_SMPTE240M;
+    case AVCOL_SPC_BT709:
+      return SWS_CS_ITU709;
+    case AVCOL_SPC_FCC:
+      return SWS_CS_FCC;
+    case AVCOL_SPC_SMPTE240M:
+      return SWS_CS_SMPTE240M;
     case AVCOL_SPC_BT2020_NCL:
-    case AVCOL_SPC_BT2020_CL: return SWS_CS_BT2020;
-    default: return SWS_CS_ITU601;
+    case AVCOL_SPC_BT2020_CL:
+      return SWS_CS_BT2020;
+    default:
+      return SWS_CS_ITU601;
   }
 }
 
@@ -54,8 +59,10 @@ bool is_full_range(const AVFrame* frame) {
     case AV_PIX_FMT_YUVJ420P:
     case AV_PIX_FMT_YUVJ422P:
     case AV_PIX_FMT_YUVJ444P:
-    case AV_PIX_FMT_YUVJ440P: return true;
-    default: return false;
+    case AV_PIX_FMT_YUVJ440P:
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -70,9 +77,8 @@ class FrameConverter {
       height_ = frame->height;
       format_ = frame->format;
       // Full chroma interpolation and accurate rounding: the closest RGB to what was encoded.
-      dec_.sws = sws_getContext(width_, height_, static_cast<AVPixelFormat>(format_), width_, height_,
-                                AV_PIX_FMT_RGB24, SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, nullptr,
-                                nullptr, nullptr);
+      dec_.sws = sws_getContext(width_, height_, static_cast<AVPixelFormat>(format_), width_, height_, AV_PIX_FMT_RGB24,
+                                SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, nullptr, nullptr, nullptr);
       OMNI_CHECK_INPUT(dec_.sws, path_, ": cannot convert pixel format ",
                        av_get_pix_fmt_name(static_cast<AVPixelFormat>(format_)), " to RGB");
       const int* table = sws_getCoefficients(sws_colorspace(frame->colorspace));
@@ -150,7 +156,8 @@ Video read_video(const std::string& path, int64_t max_frames) {
     while (!done()) {
       int r = avcodec_receive_frame(dec.codec, dec.frame);
       if (r == AVERROR(EAGAIN) || r == AVERROR_EOF) return;
-      OMNI_CHECK_INPUT(r >= 0, "video '", path, "': decoding frame ", info.frame_count, " failed: ", av_error_string(r));
+      OMNI_CHECK_INPUT(r >= 0, "video '", path, "': decoding frame ", info.frame_count,
+                       " failed: ", av_error_string(r));
       converter.convert(dec.frame, rgb, info);
       ++info.frame_count;
       av_frame_unref(dec.frame);

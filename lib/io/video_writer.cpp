@@ -111,8 +111,8 @@ void check_output_writable(const std::string& path, bool overwrite) {
                    "output.mp4");
   struct stat st;
   const bool exists = ::stat(path.c_str(), &st) == 0;
-  OMNI_CHECK_USAGE(!(exists && S_ISDIR(st.st_mode)), "output '", path, "' is a folder; give a file name such as ",
-                   path, "/output.mp4");
+  OMNI_CHECK_USAGE(!(exists && S_ISDIR(st.st_mode)), "output '", path, "' is a folder; give a file name such as ", path,
+                   "/output.mp4");
   const std::string dir = parent_dir(path);
   struct stat dst;
   if (::stat(dir.c_str(), &dst) != 0) {
@@ -144,14 +144,13 @@ void write_video(const std::string& path, const at::Tensor& frames, const VideoW
   OMNI_CHECK_USAGE(options.fps_num > 0 && options.fps_den > 0, "--fps must be positive, got ", options.fps_num, "/",
                    options.fps_den);
   OMNI_CHECK_USAGE(options.crf >= 0 && options.crf <= 51, "--crf must be in [0, 51], got ", options.crf);
-  for (const auto& kv : options.metadata)
-    OMNI_CHECK(!kv.first.empty(), "write_video: a metadata key is empty");
+  for (const auto& kv : options.metadata) OMNI_CHECK(!kv.first.empty(), "write_video: a metadata key is empty");
   check_output_writable(path, options.overwrite);
   quiet_libav_logs();
 
   // [F, H, W, 3] uint8, rounded to the nearest level (diffusers' export truncates; rounding halves the bias).
-  at::Tensor rgb = frames.detach().to(at::kCPU, at::kFloat).clamp(0.0, 1.0).mul(255.0).round().to(at::kByte)
-                       .contiguous();
+  at::Tensor rgb =
+      frames.detach().to(at::kCPU, at::kFloat).clamp(0.0, 1.0).mul(255.0).round().to(at::kByte).contiguous();
 
   const AVOutputFormat* ofmt = output_format_for(path);
   TempFile tmp(unique_sibling(path, "partial"));
@@ -219,8 +218,8 @@ void write_video(const std::string& path, const at::Tensor& frames, const VideoW
   av_dict_free(&mux_opts);
   OMNI_CHECK(rc >= 0, "writing the header of ", path, " failed: ", av_error_string(rc));
 
-  enc.sws = sws_getContext(static_cast<int>(width), static_cast<int>(height), AV_PIX_FMT_RGB24,
-                           static_cast<int>(width), static_cast<int>(height), AV_PIX_FMT_YUV420P,
+  enc.sws = sws_getContext(static_cast<int>(width), static_cast<int>(height), AV_PIX_FMT_RGB24, static_cast<int>(width),
+                           static_cast<int>(height), AV_PIX_FMT_YUV420P,
                            SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INP, nullptr, nullptr, nullptr);
   OMNI_CHECK(enc.sws, "sws_getContext rgb24 -> yuv420p failed for ", width, "x", height);
   // RGB (full range) -> BT.601 limited range, matching the tags set on the stream above.

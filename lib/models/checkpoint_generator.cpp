@@ -1,7 +1,4 @@
-#include "core/dtype.h"
-#include "core/files.h"
 #include "models/checkpoint_generator.h"
-#include "models/private_library.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <dlfcn.h>
@@ -20,10 +17,13 @@
 #include <new>
 #include <string_view>
 
+#include "core/dtype.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "core/log.h"
 #include "io/safetensors.h"
 #include "models/autoencoder_kl_wan.h"
+#include "models/private_library.h"
 #include "models/umt5_encoder.h"
 #include "models/wan_transformer.h"
 #include "models/wan_transformer_config.h"

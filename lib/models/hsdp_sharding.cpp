@@ -47,8 +47,8 @@ std::unique_ptr<hsdp::ShardedModel> shard_model(const std::string& name, const M
   const int64_t read_before = ckpt.bytes_read();
   hsdp::ShardReader reader = [&ckpt](const std::vector<std::string>& names, int64_t begin, int64_t count,
                                      at::ScalarType dtype) { return ckpt.read_flat(names, begin, count, dtype); };
-  auto root = std::make_unique<hsdp::FlatParamUnit>(name + ".root", slots_of(root_params, model_dtype), shard_group,
-                                                    device);
+  auto root =
+      std::make_unique<hsdp::FlatParamUnit>(name + ".root", slots_of(root_params, model_dtype), shard_group, device);
   root->load_shard(reader);
   std::vector<std::unique_ptr<hsdp::FlatParamUnit>> units;
   for (size_t b = 0; b < blocks.size(); ++b) {

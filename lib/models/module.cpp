@@ -58,8 +58,8 @@ void check_state(const std::vector<ParamRef>& params, const io::Checkpoint& ckpt
   for (const auto& name : ckpt.names()) {
     if (!expected.count(name)) unexpected.push_back(name);
   }
-  OMNI_CHECK_INPUT(missing.empty(), ckpt.path(), ": missing ", missing.size(), " tensor(s) the model needs: ",
-                   join_first(missing, 8));
+  OMNI_CHECK_INPUT(missing.empty(), ckpt.path(), ": missing ", missing.size(),
+                   " tensor(s) the model needs: ", join_first(missing, 8));
   OMNI_CHECK_INPUT(unexpected.empty(), ckpt.path(), ": ", unexpected.size(),
                    " unexpected tensor(s) no module claims: ", join_first(unexpected, 8));
   for (const auto& p : params) {

@@ -27,7 +27,7 @@ struct ParamRef {
   std::string name;            // full dotted checkpoint name
   std::vector<int64_t> shape;  // expected shape
   ParamDtype dtype_rule;
-  at::Tensor* tensor;          // storage slot; undefined until loaded or initialized
+  at::Tensor* tensor;  // storage slot; undefined until loaded or initialized
 };
 
 class Module {

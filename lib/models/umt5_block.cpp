@@ -11,7 +11,7 @@ namespace omni::models {
 
 at::Tensor t5_layer_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   auto variance = x.to(at::kFloat).pow(2).mean(-1, /*keepdim=*/true);  // [..., 1] float32
-  auto y = x * at::rsqrt(variance + eps);                                // float32 by type promotion
+  auto y = x * at::rsqrt(variance + eps);                              // float32 by type promotion
   const auto wt = weight.scalar_type();
   if (wt == at::kHalf || wt == at::kBFloat16) y = y.to(wt);
   return weight * y;
@@ -98,14 +98,14 @@ at::Tensor Umt5Block::self_attention(const at::Tensor& h, const at::Tensor& mask
   auto k = at::linear(h, *k_).view({batch, len, num_heads_, d_kv_}).transpose(1, 2);  // [B, H, L, dk]
   auto v = at::linear(h, *v_).view({batch, len, num_heads_, d_kv_}).transpose(1, 2);  // [B, H, L, dk]
   // T5 folds the 1/sqrt(d) scaling into the initialization of q, so there is none here.
-  auto scores = at::matmul(q, k.transpose(3, 2));                      // [B, H, L, L]
+  auto scores = at::matmul(q, k.transpose(3, 2));                     // [B, H, L, L]
   auto bias = at::embedding(*rel_bias_, buckets).permute({2, 0, 1});  // [H, L, L]
   bias = bias.unsqueeze(0) + mask_bias;                               // [B, H, L, L]
   scores += bias;
-  auto weights = at::softmax(scores.to(at::kFloat), -1).to(scores.scalar_type());  // [B, H, L, L]
-  auto context = at::matmul(weights, v);                                           // [B, H, L, dk]
+  auto weights = at::softmax(scores.to(at::kFloat), -1).to(scores.scalar_type());         // [B, H, L, L]
+  auto context = at::matmul(weights, v);                                                  // [B, H, L, dk]
   context = context.transpose(1, 2).contiguous().view({batch, len, num_heads_ * d_kv_});  // [B, L, H*dk]
-  return at::linear(context, *o_);                                                  // [B, L, D]
+  return at::linear(context, *o_);                                                        // [B, L, D]
 }
 
 at::Tensor Umt5Block::feed_forward(const at::Tensor& h) const {

@@ -1,10 +1,9 @@
 #include "models/umt5_encoder.h"
 
-#include "core/tensor_dump.h"
-
 #include <string>
 
 #include "core/error.h"
+#include "core/tensor_dump.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
 #include "models/umt5_tokenizer.h"
@@ -64,8 +63,7 @@ void Umt5Config::resolve_embedding(const io::Checkpoint& ckpt) {
 
 Umt5Encoder::Umt5Encoder(const Umt5Config& config, at::ScalarType dtype) : config_(config), dtype_(dtype) {
   OMNI_CHECK_USAGE(dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf,
-                   "UMT5 text encoder: unsupported dtype ", at::toString(dtype),
-                   " (float32, bfloat16 or float16)");
+                   "UMT5 text encoder: unsupported dtype ", at::toString(dtype), " (float32, bfloat16 or float16)");
   OMNI_CHECK(config.num_layers > 0 && config.d_model > 0, "UMT5 config not initialized");
   embedding_ = &param(config.embedding_name, {config.vocab_size, config.d_model});
   // A duplicate tied copy is claimed so that loading accepts the checkpoint; forward never reads it.
@@ -96,7 +94,9 @@ const Module& Umt5Encoder::block(int i) const {
   return *blocks_[i];
 }
 
-std::string Umt5Encoder::block_prefix(int i) const { return kBlockPrefix + std::to_string(i) + "."; }
+std::string Umt5Encoder::block_prefix(int i) const {
+  return kBlockPrefix + std::to_string(i) + ".";
+}
 
 std::vector<ParamRef> Umt5Encoder::root_parameters() const {
   std::vector<ParamRef> root;
@@ -109,8 +109,8 @@ std::vector<ParamRef> Umt5Encoder::root_parameters() const {
 at::Tensor Umt5Encoder::forward(const at::Tensor& ids, const at::Tensor& mask, UnitHooks* hooks) const {
   OMNI_CHECK(ids.dim() == 2 && ids.scalar_type() == at::kLong, "UMT5: input ids must be [B, L] int64, got ",
              shape_str(ids.sizes()), " ", at::toString(ids.scalar_type()));
-  OMNI_CHECK(mask.sizes() == ids.sizes(), "UMT5: attention mask ", shape_str(mask.sizes()),
-             " does not match the ids ", shape_str(ids.sizes()));
+  OMNI_CHECK(mask.sizes() == ids.sizes(), "UMT5: attention mask ", shape_str(mask.sizes()), " does not match the ids ",
+             shape_str(ids.sizes()));
   const int64_t len = ids.size(1);
   if (hooks) hooks->before(UnitHooks::kRootUnit);
   auto hidden = at::embedding(*embedding_, ids);  // [B, L, D]
@@ -129,14 +129,14 @@ at::Tensor Umt5Encoder::forward(const at::Tensor& ids, const at::Tensor& mask, U
 }
 
 at::Tensor encode_prompts(const Umt5Tokenizer& tokenizer, const Umt5Encoder& encoder,
-                          const std::vector<std::string>& prompts, int64_t max_sequence_length,
-                          at::ScalarType dtype, const at::Device& device, UnitHooks* hooks) {
+                          const std::vector<std::string>& prompts, int64_t max_sequence_length, at::ScalarType dtype,
+                          const at::Device& device, UnitHooks* hooks) {
   std::vector<std::string> cleaned;
   cleaned.reserve(prompts.size());
   for (const auto& p : prompts) cleaned.push_back(clean_prompt(p));
   const auto tokens = tokenizer(cleaned, max_sequence_length);
-  auto ids = tokens.input_ids.to(device);        // [B, L]
-  auto mask = tokens.attention_mask.to(device);  // [B, L]
+  auto ids = tokens.input_ids.to(device);                     // [B, L]
+  auto mask = tokens.attention_mask.to(device);               // [B, L]
   auto hidden = encoder.forward(ids, mask, hooks).to(dtype);  // [B, L, D]
   debug::dump("input_ids", ids);
   debug::dump("attention_mask", mask);
@@ -144,7 +144,7 @@ at::Tensor encode_prompts(const Umt5Tokenizer& tokenizer, const Umt5Encoder& enc
   // diffusers keeps u[:len] and pads with zeros back to max_sequence_length; a select does the same exactly.
   auto lengths = mask.gt(0).sum(1, /*keepdim=*/true);  // [B, 1]
   auto positions = at::arange(max_sequence_length, at::TensorOptions().dtype(at::kLong).device(device));
-  auto keep = (positions.unsqueeze(0) < lengths).unsqueeze(-1);  // [B, L, 1]
+  auto keep = (positions.unsqueeze(0) < lengths).unsqueeze(-1);     // [B, L, 1]
   return at::where(keep, hidden, at::zeros({}, hidden.options()));  // [B, L, D]
 }
 

@@ -88,7 +88,7 @@ class Umt5Encoder : public Module {
 // the encoder, keep each row's first true-length positions and zero the rest; returns prompt_embeds
 // [B, max_sequence_length, d_model] in `dtype` on `device` (where the encoder's parameters live).
 at::Tensor encode_prompts(const Umt5Tokenizer& tokenizer, const Umt5Encoder& encoder,
-                          const std::vector<std::string>& prompts, int64_t max_sequence_length,
-                          at::ScalarType dtype, const at::Device& device = at::kCPU, UnitHooks* hooks = nullptr);
+                          const std::vector<std::string>& prompts, int64_t max_sequence_length, at::ScalarType dtype,
+                          const at::Device& device = at::kCPU, UnitHooks* hooks = nullptr);
 
 }  // namespace omni::models

@@ -1,5 +1,4 @@
 #include "models/umt5_tokenizer.h"
-#include "models/private_library.h"
 
 #include <dlfcn.h>
 #include <sentencepiece_processor.h>
@@ -14,6 +13,7 @@
 
 #include "core/error.h"
 #include "io/json_file.h"
+#include "models/private_library.h"
 
 namespace omni::models {
 
@@ -50,8 +50,10 @@ std::u32string utf8_decode(const std::string& s) {
     bool ok = i + static_cast<size_t>(extra) < s.size();  // the continuation bytes are all there
     for (int k = 1; ok && k <= extra; ++k) {
       const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) ok = false;
-      else cp = (cp << 6) | (cc & 0x3F);
+      if ((cc & 0xC0) != 0x80)
+        ok = false;
+      else
+        cp = (cp << 6) | (cc & 0x3F);
     }
     if (!ok) {
       out.push_back(0xFFFD);
@@ -92,8 +94,7 @@ std::string utf8_encode(const std::u32string& s) {
 // Python's str.isspace() (which is also what `\s` and str.strip() use for str patterns).
 bool is_py_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
-         c == 0x3000;
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 // ---- HTML character references ---------------------------------------------------------------------------
@@ -106,51 +107,50 @@ struct Entity {
 // The HTML 4 entity set (values as in HTML5) plus &apos;. All take a semicolon; the Latin-1 block and the
 // four markup characters are also recognized without one (HTML5's legacy forms), see kLegacy below.
 constexpr Entity kEntities[] = {
-    {"quot", 34}, {"amp", 38}, {"apos", 39}, {"lt", 60}, {"gt", 62},
-    {"QUOT", 34}, {"AMP", 38}, {"LT", 60}, {"GT", 62}, {"COPY", 169}, {"REG", 174},
-    {"nbsp", 160}, {"iexcl", 161}, {"cent", 162}, {"pound", 163}, {"curren", 164}, {"yen", 165},
-    {"brvbar", 166}, {"sect", 167}, {"uml", 168}, {"copy", 169}, {"ordf", 170}, {"laquo", 171}, {"not", 172},
-    {"shy", 173}, {"reg", 174}, {"macr", 175}, {"deg", 176}, {"plusmn", 177}, {"sup2", 178}, {"sup3", 179},
-    {"acute", 180}, {"micro", 181}, {"para", 182}, {"middot", 183}, {"cedil", 184}, {"sup1", 185},
-    {"ordm", 186}, {"raquo", 187}, {"frac14", 188}, {"frac12", 189}, {"frac34", 190}, {"iquest", 191},
-    {"Agrave", 192}, {"Aacute", 193}, {"Acirc", 194}, {"Atilde", 195}, {"Auml", 196}, {"Aring", 197},
-    {"AElig", 198}, {"Ccedil", 199}, {"Egrave", 200}, {"Eacute", 201}, {"Ecirc", 202}, {"Euml", 203},
-    {"Igrave", 204}, {"Iacute", 205}, {"Icirc", 206}, {"Iuml", 207}, {"ETH", 208}, {"Ntilde", 209},
-    {"Ograve", 210}, {"Oacute", 211}, {"Ocirc", 212}, {"Otilde", 213}, {"Ouml", 214}, {"times", 215},
-    {"Oslash", 216}, {"Ugrave", 217}, {"Uacute", 218}, {"Ucirc", 219}, {"Uuml", 220}, {"Yacute", 221},
-    {"THORN", 222}, {"szlig", 223}, {"agrave", 224}, {"aacute", 225}, {"acirc", 226}, {"atilde", 227},
-    {"auml", 228}, {"aring", 229}, {"aelig", 230}, {"ccedil", 231}, {"egrave", 232}, {"eacute", 233},
-    {"ecirc", 234}, {"euml", 235}, {"igrave", 236}, {"iacute", 237}, {"icirc", 238}, {"iuml", 239},
-    {"eth", 240}, {"ntilde", 241}, {"ograve", 242}, {"oacute", 243}, {"ocirc", 244}, {"otilde", 245},
-    {"ouml", 246}, {"divide", 247}, {"oslash", 248}, {"ugrave", 249}, {"uacute", 250}, {"ucirc", 251},
-    {"uuml", 252}, {"yacute", 253}, {"thorn", 254}, {"yuml", 255},
-    {"OElig", 338}, {"oelig", 339}, {"Scaron", 352}, {"scaron", 353}, {"Yuml", 376}, {"fnof", 402},
-    {"circ", 710}, {"tilde", 732},
-    {"Alpha", 913}, {"Beta", 914}, {"Gamma", 915}, {"Delta", 916}, {"Epsilon", 917}, {"Zeta", 918},
-    {"Eta", 919}, {"Theta", 920}, {"Iota", 921}, {"Kappa", 922}, {"Lambda", 923}, {"Mu", 924}, {"Nu", 925},
-    {"Xi", 926}, {"Omicron", 927}, {"Pi", 928}, {"Rho", 929}, {"Sigma", 931}, {"Tau", 932},
-    {"Upsilon", 933}, {"Phi", 934}, {"Chi", 935}, {"Psi", 936}, {"Omega", 937},
-    {"alpha", 945}, {"beta", 946}, {"gamma", 947}, {"delta", 948}, {"epsilon", 949}, {"zeta", 950},
-    {"eta", 951}, {"theta", 952}, {"iota", 953}, {"kappa", 954}, {"lambda", 955}, {"mu", 956}, {"nu", 957},
-    {"xi", 958}, {"omicron", 959}, {"pi", 960}, {"rho", 961}, {"sigmaf", 962}, {"sigma", 963}, {"tau", 964},
-    {"upsilon", 965}, {"phi", 966}, {"chi", 967}, {"psi", 968}, {"omega", 969}, {"thetasym", 977},
-    {"upsih", 978}, {"piv", 982},
-    {"ensp", 8194}, {"emsp", 8195}, {"thinsp", 8201}, {"zwnj", 8204}, {"zwj", 8205}, {"lrm", 8206},
-    {"rlm", 8207}, {"ndash", 8211}, {"mdash", 8212}, {"lsquo", 8216}, {"rsquo", 8217}, {"sbquo", 8218},
-    {"ldquo", 8220}, {"rdquo", 8221}, {"bdquo", 8222}, {"dagger", 8224}, {"Dagger", 8225}, {"bull", 8226},
-    {"hellip", 8230}, {"permil", 8240}, {"prime", 8242}, {"Prime", 8243}, {"lsaquo", 8249},
-    {"rsaquo", 8250}, {"oline", 8254}, {"frasl", 8260}, {"euro", 8364}, {"image", 8465}, {"weierp", 8472},
-    {"real", 8476}, {"trade", 8482}, {"alefsym", 8501}, {"larr", 8592}, {"uarr", 8593}, {"rarr", 8594},
-    {"darr", 8595}, {"harr", 8596}, {"crarr", 8629}, {"lArr", 8656}, {"uArr", 8657}, {"rArr", 8658},
-    {"dArr", 8659}, {"hArr", 8660}, {"forall", 8704}, {"part", 8706}, {"exist", 8707}, {"empty", 8709},
-    {"nabla", 8711}, {"isin", 8712}, {"notin", 8713}, {"ni", 8715}, {"prod", 8719}, {"sum", 8721},
-    {"minus", 8722}, {"lowast", 8727}, {"radic", 8730}, {"prop", 8733}, {"infin", 8734}, {"ang", 8736},
-    {"and", 8743}, {"or", 8744}, {"cap", 8745}, {"cup", 8746}, {"int", 8747}, {"there4", 8756},
-    {"sim", 8764}, {"cong", 8773}, {"asymp", 8776}, {"ne", 8800}, {"equiv", 8801}, {"le", 8804},
-    {"ge", 8805}, {"sub", 8834}, {"sup", 8835}, {"nsub", 8836}, {"sube", 8838}, {"supe", 8839},
-    {"oplus", 8853}, {"otimes", 8855}, {"perp", 8869}, {"sdot", 8901}, {"lceil", 8968}, {"rceil", 8969},
-    {"lfloor", 8970}, {"rfloor", 8971}, {"lang", 0x27E8}, {"rang", 0x27E9}, {"loz", 9674},
-    {"spades", 9824}, {"clubs", 9827}, {"hearts", 9829}, {"diams", 9830},
+    {"quot", 34},      {"amp", 38},      {"apos", 39},      {"lt", 60},       {"gt", 62},       {"QUOT", 34},
+    {"AMP", 38},       {"LT", 60},       {"GT", 62},        {"COPY", 169},    {"REG", 174},     {"nbsp", 160},
+    {"iexcl", 161},    {"cent", 162},    {"pound", 163},    {"curren", 164},  {"yen", 165},     {"brvbar", 166},
+    {"sect", 167},     {"uml", 168},     {"copy", 169},     {"ordf", 170},    {"laquo", 171},   {"not", 172},
+    {"shy", 173},      {"reg", 174},     {"macr", 175},     {"deg", 176},     {"plusmn", 177},  {"sup2", 178},
+    {"sup3", 179},     {"acute", 180},   {"micro", 181},    {"para", 182},    {"middot", 183},  {"cedil", 184},
+    {"sup1", 185},     {"ordm", 186},    {"raquo", 187},    {"frac14", 188},  {"frac12", 189},  {"frac34", 190},
+    {"iquest", 191},   {"Agrave", 192},  {"Aacute", 193},   {"Acirc", 194},   {"Atilde", 195},  {"Auml", 196},
+    {"Aring", 197},    {"AElig", 198},   {"Ccedil", 199},   {"Egrave", 200},  {"Eacute", 201},  {"Ecirc", 202},
+    {"Euml", 203},     {"Igrave", 204},  {"Iacute", 205},   {"Icirc", 206},   {"Iuml", 207},    {"ETH", 208},
+    {"Ntilde", 209},   {"Ograve", 210},  {"Oacute", 211},   {"Ocirc", 212},   {"Otilde", 213},  {"Ouml", 214},
+    {"times", 215},    {"Oslash", 216},  {"Ugrave", 217},   {"Uacute", 218},  {"Ucirc", 219},   {"Uuml", 220},
+    {"Yacute", 221},   {"THORN", 222},   {"szlig", 223},    {"agrave", 224},  {"aacute", 225},  {"acirc", 226},
+    {"atilde", 227},   {"auml", 228},    {"aring", 229},    {"aelig", 230},   {"ccedil", 231},  {"egrave", 232},
+    {"eacute", 233},   {"ecirc", 234},   {"euml", 235},     {"igrave", 236},  {"iacute", 237},  {"icirc", 238},
+    {"iuml", 239},     {"eth", 240},     {"ntilde", 241},   {"ograve", 242},  {"oacute", 243},  {"ocirc", 244},
+    {"otilde", 245},   {"ouml", 246},    {"divide", 247},   {"oslash", 248},  {"ugrave", 249},  {"uacute", 250},
+    {"ucirc", 251},    {"uuml", 252},    {"yacute", 253},   {"thorn", 254},   {"yuml", 255},    {"OElig", 338},
+    {"oelig", 339},    {"Scaron", 352},  {"scaron", 353},   {"Yuml", 376},    {"fnof", 402},    {"circ", 710},
+    {"tilde", 732},    {"Alpha", 913},   {"Beta", 914},     {"Gamma", 915},   {"Delta", 916},   {"Epsilon", 917},
+    {"Zeta", 918},     {"Eta", 919},     {"Theta", 920},    {"Iota", 921},    {"Kappa", 922},   {"Lambda", 923},
+    {"Mu", 924},       {"Nu", 925},      {"Xi", 926},       {"Omicron", 927}, {"Pi", 928},      {"Rho", 929},
+    {"Sigma", 931},    {"Tau", 932},     {"Upsilon", 933},  {"Phi", 934},     {"Chi", 935},     {"Psi", 936},
+    {"Omega", 937},    {"alpha", 945},   {"beta", 946},     {"gamma", 947},   {"delta", 948},   {"epsilon", 949},
+    {"zeta", 950},     {"eta", 951},     {"theta", 952},    {"iota", 953},    {"kappa", 954},   {"lambda", 955},
+    {"mu", 956},       {"nu", 957},      {"xi", 958},       {"omicron", 959}, {"pi", 960},      {"rho", 961},
+    {"sigmaf", 962},   {"sigma", 963},   {"tau", 964},      {"upsilon", 965}, {"phi", 966},     {"chi", 967},
+    {"psi", 968},      {"omega", 969},   {"thetasym", 977}, {"upsih", 978},   {"piv", 982},     {"ensp", 8194},
+    {"emsp", 8195},    {"thinsp", 8201}, {"zwnj", 8204},    {"zwj", 8205},    {"lrm", 8206},    {"rlm", 8207},
+    {"ndash", 8211},   {"mdash", 8212},  {"lsquo", 8216},   {"rsquo", 8217},  {"sbquo", 8218},  {"ldquo", 8220},
+    {"rdquo", 8221},   {"bdquo", 8222},  {"dagger", 8224},  {"Dagger", 8225}, {"bull", 8226},   {"hellip", 8230},
+    {"permil", 8240},  {"prime", 8242},  {"Prime", 8243},   {"lsaquo", 8249}, {"rsaquo", 8250}, {"oline", 8254},
+    {"frasl", 8260},   {"euro", 8364},   {"image", 8465},   {"weierp", 8472}, {"real", 8476},   {"trade", 8482},
+    {"alefsym", 8501}, {"larr", 8592},   {"uarr", 8593},    {"rarr", 8594},   {"darr", 8595},   {"harr", 8596},
+    {"crarr", 8629},   {"lArr", 8656},   {"uArr", 8657},    {"rArr", 8658},   {"dArr", 8659},   {"hArr", 8660},
+    {"forall", 8704},  {"part", 8706},   {"exist", 8707},   {"empty", 8709},  {"nabla", 8711},  {"isin", 8712},
+    {"notin", 8713},   {"ni", 8715},     {"prod", 8719},    {"sum", 8721},    {"minus", 8722},  {"lowast", 8727},
+    {"radic", 8730},   {"prop", 8733},   {"infin", 8734},   {"ang", 8736},    {"and", 8743},    {"or", 8744},
+    {"cap", 8745},     {"cup", 8746},    {"int", 8747},     {"there4", 8756}, {"sim", 8764},    {"cong", 8773},
+    {"asymp", 8776},   {"ne", 8800},     {"equiv", 8801},   {"le", 8804},     {"ge", 8805},     {"sub", 8834},
+    {"sup", 8835},     {"nsub", 8836},   {"sube", 8838},    {"supe", 8839},   {"oplus", 8853},  {"otimes", 8855},
+    {"perp", 8869},    {"sdot", 8901},   {"lceil", 8968},   {"rceil", 8969},  {"lfloor", 8970}, {"rfloor", 8971},
+    {"lang", 0x27E8},  {"rang", 0x27E9}, {"loz", 9674},     {"spades", 9824}, {"clubs", 9827},  {"hearts", 9829},
+    {"diams", 9830},
 };
 
 // Python's html5 table keyed as it is: "name;" for every entity, and "name" alone for the legacy ones (the
@@ -172,12 +172,11 @@ const std::unordered_map<std::string, char32_t>& entity_table() {
 // HTML5's replacements for numeric references to C1 controls (windows-1252) and a few others.
 bool invalid_charref(uint64_t num, std::u32string* out) {
   static const std::unordered_map<uint64_t, char32_t> kMap = {
-      {0x00, 0xFFFD}, {0x0d, 0x0D},   {0x80, 0x20AC}, {0x81, 0x81},   {0x82, 0x201A}, {0x83, 0x0192},
-      {0x84, 0x201E}, {0x85, 0x2026}, {0x86, 0x2020}, {0x87, 0x2021}, {0x88, 0x02C6}, {0x89, 0x2030},
-      {0x8a, 0x0160}, {0x8b, 0x2039}, {0x8c, 0x0152}, {0x8d, 0x8D},   {0x8e, 0x017D}, {0x8f, 0x8F},
-      {0x90, 0x90},   {0x91, 0x2018}, {0x92, 0x2019}, {0x93, 0x201C}, {0x94, 0x201D}, {0x95, 0x2022},
-      {0x96, 0x2013}, {0x97, 0x2014}, {0x98, 0x02DC}, {0x99, 0x2122}, {0x9a, 0x0161}, {0x9b, 0x203A},
-      {0x9c, 0x0153}, {0x9d, 0x9D},   {0x9e, 0x017E}, {0x9f, 0x0178},
+      {0x00, 0xFFFD}, {0x0d, 0x0D},   {0x80, 0x20AC}, {0x81, 0x81},   {0x82, 0x201A}, {0x83, 0x0192}, {0x84, 0x201E},
+      {0x85, 0x2026}, {0x86, 0x2020}, {0x87, 0x2021}, {0x88, 0x02C6}, {0x89, 0x2030}, {0x8a, 0x0160}, {0x8b, 0x2039},
+      {0x8c, 0x0152}, {0x8d, 0x8D},   {0x8e, 0x017D}, {0x8f, 0x8F},   {0x90, 0x90},   {0x91, 0x2018}, {0x92, 0x2019},
+      {0x93, 0x201C}, {0x94, 0x201D}, {0x95, 0x2022}, {0x96, 0x2013}, {0x97, 0x2014}, {0x98, 0x02DC}, {0x99, 0x2122},
+      {0x9a, 0x0161}, {0x9b, 0x203A}, {0x9c, 0x0153}, {0x9d, 0x9D},   {0x9e, 0x017E}, {0x9f, 0x0178},
   };
   auto it = kMap.find(num);
   if (it == kMap.end()) return false;
@@ -191,8 +190,12 @@ bool invalid_codepoint(uint64_t n) {
          (n >= 0xFDD0 && n <= 0xFDEF) || (n & 0xFFFE) == 0xFFFE;
 }
 
-bool is_ascii_digit(char32_t c) { return c >= '0' && c <= '9'; }
-bool is_ascii_hex(char32_t c) { return is_ascii_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool is_ascii_digit(char32_t c) {
+  return c >= '0' && c <= '9';
+}
+bool is_ascii_hex(char32_t c) {
+  return is_ascii_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
 
 // One reference starting at s[i] == '&' (Python's regex
 // &(#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?) and _replace_charref). Returns the characters
@@ -209,8 +212,10 @@ size_t replace_charref(const std::u32string& s, size_t i, std::u32string& out) {
     while (k < n && (hex ? is_ascii_hex(s[k]) : is_ascii_digit(s[k]))) {
       const char32_t c = s[k];
       const uint64_t d = is_ascii_digit(c) ? c - '0' : (c | 0x20) - 'a' + 10;
-      if (num > 0x10FFFF) overflow = true;  // already out of range; keep scanning the digits
-      else num = num * (hex ? 16 : 10) + d;
+      if (num > 0x10FFFF)
+        overflow = true;  // already out of range; keep scanning the digits
+      else
+        num = num * (hex ? 16 : 10) + d;
       ++k;
     }
     if (k == digits_begin) return 0;  // "&#" or "&#x" without digits: not a reference
@@ -339,7 +344,9 @@ bool file_exists(const std::string& path, bool* is_dir = nullptr) {
 
 }  // namespace
 
-std::string html_unescape(const std::string& text) { return utf8_encode(unescape32(utf8_decode(text))); }
+std::string html_unescape(const std::string& text) {
+  return utf8_encode(unescape32(utf8_decode(text)));
+}
 
 std::string clean_prompt(const std::string& text) {
   // basic_clean: html.unescape(html.unescape(text)).strip()
@@ -401,8 +408,8 @@ Umt5Tokenizer Umt5Tokenizer::from_dir(const std::string& tokenizer_dir) {
     const auto cfg = io::read_json(config_path);
     if (cfg.contains("tokenizer_class") && cfg["tokenizer_class"].is_string()) {
       const std::string cls = cfg["tokenizer_class"].get<std::string>();
-      OMNI_CHECK_INPUT(cls == "T5Tokenizer" || cls == "T5TokenizerFast", config_path, ": tokenizer_class is '",
-                       cls, "', expected T5Tokenizer or T5TokenizerFast (the UMT5 text encoder's tokenizer)");
+      OMNI_CHECK_INPUT(cls == "T5Tokenizer" || cls == "T5TokenizerFast", config_path, ": tokenizer_class is '", cls,
+                       "', expected T5Tokenizer or T5TokenizerFast (the UMT5 text encoder's tokenizer)");
     }
   }
   return Umt5Tokenizer(tokenizer_dir + "/spiece.model");
@@ -412,7 +419,9 @@ Umt5Tokenizer::~Umt5Tokenizer() = default;
 Umt5Tokenizer::Umt5Tokenizer(Umt5Tokenizer&&) noexcept = default;
 Umt5Tokenizer& Umt5Tokenizer::operator=(Umt5Tokenizer&&) noexcept = default;
 
-int64_t Umt5Tokenizer::vocab_size() const { return sp_->GetPieceSize(); }
+int64_t Umt5Tokenizer::vocab_size() const {
+  return sp_->GetPieceSize();
+}
 
 std::vector<int64_t> Umt5Tokenizer::encode(const std::string& text) const {
   std::vector<int64_t> ids;
@@ -463,7 +472,7 @@ TokenizedBatch Umt5Tokenizer::operator()(const std::vector<std::string>& texts, 
   const auto batch = static_cast<int64_t>(texts.size());
   TokenizedBatch out;
   out.input_ids = at::full({batch, max_length}, pad_id_, at::TensorOptions().dtype(at::kLong));  // [B, L]
-  out.attention_mask = at::zeros({batch, max_length}, at::TensorOptions().dtype(at::kLong));    // [B, L]
+  out.attention_mask = at::zeros({batch, max_length}, at::TensorOptions().dtype(at::kLong));     // [B, L]
   auto ids_acc = out.input_ids.accessor<int64_t, 2>();
   auto mask_acc = out.attention_mask.accessor<int64_t, 2>();
   for (int64_t b = 0; b < batch; ++b) {

@@ -62,11 +62,11 @@ RotaryEmbedding WanRotaryPosEmbed::forward(int64_t frames, int64_t height, int64
     return at::cat({f, h, w}, -1).reshape({frames * height * width, head_dim_});  // [S, d]
   };
   // diffusers' apply_rotary_emb reads cos at even and sin at odd channels; keep just those.
-  auto cos = grid_table(cos_).slice(1, 0, head_dim_, 2).contiguous();  // [S, d/2]
-  auto sin = grid_table(sin_).slice(1, 1, head_dim_, 2).contiguous();  // [S, d/2]
-  auto cos_channels = cos.repeat_interleave(2, 1);                                  // [S, d]: c0 c0 c1 c1 ...
-  auto sin_signed = at::stack({-sin, sin}, -1).flatten(1).contiguous();             // [S, d]: -s0 s0 -s1 s1 ...
-  if (cache_.size() >= 4) cache_.clear();  // a run uses one or two grids; bound it anyway
+  auto cos = grid_table(cos_).slice(1, 0, head_dim_, 2).contiguous();    // [S, d/2]
+  auto sin = grid_table(sin_).slice(1, 1, head_dim_, 2).contiguous();    // [S, d/2]
+  auto cos_channels = cos.repeat_interleave(2, 1);                       // [S, d]: c0 c0 c1 c1 ...
+  auto sin_signed = at::stack({-sin, sin}, -1).flatten(1).contiguous();  // [S, d]: -s0 s0 -s1 s1 ...
+  if (cache_.size() >= 4) cache_.clear();                                // a run uses one or two grids; bound it anyway
   return cache_.emplace(key, RotaryEmbedding{cos, sin, cos_channels, sin_signed}).first->second;
 }
 
@@ -79,9 +79,9 @@ at::Tensor apply_rotary_emb(const at::Tensor& x, const RotaryEmbedding& rope) {
   // four kernels instead of eight. One rounding to x's dtype at the end, as diffusers' assignment into
   // empty_like(x) does.
   auto swapped = x.unflatten(-1, {x.size(3) / 2, 2}).flip(-1).flatten(-2);  // [B, S, H, d]: x1 x0 x3 x2 ...
-  auto cos = rope.cos_channels.unsqueeze(1);                                 // [S, 1, d]
-  auto sin = rope.sin_signed.unsqueeze(1);                                   // [S, 1, d]
-  return (x * cos).add_(swapped * sin).to(x.scalar_type());                  // [B, S, H, d]
+  auto cos = rope.cos_channels.unsqueeze(1);                                // [S, 1, d]
+  auto sin = rope.sin_signed.unsqueeze(1);                                  // [S, 1, d]
+  return (x * cos).add_(swapped * sin).to(x.scalar_type());                 // [B, S, H, d]
 }
 
 }  // namespace omni::models

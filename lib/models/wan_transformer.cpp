@@ -1,8 +1,7 @@
 #include "models/wan_transformer.h"
 
-#include "core/tensor_dump.h"
-
 #include "core/error.h"
+#include "core/tensor_dump.h"
 #include "io/safetensors.h"
 
 namespace omni::models {

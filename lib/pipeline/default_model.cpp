@@ -1,10 +1,10 @@
-#include "core/files.h"
 #include "pipeline/default_model.h"
 
 #include <sys/stat.h>
 
 #include <cstdlib>
 
+#include "core/files.h"
 #include "core/log.h"
 #include "dist/agreement.h"
 #include "models/checkpoint_generator.h"
@@ -37,13 +37,17 @@ void make_dirs(const std::string& path) {
 
 }  // namespace
 
-std::string default_model_dir() { return cache_root() + "/" + kDefaultModelName; }
+std::string default_model_dir() {
+  return cache_root() + "/" + kDefaultModelName;
+}
 
 std::string ensure_default_model(const dist::Communicator& world) {
   const std::string dir = default_model_dir();
   if (world.rank() == 0)
-    OMNI_WARN("no --model given: using the built-in default model (random weights: it produces noise and exists to "
-              "try the tool) at ", dir);
+    OMNI_WARN(
+        "no --model given: using the built-in default model (random weights: it produces noise and exists to "
+        "try the tool) at ",
+        dir);
   dist::run_agreed(world, [&] {
     if (world.rank() != 0 || is_dir(dir)) return;
     OMNI_INFO("generating the built-in default model (once) ...");

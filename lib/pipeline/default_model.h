@@ -18,6 +18,8 @@ std::string default_model_dir();
 std::string ensure_default_model(const dist::Communicator& world);
 
 // The preset name for the default model's sizes (configs/omni-default.yaml): small enough for CPUs.
-inline const char* default_model_preset() { return "omni-default"; }
+inline const char* default_model_preset() {
+  return "omni-default";
+}
 
 }  // namespace omni::pipeline

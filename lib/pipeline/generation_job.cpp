@@ -1,11 +1,10 @@
 #include "pipeline/generation_job.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/dtype.h"
@@ -87,9 +86,12 @@ void GenerationJob::prepare() {
     model_ = std::make_unique<io::ModelDir>(io::ModelDir::open(model_path_.empty() ? opts_.model : model_path_));
     task_ = WanPipeline::resolve_task(model_->index(), opts_.task, !opts_.image.empty());
 
-    if (!opts_.prompts_file.empty()) prompts_ = read_prompts_file(opts_.prompts_file);
-    else prompts_ = {opts_.prompt};
-    OMNI_CHECK_USAGE(!(prompts_.size() == 1 && prompts_[0].empty()), "no prompt: give --prompt TEXT or "
+    if (!opts_.prompts_file.empty())
+      prompts_ = read_prompts_file(opts_.prompts_file);
+    else
+      prompts_ = {opts_.prompt};
+    OMNI_CHECK_USAGE(!(prompts_.size() == 1 && prompts_[0].empty()),
+                     "no prompt: give --prompt TEXT or "
                      "--prompts-file FILE");
 
     if (!opts_.image.empty()) {
@@ -143,8 +145,8 @@ void GenerationJob::load() {
     // none. A value the user gave (flag or --config file) wins over both.
     const bool ckpt_shift = model_->component_config("scheduler").contains("flow_shift");
     s.flow_shift = set_by_user(opts_, "flow-shift") || !ckpt_shift ? opts_.flow_shift : std::nullopt;
-    s.boundary_ratio = set_by_user(opts_, "boundary-ratio") || !model_->index().boundary_ratio
-                           ? opts_.boundary_ratio : std::nullopt;
+    s.boundary_ratio =
+        set_by_user(opts_, "boundary-ratio") || !model_->index().boundary_ratio ? opts_.boundary_ratio : std::nullopt;
     pipeline_ = std::make_unique<WanPipeline>(*model_, s, &mesh_);
     // Record what runs, not what the preset proposed: where the checkpoint's own flow_shift and
     // boundary_ratio won, the sidecar and --dry-run-style listings must say so to reproduce the run.
@@ -315,8 +317,12 @@ void GenerationJob::write_report() {
   nlohmann::json r;
   r["world_size"] = world;
   r["device"] = device_.str();
-  r["layout"] = {{"dp", l.dp}, {"cfg", l.cfg}, {"ring", l.ring}, {"ulysses", l.ulysses},
-                 {"hsdp_shard", l.hsdp_shard}, {"hsdp_replicate", l.hsdp_replicate}};
+  r["layout"] = {{"dp", l.dp},
+                 {"cfg", l.cfg},
+                 {"ring", l.ring},
+                 {"ulysses", l.ulysses},
+                 {"hsdp_shard", l.hsdp_shard},
+                 {"hsdp_replicate", l.hsdp_replicate}};
   r["param_bytes_total"] = pipeline_->param_bytes_total();
   nlohmann::json ranks = nlohmann::json::array();
   for (int i = 0; i < world; ++i) {
@@ -332,7 +338,8 @@ void GenerationJob::write_report() {
   }
   r["ranks"] = ranks;
   nlohmann::json timings;
-  for (const char* k : {"load", "text_encode", "image_encode", "denoise", "decode", "write"}) timings[k] = times_.get(k);
+  for (const char* k : {"load", "text_encode", "image_encode", "denoise", "decode", "write"})
+    timings[k] = times_.get(k);
   timings["total"] = total_.seconds();
   r["timings"] = timings;
   r["outputs"] = outputs_;

@@ -51,7 +51,7 @@ class GenerationJob {
   std::vector<std::string> tensor_paths_;
   std::vector<std::string> dump_paths_;
   int image_height_ = 0, image_width_ = 0;
-  at::Tensor image_;  // [1, 3, H, W] in [-1, 1] at the output size
+  at::Tensor image_;              // [1, 3, H, W] in [-1, 1] at the output size
   at::Device device_ = at::kCPU;  // what --device resolved to on this rank
   std::unique_ptr<WanPipeline> pipeline_;
   PhaseTimes times_;

@@ -59,7 +59,7 @@ PartialAttention block_attention(const at::Tensor& q, const at::Tensor& k, const
              v.sizes(), ")");
   if (q.is_cpu()) {
     auto [out, lse] = at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, /*dropout_p=*/0.0,
-                                                                       /*is_causal=*/false, /*attn_mask=*/{}, scale);
+                                                                      /*is_causal=*/false, /*attn_mask=*/{}, scale);
     return {out.to(at::kFloat), lse};  // [B, H, Sq, d], [B, H, Sq] (float32)
   }
   if (q.is_cuda() && q.size(3) % 8 == 0 && q.size(3) <= 256) {
@@ -84,8 +84,8 @@ PartialAttention block_attention_math(const at::Tensor& q, const at::Tensor& k, 
   check_bhsd(k, "block_attention_math", "k");
   check_bhsd(v, "block_attention_math", "v");
   const int64_t batch = q.size(0), heads = q.size(1), sq = q.size(2), sk = k.size(2);
-  OMNI_CHECK(sk > 0 && v.size(2) == sk, "block_attention_math: empty or mismatched key block (k ", k.sizes(),
-             ", v ", v.sizes(), ")");
+  OMNI_CHECK(sk > 0 && v.size(2) == sk, "block_attention_math: empty or mismatched key block (k ", k.sizes(), ", v ",
+             v.sizes(), ")");
   // float32 throughout: the scores, the exponentials and the weighted sum, like the reference's softmax.
   const auto qf = q.to(at::kFloat);
   const auto kt = k.to(at::kFloat).transpose(-2, -1);  // [B, H, d, Sk]

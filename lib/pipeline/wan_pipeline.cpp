@@ -48,22 +48,28 @@ void dump_call(int index, const at::Tensor& x, const at::Tensor& timestep, const
   debug::dump("out", out);
 }
 
-at::Tensor to_float_cpu(const at::Tensor& t) { return t.detach().to(at::kCPU).to(at::kFloat).contiguous(); }
+at::Tensor to_float_cpu(const at::Tensor& t) {
+  return t.detach().to(at::kCPU).to(at::kFloat).contiguous();
+}
 
 }  // namespace
 
 const char* task_name(Task task) {
   switch (task) {
-    case Task::kTextToVideo: return "t2v";
-    case Task::kImageToVideo: return "i2v";
-    case Task::kTextImageToVideo: return "ti2v";
+    case Task::kTextToVideo:
+      return "t2v";
+    case Task::kImageToVideo:
+      return "i2v";
+    case Task::kTextImageToVideo:
+      return "ti2v";
   }
   return "?";
 }
 
 Task WanPipeline::resolve_task(const io::ModelIndex& index, const std::string& task_flag, bool has_image) {
   if (index.image_to_video) {
-    OMNI_CHECK_USAGE(task_flag.empty() || task_flag == "i2v", "--task ", task_flag, " does not fit this model: its "
+    OMNI_CHECK_USAGE(task_flag.empty() || task_flag == "i2v", "--task ", task_flag,
+                     " does not fit this model: its "
                      "model_index.json names WanImageToVideoPipeline (image-to-video); use --task i2v");
     OMNI_CHECK_USAGE(has_image, "this model is image-to-video (WanImageToVideoPipeline) and needs --image");
     return Task::kImageToVideo;
@@ -74,9 +80,11 @@ Task WanPipeline::resolve_task(const io::ModelIndex& index, const std::string& t
     OMNI_CHECK_USAGE(!(task_flag == "t2v" && has_image), "--task t2v takes no --image (drop one of them)");
     return Task::kTextImageToVideo;
   }
-  OMNI_CHECK_USAGE(task_flag.empty() || task_flag == "t2v", "--task ", task_flag, " does not fit this model: it is "
+  OMNI_CHECK_USAGE(task_flag.empty() || task_flag == "t2v", "--task ", task_flag,
+                   " does not fit this model: it is "
                    "text-to-video (WanPipeline without expand_timesteps); use --task t2v");
-  OMNI_CHECK_USAGE(!has_image, "this model is text-to-video and takes no --image (image-to-video needs an I2V or "
+  OMNI_CHECK_USAGE(!has_image,
+                   "this model is text-to-video and takes no --image (image-to-video needs an I2V or "
                    "TI2V checkpoint)");
   return Task::kTextToVideo;
 }
@@ -87,12 +95,14 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
   stats_ = std::make_shared<hsdp::HsdpStats>();
   if (mesh_ != nullptr && settings_.use_hsdp && mesh_->layout().hsdp_shard > 1)
     shard_group_ = dist::make_process_group(mesh_->shard(), settings_.device, "shard");
-  if (mesh_ != nullptr && mesh_->layout().cfg == 2) cfg_group_ = dist::make_process_group(mesh_->cfg(), settings_.device, "cfg");
+  if (mesh_ != nullptr && mesh_->layout().cfg == 2)
+    cfg_group_ = dist::make_process_group(mesh_->cfg(), settings_.device, "cfg");
   if (mesh_ != nullptr && mesh_->layout().sp() > 1)
     sp_ = std::make_unique<SequenceParallel>(SequenceParallel::from_mesh(*mesh_, settings_.device));
 
   // Text: tokenizer and UMT5, the encoder sharded block by block like the transformers.
-  tokenizer_ = std::make_unique<models::Umt5Tokenizer>(models::Umt5Tokenizer::from_dir(model.component_dir("tokenizer")));
+  tokenizer_ =
+      std::make_unique<models::Umt5Tokenizer>(models::Umt5Tokenizer::from_dir(model.component_dir("tokenizer")));
   const std::string te_dir = model.component_dir("text_encoder");
   {
     auto ckpt = io::Checkpoint::open(te_dir);
@@ -130,8 +140,10 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
   scheduler_source_ = model.component_config_path("scheduler");
   scheduler_config_ = model.component_config("scheduler");
   // Validate the scheduler now, so that a bad config fails before the first prompt.
-  flow_shift_ = sched::make_scheduler(scheduler_config_, settings_.sample_solver, settings_.flow_shift,
-                                      scheduler_source_)->config().flow_shift;
+  flow_shift_ =
+      sched::make_scheduler(scheduler_config_, settings_.sample_solver, settings_.flow_shift, scheduler_source_)
+          ->config()
+          .flow_shift;
 
   if (experts_.size() == 2) {
     OMNI_CHECK_INPUT(settings_.boundary_ratio || index_.boundary_ratio, model.root(),
@@ -146,7 +158,9 @@ int WanPipeline::spatial_multiple() const {
   return static_cast<int>(vae_->config().scale_factor_spatial * std::max(c.patch_size[1], c.patch_size[2]));
 }
 
-int WanPipeline::temporal_factor() const { return static_cast<int>(vae_->config().scale_factor_temporal); }
+int WanPipeline::temporal_factor() const {
+  return static_cast<int>(vae_->config().scale_factor_temporal);
+}
 
 void WanPipeline::check_request(GenerationRequest& r) const {
   const int m = spatial_multiple();
@@ -267,7 +281,7 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   keep("init_latents", latents);
 
   // 3. Image conditioning.
-  at::Tensor condition;        // i2v: [1, 4 + z, T, h, w]; ti2v image mode: [1, z, 1, h, w]
+  at::Tensor condition;         // i2v: [1, 4 + z, T, h, w]; ti2v image mode: [1, z, 1, h, w]
   at::Tensor first_frame_mask;  // ti2v: [1, 1, T, h, w], 0 on the first latent frame when an image is given
   if (image_mode) {
     ScopedPhase phase(result.times, "image_encode", dev);
@@ -299,8 +313,8 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   }
 
   // 4. Denoise.
-  auto scheduler = sched::make_scheduler(scheduler_config_, settings_.sample_solver, settings_.flow_shift,
-                                         scheduler_source_);
+  auto scheduler =
+      sched::make_scheduler(scheduler_config_, settings_.sample_solver, settings_.flow_shift, scheduler_source_);
   scheduler->set_timesteps(req.num_inference_steps, dev);
   const auto& timesteps = scheduler->timestep_values();
   const std::optional<double> ratio = settings_.boundary_ratio ? settings_.boundary_ratio : index_.boundary_ratio;
@@ -338,8 +352,8 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
       if (expand) {
         model_input = image_mode ? (1 - first_frame_mask) * condition + first_frame_mask * latents : latents;
         // Per-token timesteps: t on every token, 0 on the conditioning frame's tokens. [1, S]
-        at::Tensor m = first_frame_mask[0][0].slice(1, 0, lat_h, pcfg.patch_size[1]).slice(2, 0, lat_w,
-                                                                                        pcfg.patch_size[2]);
+        at::Tensor m =
+            first_frame_mask[0][0].slice(1, 0, lat_h, pcfg.patch_size[1]).slice(2, 0, lat_w, pcfg.patch_size[2]);
         timestep = (m * static_cast<double>(t)).flatten().unsqueeze(0);
       } else {
         model_input = index_.image_to_video ? at::cat({latents, condition}, 1) : latents;
@@ -370,10 +384,10 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   if (req.decode) {
     ScopedPhase phase(result.times, "decode", dev);
     at::Tensor z = vae_->denormalize_latents(latents.to(settings_.vae_dtype));
-    at::Tensor video = vae_->decode(z);                       // [1, 3, F, H, W] in [-1, 1]
+    at::Tensor video = vae_->decode(z);  // [1, 3, F, H, W] in [-1, 1]
     debug::dump("vae_decode.in", z);
     debug::dump("vae_decode.out", video);
-    at::Tensor frames = (video * 0.5 + 0.5).clamp(0.0, 1.0);  // [1, 3, F, H, W]
+    at::Tensor frames = (video * 0.5 + 0.5).clamp(0.0, 1.0);        // [1, 3, F, H, W]
     result.frames = to_float_cpu(frames.permute({0, 2, 3, 4, 1}));  // [1, F, H, W, 3]
     keep("frames", result.frames);
   }

@@ -37,12 +37,12 @@ const char* task_name(Task task);
 
 struct PipelineSettings {
   at::Device device = at::kCPU;
-  at::ScalarType dtype = at::kFloat;      // transformer and text encoder
+  at::ScalarType dtype = at::kFloat;  // transformer and text encoder
   at::ScalarType vae_dtype = at::kFloat;
   bool use_hsdp = false;
   std::string sample_solver = "unipc";
-  std::optional<double> flow_shift;       // --flow-shift; else scheduler_config.json's
-  std::optional<double> boundary_ratio;   // --boundary-ratio; else model_index.json's
+  std::optional<double> flow_shift;      // --flow-shift; else scheduler_config.json's
+  std::optional<double> boundary_ratio;  // --boundary-ratio; else model_index.json's
 };
 
 struct GenerationRequest {
@@ -62,7 +62,7 @@ struct GenerationRequest {
 };
 
 struct StepInfo {
-  int step;        // 0-based
+  int step;  // 0-based
   int num_steps;
   int64_t timestep;
   const char* expert;  // "transformer" / "transformer_2"
@@ -71,9 +71,9 @@ struct StepInfo {
 using StepCallback = std::function<void(const StepInfo&)>;
 
 struct GenerationResult {
-  at::Tensor frames;  // [1, F, H, W, 3] float32 in [0, 1] (decoding rank only)
+  at::Tensor frames;                                        // [1, F, H, W, 3] float32 in [0, 1] (decoding rank only)
   std::vector<std::pair<std::string, at::Tensor>> tensors;  // --save-tensors names, float32
-  PhaseTimes times;   // text_encode, denoise, decode
+  PhaseTimes times;                                         // text_encode, denoise, decode
 };
 
 class WanPipeline {

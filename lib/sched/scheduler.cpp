@@ -25,17 +25,16 @@ const json* find_key(const json& config, const char* key) {
 void require_bool(const json& config, const char* key, bool fallback, bool required, const std::string& why,
                   const std::string& source) {
   const bool value = io::json_bool_or(config, key, fallback, source);
-  OMNI_CHECK_INPUT(value == required, source, ": ", key, " = ", value ? "true" : "false",
-                   " is not supported (need ", required ? "true" : "false", ": ", why, ")");
+  OMNI_CHECK_INPUT(value == required, source, ": ", key, " = ", value ? "true" : "false", " is not supported (need ",
+                   required ? "true" : "false", ": ", why, ")");
 }
 
 }  // namespace
 
 FlowSchedulerConfig parse_scheduler_config(const nlohmann::json& config, const std::string& solver,
-                                           std::optional<double> flow_shift_override,
-                                           const std::string& source) {
-  OMNI_CHECK_USAGE(solver == "unipc" || solver == "euler", "--sample-solver must be 'unipc' or 'euler', got '",
-                   solver, "'");
+                                           std::optional<double> flow_shift_override, const std::string& source) {
+  OMNI_CHECK_USAGE(solver == "unipc" || solver == "euler", "--sample-solver must be 'unipc' or 'euler', got '", solver,
+                   "'");
   OMNI_CHECK_INPUT(config.is_object(), source, ": expected a JSON object, found ", config.type_name());
   FlowSchedulerConfig out;
 
@@ -60,8 +59,8 @@ FlowSchedulerConfig parse_scheduler_config(const nlohmann::json& config, const s
                    ": timestep_spacing '", spacing, "' is not one of 'linspace', 'leading', 'trailing'");
 
   const int64_t train_steps = io::json_int_or(config, "num_train_timesteps", 1000, source);
-  OMNI_CHECK_INPUT(train_steps > 0 && train_steps <= (1 << 24), source, ": num_train_timesteps must be positive, found ",
-                   train_steps);
+  OMNI_CHECK_INPUT(train_steps > 0 && train_steps <= (1 << 24), source,
+                   ": num_train_timesteps must be positive, found ", train_steps);
   out.num_train_timesteps = static_cast<int>(train_steps);
 
   if (flow_shift_override) {

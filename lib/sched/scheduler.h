@@ -9,10 +9,10 @@
 #pragma once
 
 #include <ATen/ATen.h>
-#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,10 +23,10 @@ namespace omni::sched {
 struct FlowSchedulerConfig {
   int num_train_timesteps = 1000;
   double flow_shift = 1.0;
-  bool final_sigma_zero = true;     // final_sigmas_type "zero" (else "sigma_min": repeat the last sigma)
+  bool final_sigma_zero = true;  // final_sigmas_type "zero" (else "sigma_min": repeat the last sigma)
   // UniPC only:
-  int solver_order = 2;             // 1 or 2
-  bool bh2 = true;                  // solver_type "bh2" (B(h) = expm1(-h)) or "bh1" (B(h) = -h)
+  int solver_order = 2;  // 1 or 2
+  bool bh2 = true;       // solver_type "bh2" (B(h) = expm1(-h)) or "bh1" (B(h) = -h)
   bool lower_order_final = true;
   std::vector<int64_t> disable_corrector;  // step indices whose following corrector is skipped
 };

@@ -136,8 +136,8 @@ at::Tensor UniPCMultistepScheduler::predictor_update(const at::Tensor& sample, i
   const std::vector<float> rhos_p = {0.5f};
 
   // x_t = sigma_t / sigma_s0 * x - alpha_t * h_phi_1 * m0 - alpha_t * B(h) * sum_k rho_k D1_k
-  at::Tensor x_t = x.mul(static_cast<double>(t.sigma / s0.sigma))
-                       .sub(m0.mul(static_cast<double>(t.alpha * bh.h_phi_1)));
+  at::Tensor x_t =
+      x.mul(static_cast<double>(t.sigma / s0.sigma)).sub(m0.mul(static_cast<double>(t.alpha * bh.h_phi_1)));
   if (!d1s.empty()) {
     x_t = x_t.sub(weighted_sum(rhos_p, d1s).mul(static_cast<double>(t.alpha * bh.b_h)));
   }
@@ -176,8 +176,8 @@ at::Tensor UniPCMultistepScheduler::corrector_update(const at::Tensor& this_mode
 
   // x_t = sigma_t / sigma_s0 * x - alpha_t * h_phi_1 * m0
   //       - alpha_t * B(h) * (sum_k rho_k D1_k + rho_last * (model_t - m0))
-  const at::Tensor x_t_ = x.mul(static_cast<double>(t.sigma / s0.sigma))
-                              .sub(m0.mul(static_cast<double>(t.alpha * bh.h_phi_1)));
+  const at::Tensor x_t_ =
+      x.mul(static_cast<double>(t.sigma / s0.sigma)).sub(m0.mul(static_cast<double>(t.alpha * bh.h_phi_1)));
   const at::Tensor d1_t = this_model_output.sub(m0);
   at::Tensor correction = d1_t.mul(static_cast<double>(rhos_c.back()));
   if (!d1s.empty()) {
@@ -191,9 +191,8 @@ at::Tensor UniPCMultistepScheduler::corrector_update(const at::Tensor& this_mode
 at::Tensor UniPCMultistepScheduler::step(const at::Tensor& model_output, int64_t timestep, const at::Tensor& sample) {
   const int64_t k = begin_step(model_output, timestep, sample);
   const int64_t n = num_inference_steps();
-  const bool corrector_disabled =
-      std::find(config_.disable_corrector.begin(), config_.disable_corrector.end(), k - 1) !=
-      config_.disable_corrector.end();
+  const bool corrector_disabled = std::find(config_.disable_corrector.begin(), config_.disable_corrector.end(),
+                                            k - 1) != config_.disable_corrector.end();
   const bool use_corrector = k > 0 && !corrector_disabled && last_sample_.defined();
 
   const at::Tensor x0 = convert_model_output(model_output, sample);

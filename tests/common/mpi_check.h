@@ -8,9 +8,9 @@
 
 #include <cmath>
 #include <cstdarg>
-#include <limits>
 #include <cstdio>
 #include <exception>
+#include <limits>
 #include <string>
 
 #include "dist/communicator.h"

@@ -26,4 +26,6 @@ int run_all() {
 
 }  // namespace
 
-int main(int argc, char** argv) { return omni::test_util::mpi_test_main(argc, argv, "mpi_check_selftest", run_all); }
+int main(int argc, char** argv) {
+  return omni::test_util::mpi_test_main(argc, argv, "mpi_check_selftest", run_all);
+}

@@ -1,9 +1,9 @@
 // Option precedence: built-in defaults < model preset < --config file < flags, and the errors of each layer.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -79,13 +79,12 @@ TEST(Options, PresetsCarryTheOfficialSettings) {
 
 TEST(Options, ConfigFileOverridesPresetAndFlagsOverrideConfig) {
   std::string cfg = write_temp("layer.yaml", "num-inference-steps: 7\nheight: 480\nflow-shift: 3\nuse-hsdp: true\n");
-  GenerateOptions o =
-      omni::config::resolve_options(parse({"--config", cfg, "--height", "256"}), "wan2.2-t2v-a14b");
-  EXPECT_EQ(o.num_inference_steps, 7);            // config over preset (40)
-  EXPECT_DOUBLE_EQ(*o.flow_shift, 3.0);           // config over preset (12)
-  EXPECT_EQ(o.height, 256);                       // flag over config (480)
-  EXPECT_EQ(o.width, 1280);                       // preset, untouched
-  EXPECT_TRUE(o.parallel.use_hsdp);               // flags can come from the file too
+  GenerateOptions o = omni::config::resolve_options(parse({"--config", cfg, "--height", "256"}), "wan2.2-t2v-a14b");
+  EXPECT_EQ(o.num_inference_steps, 7);   // config over preset (40)
+  EXPECT_DOUBLE_EQ(*o.flow_shift, 3.0);  // config over preset (12)
+  EXPECT_EQ(o.height, 256);              // flag over config (480)
+  EXPECT_EQ(o.width, 1280);              // preset, untouched
+  EXPECT_TRUE(o.parallel.use_hsdp);      // flags can come from the file too
   EXPECT_EQ(o.sources.at("height"), "flag");
   EXPECT_EQ(o.sources.at("num-inference-steps"), "config " + cfg);
   EXPECT_EQ(o.sources.at("width"), "preset wan2.2-t2v-a14b");
@@ -170,10 +169,10 @@ TEST(Options, PresetForModel) {
 
 // Scripts append overrides to a base command line: as with argparse, the last value wins.
 TEST(Options, AFlagGivenTwiceTakesItsLastValue) {
-  GenerateOptions o = omni::config::resolve_options(
-      parse({"--seed", "1", "--prompt", "a", "--seed", "7", "--device=cpu", "--device", "auto", "--overwrite",
-             "--overwrite", "--prompt", "b"}),
-      "");
+  GenerateOptions o =
+      omni::config::resolve_options(parse({"--seed", "1", "--prompt", "a", "--seed", "7", "--device=cpu", "--device",
+                                           "auto", "--overwrite", "--overwrite", "--prompt", "b"}),
+                                    "");
   EXPECT_EQ(o.seed, 7);
   EXPECT_EQ(o.device, "auto");
   EXPECT_EQ(o.prompt, "b");
@@ -196,13 +195,45 @@ TEST(Options, DeviceDefaultsToAutoAndCollectiveTimeoutTo600) {
 
 TEST(Options, EveryOptionOfTheDesignExists) {
   // docs/DESIGN.md section 5's flag list: each must be in the table (and so on the command line and in YAML).
-  const char* names[] = {"model", "task", "config", "prompt", "negative-prompt", "prompts-file", "image", "height",
-                         "width", "num-frames", "num-inference-steps", "guidance-scale", "guidance-scale-2",
-                         "boundary-ratio", "flow-shift", "sample-solver", "seed", "max-sequence-length", "output",
-                         "fps", "save-tensors", "report", "use-hsdp", "hsdp-shard-size", "hsdp-replicate-size",
-                         "ulysses-degree", "ring-degree", "cfg-parallel-size", "tensor-parallel-size", "device",
-                         "dtype", "vae-dtype", "log-level", "dry-run", "overwrite", "crf", "allow-shared-gpu",
-                         "collective-timeout", "dump-tensors"};
+  const char* names[] = {"model",
+                         "task",
+                         "config",
+                         "prompt",
+                         "negative-prompt",
+                         "prompts-file",
+                         "image",
+                         "height",
+                         "width",
+                         "num-frames",
+                         "num-inference-steps",
+                         "guidance-scale",
+                         "guidance-scale-2",
+                         "boundary-ratio",
+                         "flow-shift",
+                         "sample-solver",
+                         "seed",
+                         "max-sequence-length",
+                         "output",
+                         "fps",
+                         "save-tensors",
+                         "report",
+                         "use-hsdp",
+                         "hsdp-shard-size",
+                         "hsdp-replicate-size",
+                         "ulysses-degree",
+                         "ring-degree",
+                         "cfg-parallel-size",
+                         "tensor-parallel-size",
+                         "device",
+                         "dtype",
+                         "vae-dtype",
+                         "log-level",
+                         "dry-run",
+                         "overwrite",
+                         "crf",
+                         "allow-shared-gpu",
+                         "collective-timeout",
+                         "dump-tensors"};
   for (const char* n : names) {
     bool found = false;
     for (const auto& spec : omni::config::option_table()) found |= spec.name == n;

@@ -90,8 +90,9 @@ TEST(ParallelConfig, Verdicts) {
   pc.use_hsdp = true;
   pc.hsdp_shard_size = 4;
   pc.tensor_parallel_size = 2;
-  EXPECT_NE(usage_error(pc, 4).find("HSDP and tensor parallelism are mutually exclusive; tensor parallel size must be 1"),
-            std::string::npos);
+  EXPECT_NE(
+      usage_error(pc, 4).find("HSDP and tensor parallelism are mutually exclusive; tensor parallel size must be 1"),
+      std::string::npos);
 
   pc = {};
   pc.tensor_parallel_size = 2;

@@ -8,9 +8,9 @@
 
 #include <chrono>
 #include <cstdio>
-#include <thread>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "config/parallel_config.h"

@@ -1,6 +1,8 @@
 // The collective watchdog's decisions, with stand-in collectives (the NCCL ones need a GPU): a collective
 // that finishes is dropped, one that fails asynchronously or outlives --collective-timeout ends the run with
 // one line naming it, after every communicator's abort hook ran.
+#include "dist/watchdog.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -9,7 +11,6 @@
 #include <thread>
 
 #include "core/error.h"
-#include "dist/watchdog.h"
 
 using omni::dist::CollectiveWatchdog;
 using omni::dist::PollResult;
@@ -38,9 +39,8 @@ TEST(Watchdog, FinishedCollectivesAreDroppedWithoutFailing) {
   omni::dist::set_collective_timeout(0.05);
   auto& dog = CollectiveWatchdog::instance();
   std::atomic<bool> done{false};
-  dog.watch("test all_gather on the shard group", [&](std::string*) {
-    return done ? PollResult::kDone : PollResult::kPending;
-  });
+  dog.watch("test all_gather on the shard group",
+            [&](std::string*) { return done ? PollResult::kDone : PollResult::kPending; });
   done = true;
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(dog.check_now(), "");

@@ -53,7 +53,9 @@ namespace {
 const std::string kRef = std::string(OMNI_TEST_DATA_DIR) + "/reference/";
 const char* const kExperts[2] = {"transformer", "transformer_2"};
 
-const char* dtype_tag(at::ScalarType t) { return t == at::kBFloat16 ? "bf16" : "f32"; }
+const char* dtype_tag(at::ScalarType t) {
+  return t == at::kBFloat16 ? "bf16" : "f32";
+}
 
 // ---- Sizes from the Module tree alone (independent of the engine's bookkeeping) ---------------------------
 
@@ -195,8 +197,8 @@ CaseOutputs run_case(const FixtureCase& c, ExpertFwd&& expert, TextFwd&& text) {
     r.out["unit"] = expert("transformer", c.get("unit.transformer.in"), c.get("unit.transformer.timestep"),
                            c.get("unit.transformer.context"));
   for (const auto& [key, e] : c.calls)
-    r.out[key] = expert(e, c.get(key + ".hidden_states"), c.get(key + ".timestep"),
-                        c.get(key + ".encoder_hidden_states"));
+    r.out[key] =
+        expert(e, c.get(key + ".hidden_states"), c.get(key + ".timestep"), c.get(key + ".encoder_hidden_states"));
   const at::Tensor ids = c.get("prompt.input_ids"), mask = c.get("prompt.attention_mask");
   r.out["text.prompt"] = text(ids, mask);
   r.out["text.both"] = text(at::cat({ids, c.get("negative.input_ids")}, 0),
@@ -214,7 +216,8 @@ void fixture_case(Checks& checks, const std::string& name, int world) {
       if (c.has_expert(e)) whole[e] = WanTransformer3DModel::load(c.dir + "/model/" + e, dtype);
     auto whole_text = Umt5Encoder::load(c.dir + "/model/text_encoder", dtype);
     const CaseOutputs ref = run_case(
-        c, [&](const std::string& e, const at::Tensor& x, const at::Tensor& t, const at::Tensor& ctx) {
+        c,
+        [&](const std::string& e, const at::Tensor& x, const at::Tensor& t, const at::Tensor& ctx) {
           return whole.at(e)->forward(x, t, ctx);
         },
         [&](const at::Tensor& ids, const at::Tensor& mask) { return whole_text->forward(ids, mask); });
@@ -238,7 +241,8 @@ void fixture_case(Checks& checks, const std::string& name, int world) {
         order_failures.insert(order_failures.end(), h.failures.begin(), h.failures.end());
       };
       const CaseOutputs got = run_case(
-          c, [&](const std::string& e, const at::Tensor& x, const at::Tensor& t, const at::Tensor& ctx) {
+          c,
+          [&](const std::string& e, const at::Tensor& x, const at::Tensor& t, const at::Tensor& ctx) {
             Loaded& l = experts.at(e);
             RecordingHooks hooks(l.sharded.get(), g.shard.get());
             at::Tensor out = l.expert().forward(x, t, ctx, &hooks);
@@ -263,16 +267,17 @@ void fixture_case(Checks& checks, const std::string& name, int world) {
           keys_t.push_back(key);
         }
       }
-      checks.err(tag + "transformer experts == unsharded (" + std::to_string(keys_t.size()) +
-                     " forwards: unit + calls)", err_t);
+      checks.err(
+          tag + "transformer experts == unsharded (" + std::to_string(keys_t.size()) + " forwards: unit + calls)",
+          err_t);
       checks.err(tag + "UMT5 == unsharded (prompt; prompt + negative batched)", err_text);
       checks.truth(tag + "prefetch order at every hook", order_failures.empty(), join(order_failures));
       if (dtype == at::kFloat && li == 0) {
         // Both sides are the real model: the sharded float32 outputs match diffusers / transformers.
         double fix_t = 0;
         for (const auto& key : keys_t)
-          fix_t = std::max(fix_t, max_abs_diff(got.out.at(key),
-                                               c.get(key == "unit" ? "unit.transformer.out" : key + ".out")));
+          fix_t = std::max(fix_t,
+                           max_abs_diff(got.out.at(key), c.get(key == "unit" ? "unit.transformer.out" : key + ".out")));
         checks.err(tag + "sharded transformer vs diffusers' outputs", fix_t, 1e-4);
         checks.err(tag + "sharded UMT5 vs transformers' last_hidden_state",
                    max_abs_diff(got.out.at("text.prompt"), c.get("prompt.last_hidden_state")), 1e-5);
@@ -326,7 +331,8 @@ void generated_checks(Checks& checks, const std::string& model_dir, int world) {
       auto pool = std::make_shared<omni::hsdp::BufferPool>(at::kCPU);
 
       std::vector<std::pair<std::string, Loaded>> models;
-      for (const char* e : kExperts) models.emplace_back(e, shard_expert(model_dir + "/" + e, e, g.shard.get(), dtype, pool));
+      for (const char* e : kExperts)
+        models.emplace_back(e, shard_expert(model_dir + "/" + e, e, g.shard.get(), dtype, pool));
       models.emplace_back("text_encoder", shard_text(model_dir + "/text_encoder", g.shard.get(), dtype, pool));
 
       for (auto& [name, l] : models) {
@@ -387,8 +393,8 @@ void generated_checks(Checks& checks, const std::string& model_dir, int world) {
           err = std::max(err, max_abs_diff(l.text().forward(ids, mask, &h), whole->forward(ids, mask)));
         } else {
           auto whole = WanTransformer3DModel::load(model_dir + "/" + name, dtype);
-          err = std::max(err, max_abs_diff(l.expert().forward(in.x, in.t, in.ctx, &h),
-                                           whole->forward(in.x, in.t, in.ctx)));
+          err = std::max(err,
+                         max_abs_diff(l.expert().forward(in.x, in.t, in.ctx, &h), whole->forward(in.x, in.t, in.ctx)));
         }
       }
       checks.err(tag + "both experts and UMT5 == unsharded", err);

@@ -98,7 +98,8 @@ class RecordingHooks : public omni::models::UnitHooks {
       auto& nu = model_->unit(next);
       // Sharded: the gather must be in flight while this unit computes. Shard 1 keeps the same state
       // machine (the "gather" is the slice itself), so gathering() holds there too.
-      if (!nu.gathering()) fail("block " + std::to_string(next) + " not prefetched by before(" + std::to_string(unit) + ")");
+      if (!nu.gathering())
+        fail("block " + std::to_string(next) + " not prefetched by before(" + std::to_string(unit) + ")");
       expect_issued += full_if_sharded(nu);
     }
     if (next + 1 < n && (model_->unit(next + 1).gathering() || model_->unit(next + 1).gathered()))

@@ -42,8 +42,8 @@ TEST(Checkpoint, ShardedRoundTrip) {
   std::set<std::string> shard_files;
   for (auto& kv : index["weight_map"].items()) shard_files.insert(kv.value().get<std::string>());
   EXPECT_GE(shard_files.size(), 4u) << "the test needs tensors spread over several files";
-  EXPECT_EQ(*shard_files.begin(), "diffusion_pytorch_model-00001-of-0000" + std::to_string(shard_files.size()) +
-                                      ".safetensors");
+  EXPECT_EQ(*shard_files.begin(),
+            "diffusion_pytorch_model-00001-of-0000" + std::to_string(shard_files.size()) + ".safetensors");
 
   int64_t total = 0;
   for (const auto& [n, t] : model_tensors()) total += t.numel() * t.element_size();
@@ -142,9 +142,9 @@ TEST(Checkpoint, ReadFlatCrossesTensorAndFileBoundaries) {
   TempDir dir;
   Checkpoint ck = Checkpoint::open(write_sharded(dir));
   // An order different from both name order and file order, as a module's parameter order would be.
-  const std::vector<std::string> order = {"head.weight",  "blocks.0.attn.q.bias", "embed.weight",
-                                          "blocks.0.empty", "blocks.1.attn.q.weight", "blocks.0.norm.weight",
-                                          "blocks.0.attn.q.weight", "head.bias"};
+  const std::vector<std::string> order = {
+      "head.weight",          "blocks.0.attn.q.bias",   "embed.weight", "blocks.0.empty", "blocks.1.attn.q.weight",
+      "blocks.0.norm.weight", "blocks.0.attn.q.weight", "head.bias"};
   std::vector<at::Tensor> parts;
   std::vector<int64_t> stored_size;  // bytes per element as stored in the files
   for (const auto& n : order) {
@@ -176,8 +176,8 @@ TEST(Checkpoint, ReadFlatCrossesTensorAndFileBoundaries) {
       EXPECT_EQ(got.scalar_type(), at::kFloat);
       const double err = count ? (got - reference.narrow(0, begin, count)).abs().max().item<double>() : 0.0;
       EXPECT_EQ(err, 0.0) << "range [" << begin << ", " << begin + count << ")";
-      EXPECT_EQ(ck.bytes_read() - before, covered_bytes(begin, count)) << "range [" << begin << ", " << begin + count
-                                                                       << ")";
+      EXPECT_EQ(ck.bytes_read() - before, covered_bytes(begin, count))
+          << "range [" << begin << ", " << begin + count << ")";
       ++checked;
     }
   }

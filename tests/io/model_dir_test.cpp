@@ -24,12 +24,16 @@ class ScopedEnv {
     const char* old = std::getenv(name);
     had_ = old != nullptr;
     if (had_) old_ = old;
-    if (value) ::setenv(name, value, 1);
-    else ::unsetenv(name);
+    if (value)
+      ::setenv(name, value, 1);
+    else
+      ::unsetenv(name);
   }
   ~ScopedEnv() {
-    if (had_) ::setenv(name_.c_str(), old_.c_str(), 1);
-    else ::unsetenv(name_.c_str());
+    if (had_)
+      ::setenv(name_.c_str(), old_.c_str(), 1);
+    else
+      ::unsetenv(name_.c_str());
   }
 
  private:
@@ -82,7 +86,9 @@ TEST(ModelIndex, FixtureCases) {
   EXPECT_EQ(ti2v.components.size(), 5u);
 }
 
-nlohmann::json t2v_index() { return read_json(kRef + "t2v-a14b-tiny/model/model_index.json"); }
+nlohmann::json t2v_index() {
+  return read_json(kRef + "t2v-a14b-tiny/model/model_index.json");
+}
 
 TEST(ModelIndex, UnsupportedContentsAreInputErrors) {
   const std::string p = "/x/model_index.json";
@@ -93,26 +99,40 @@ TEST(ModelIndex, UnsupportedContentsAreInputErrors) {
   };
   expect_input_error([&] { parse_model_index(with([](auto& j) { j["_class_name"] = "FluxPipeline"; }), p); },
                      {p, "unsupported pipeline class 'FluxPipeline'"});
-  expect_input_error([&] { parse_model_index(with([](auto& j) { j.erase("_class_name"); }), p); },
-                     {p, "_class_name"});
+  expect_input_error([&] { parse_model_index(with([](auto& j) { j.erase("_class_name"); }), p); }, {p, "_class_name"});
   expect_input_error(
-      [&] { parse_model_index(with([](auto& j) { j["vae"] = {"diffusers", "AutoencoderKL"}; }), p); },
+      [&] {
+        parse_model_index(with([](auto& j) { j["vae"] = {"diffusers", "AutoencoderKL"}; }), p);
+      },
       {p, "component 'vae'", "unsupported class 'AutoencoderKL'", "AutoencoderKLWan"});
   expect_input_error(
       [&] {
-        parse_model_index(
-            with([](auto& j) { j["image_encoder"] = {"transformers", "CLIPVisionModelWithProjection"}; }), p);
+        parse_model_index(with([](auto& j) {
+                            j["image_encoder"] = {"transformers", "CLIPVisionModelWithProjection"};
+                          }),
+                          p);
       },
       {p, "component 'image_encoder'", "CLIPVisionModelWithProjection"});
   expect_input_error(
-      [&] { parse_model_index(with([](auto& j) { j["scheduler"] = {"diffusers", "DDIMScheduler"}; }), p); },
+      [&] {
+        parse_model_index(with([](auto& j) { j["scheduler"] = {"diffusers", "DDIMScheduler"}; }), p);
+      },
       {p, "component 'scheduler'", "DDIMScheduler"});
-  expect_input_error([&] { parse_model_index(with([](auto& j) { j["controlnet"] = {"diffusers", "X"}; }), p); },
-                     {p, "unknown component 'controlnet'"});
-  expect_input_error([&] { parse_model_index(with([](auto& j) { j["vae"] = {nullptr, nullptr}; }), p); },
-                     {p, "required component 'vae'"});
-  expect_input_error([&] { parse_model_index(with([](auto& j) { j["transformer_2"] = {nullptr, nullptr}; }), p); },
-                     {p, "boundary_ratio", "transformer_2"});
+  expect_input_error(
+      [&] {
+        parse_model_index(with([](auto& j) { j["controlnet"] = {"diffusers", "X"}; }), p);
+      },
+      {p, "unknown component 'controlnet'"});
+  expect_input_error(
+      [&] {
+        parse_model_index(with([](auto& j) { j["vae"] = {nullptr, nullptr}; }), p);
+      },
+      {p, "required component 'vae'"});
+  expect_input_error(
+      [&] {
+        parse_model_index(with([](auto& j) { j["transformer_2"] = {nullptr, nullptr}; }), p);
+      },
+      {p, "boundary_ratio", "transformer_2"});
   expect_input_error([&] { parse_model_index(with([](auto& j) { j["boundary_ratio"] = "high"; }), p); },
                      {p, "boundary_ratio"});
   expect_input_error([&] { parse_model_index(with([](auto& j) { j["expand_timesteps"] = 1; }), p); },
@@ -210,8 +230,8 @@ TEST(ModelDir, MissingModelListsEveryPlace) {
   expect_input_error([&] { resolve_model_path("Wan-AI/Missing"); }, {repo + "/snapshots/deadbeef", "missing"});
   // Snapshot present but incomplete.
   make_dirs(repo + "/snapshots/deadbeef");
-  expect_input_error([&] { resolve_model_path("Wan-AI/Missing"); }, {repo + "/snapshots/deadbeef",
-                                                                     "no model_index.json"});
+  expect_input_error([&] { resolve_model_path("Wan-AI/Missing"); },
+                     {repo + "/snapshots/deadbeef", "no model_index.json"});
 
   // A path that is not a repo id: only the local folder is looked at, and the message says so.
   expect_input_error([&] { resolve_model_path(dir / "no/such/folder"); },

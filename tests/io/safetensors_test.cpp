@@ -125,9 +125,8 @@ TEST(Safetensors, Float8DecodedByHand) {
   std::string data;
   for (int v = 0; v < 256; ++v) data.push_back(static_cast<char>(v));  // e4m3: every byte value
   for (int v = 0; v < 256; ++v) data.push_back(static_cast<char>(v));  // e5m2: every byte value
-  const std::string header =
-      R"({"a":{"dtype":"F8_E4M3","shape":[256],"data_offsets":[0,256]},)"
-      R"("b":{"dtype":"F8_E5M2","shape":[16,16],"data_offsets":[256,512]}})";
+  const std::string header = R"({"a":{"dtype":"F8_E4M3","shape":[256],"data_offsets":[0,256]},)"
+                             R"("b":{"dtype":"F8_E5M2","shape":[16,16],"data_offsets":[256,512]}})";
   write_file(path, safetensors_bytes(header, data));
   SafetensorsFile f(path);
   at::Tensor a = f.read("a");
@@ -166,9 +165,7 @@ struct Malformed {
 
 std::vector<Malformed> malformed_cases() {
   const std::string data(16, '\0');
-  auto ok_entry = [](const std::string& name, const std::string& rest) {
-    return "\"" + name + "\":{" + rest + "}";
-  };
+  auto ok_entry = [](const std::string& name, const std::string& rest) { return "\"" + name + "\":{" + rest + "}"; };
   std::vector<Malformed> c;
   c.push_back({"empty file", "", {"truncated", "0 bytes"}});
   c.push_back({"5-byte file", "abcde", {"truncated", "5 bytes"}});
@@ -186,17 +183,16 @@ std::vector<Malformed> malformed_cases() {
   c.push_back({"missing dtype",
                safetensors_bytes("{" + ok_entry("w", R"("shape":[4],"data_offsets":[0,16])") + "}", data),
                {"'w'", "dtype"}});
-  c.push_back({"negative shape",
-               safetensors_bytes("{" + ok_entry("w", R"("dtype":"F32","shape":[-4],"data_offsets":[0,16])") + "}",
-                                 data),
-               {"'w'", "non-negative integers"}});
-  c.push_back({"fractional shape",
-               safetensors_bytes("{" + ok_entry("w", R"("dtype":"F32","shape":[2.5],"data_offsets":[0,16])") + "}",
-                                 data),
-               {"'w'", "non-negative integers"}});
+  c.push_back(
+      {"negative shape",
+       safetensors_bytes("{" + ok_entry("w", R"("dtype":"F32","shape":[-4],"data_offsets":[0,16])") + "}", data),
+       {"'w'", "non-negative integers"}});
+  c.push_back(
+      {"fractional shape",
+       safetensors_bytes("{" + ok_entry("w", R"("dtype":"F32","shape":[2.5],"data_offsets":[0,16])") + "}", data),
+       {"'w'", "non-negative integers"}});
   c.push_back({"shape/size mismatch",
-               safetensors_bytes("{" + ok_entry("w", R"("dtype":"F32","shape":[3],"data_offsets":[0,16])") + "}",
-                                 data),
+               safetensors_bytes("{" + ok_entry("w", R"("dtype":"F32","shape":[3],"data_offsets":[0,16])") + "}", data),
                {"'w'", "needs 12 bytes", "span 16"}});
   c.push_back({"huge shape overflowing",
                safetensors_bytes("{" +
@@ -206,8 +202,7 @@ std::vector<Malformed> malformed_cases() {
                                  data),
                {"'w'", "too large"}});
   c.push_back({"offsets past the data section",
-               safetensors_bytes("{" + ok_entry("w", R"("dtype":"F32","shape":[4],"data_offsets":[8,24])") + "}",
-                                 data),
+               safetensors_bytes("{" + ok_entry("w", R"("dtype":"F32","shape":[4],"data_offsets":[8,24])") + "}", data),
                {"'w'", "past the end of the data section", "16 bytes"}});
   c.push_back({"begin > end",
                safetensors_bytes("{" + ok_entry("w", R"("dtype":"U8","shape":[0],"data_offsets":[8,4])") + "}", data),
@@ -221,7 +216,8 @@ std::vector<Malformed> malformed_cases() {
                                  data),
                {"'a'", "'b'", "overlapping"}});
   c.push_back({"metadata not strings",
-               safetensors_bytes(R"({"__metadata__":{"format":1}})", data), {"__metadata__", "format"}});
+               safetensors_bytes(R"({"__metadata__":{"format":1}})", data),
+               {"__metadata__", "format"}});
   return c;
 }
 

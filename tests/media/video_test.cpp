@@ -1,9 +1,10 @@
 // Video output and input: a synthetic clip through libx264 into MP4, checked with ffprobe (an independent
 // reader), decoded back by video_reader and by the ffmpeg program; atomic writes and the output checks.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
 #include "io/video_reader.h"
@@ -17,8 +18,8 @@ using io::VideoWriteOptions;
 
 nlohmann::json ffprobe(const std::string& path) {
   std::string out;
-  int rc = run_command("ffprobe -v error -show_streams -show_format -count_frames -of json '" + path + "'", &out,
-                       false);
+  int rc =
+      run_command("ffprobe -v error -show_streams -show_format -count_frames -of json '" + path + "'", &out, false);
   EXPECT_EQ(rc, 0) << out;
   return nlohmann::json::parse(out);
 }
@@ -100,8 +101,10 @@ TEST(VideoWriter, SyntheticClipProbesAndDecodes) {
   const int64_t vs_accurate = (accurate.to(at::kInt) - ours.to(at::kInt)).abs().max().item<int64_t>();
   at::Tensor fast = ffmpeg_rgb("");
   const double vs_fast = (fast.to(at::kFloat) - ours.to(at::kFloat)).abs().mean().item<double>();
-  std::printf("video_reader vs ffmpeg rgb24: max abs %ld levels (same scaler flags), mean abs %.2f levels "
-              "(ffmpeg's default flags)\n", (long)vs_accurate, vs_fast);
+  std::printf(
+      "video_reader vs ffmpeg rgb24: max abs %ld levels (same scaler flags), mean abs %.2f levels "
+      "(ffmpeg's default flags)\n",
+      (long)vs_accurate, vs_fast);
   EXPECT_EQ(vs_accurate, 0);
 
   // max_frames stops early.
@@ -219,8 +222,7 @@ TEST(VideoWriter, OutputFolderChecks) {
   expect_error([&] { io::check_output_writable(dir / "sub", true); }, ExitCode::kUsage, {dir / "sub", "folder"});
   expect_error([&] { io::check_output_writable("", false); }, ExitCode::kUsage, {"empty"});
   // A folder no one may create files in: /proc refuses even root, and access() alone would let root through.
-  expect_error([&] { io::check_output_writable("/proc/omni_media_test.mp4", false); }, ExitCode::kUsage,
-               {"/proc"});
+  expect_error([&] { io::check_output_writable("/proc/omni_media_test.mp4", false); }, ExitCode::kUsage, {"/proc"});
   if (::geteuid() != 0) {  // as a normal user a read-only folder is refused too
     ASSERT_EQ(::chmod((dir / "sub").c_str(), 0555), 0);
     expect_error([&] { io::check_output_writable(dir / "sub/out.mp4", false); }, ExitCode::kUsage,
@@ -251,8 +253,11 @@ TEST(VideoWriter, FailuresLeaveNothingBehind) {
                {"--crf", "60"});
   EXPECT_TRUE(list_dir(dir.path()).empty()) << "left behind: " << *list_dir(dir.path()).begin();
   // Wrong tensor layout is a programming error.
-  expect_error([&] { io::write_video(dir / "x.mp4", at::zeros({2, 16, 16}), VideoWriteOptions{}); },
-               ExitCode::kFailure, {"[F, H, W, 3]"});
+  expect_error(
+      [&] {
+        io::write_video(dir / "x.mp4", at::zeros({2, 16, 16}), VideoWriteOptions{});
+      },
+      ExitCode::kFailure, {"[F, H, W, 3]"});
 }
 
 TEST(VideoReader, BadInputsNameTheFile) {

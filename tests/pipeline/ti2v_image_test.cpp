@@ -47,8 +47,8 @@ TEST(Ti2vImageMode, FirstLatentFrameIsTheImage) {
   // The i2v fixture's 48x32 image, resized to 32x64 (Lanczos, as diffusers' VideoProcessor).
   req.image = omni::io::load_conditioning_image(kRef + "/i2v-a14b-tiny/image.png", req.height, req.width);
   auto image_run = by_name(pipe.generate(req));
-  const at::Tensor& latents = image_run.at("latents");       // [1, 48, 3, 4, 2]
-  const at::Tensor& image = image_run.at("image_latents");   // [1, 48, 1, 4, 2]
+  const at::Tensor& latents = image_run.at("latents");      // [1, 48, 3, 4, 2]
+  const at::Tensor& image = image_run.at("image_latents");  // [1, 48, 1, 4, 2]
   ASSERT_EQ(latents.sizes(), (std::vector<int64_t>{1, 48, 3, 4, 2}));
   ASSERT_EQ(image.sizes(), (std::vector<int64_t>{1, 48, 1, 4, 2}));
   const double first_frame_err = (latents.narrow(2, 0, 1) - image).abs().max().item<double>();
@@ -63,7 +63,7 @@ TEST(Ti2vImageMode, FirstLatentFrameIsTheImage) {
   EXPECT_EQ(text_run.count("image_latents"), 0u);
   EXPECT_TRUE(at::equal(text_run.at("init_latents"), noise));  // same seed, same noise
   const double mode_diff = (text_run.at("latents") - latents).abs().max().item<double>();
-  std::printf("ti2v image mode: first-frame error %.3g, image vs text mode latents differ by %.3g\n",
-              first_frame_err, mode_diff);
+  std::printf("ti2v image mode: first-frame error %.3g, image vs text mode latents differ by %.3g\n", first_frame_err,
+              mode_diff);
   EXPECT_GT(mode_diff, 1e-2);
 }

@@ -3,9 +3,9 @@
 #pragma once
 
 #include <ATen/ATen.h>
-#include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "io/json_file.h"

@@ -82,8 +82,9 @@ TEST(SchedulerConfig, ExactVelocityStaysOnTheFlowPath) {
     const char* final_type;
   };
   const Variant variants[] = {
-      {"unipc", "bh2", 2, true, "zero"},  {"unipc", "bh1", 2, true, "zero"},       {"unipc", "bh2", 1, true, "zero"},
-      {"unipc", "bh2", 2, false, "sigma_min"}, {"euler", "bh2", 2, true, "zero"}, {"euler", "bh2", 2, true, "sigma_min"},
+      {"unipc", "bh2", 2, true, "zero"}, {"unipc", "bh1", 2, true, "zero"},
+      {"unipc", "bh2", 1, true, "zero"}, {"unipc", "bh2", 2, false, "sigma_min"},
+      {"euler", "bh2", 2, true, "zero"}, {"euler", "bh2", 2, true, "sigma_min"},
   };
   for (const Variant& var : variants) {
     for (int n : {1, 3, 12}) {

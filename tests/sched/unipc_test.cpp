@@ -87,8 +87,7 @@ TEST(UniPC, PipelineCases) {
     ASSERT_EQ(ref_t.numel(), n);
     for (int i = 0; i < n; ++i) {
       EXPECT_EQ(sched->timestep_values()[i], static_cast<int64_t>(ref_t[i].item<double>())) << "timestep " << i;
-      EXPECT_EQ(sched->timestep_values()[i],
-                static_cast<int64_t>(cs["step_log"][i]["timestep"].get<double>()));
+      EXPECT_EQ(sched->timestep_values()[i], static_cast<int64_t>(cs["step_log"][i]["timestep"].get<double>()));
     }
     const double sigma_err = max_rel_error(sched->sigmas(), fx.read("scheduler.sigmas", at::kFloat));
     EXPECT_LE(sigma_err, kTol);

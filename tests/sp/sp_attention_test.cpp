@@ -62,8 +62,8 @@ TEST(BlockAttention, FusedKernelMatchesFloat64Softmax) {
   ASSERT_EQ(fused.out.scalar_type(), at::kFloat);
   ASSERT_EQ(fused.lse.sizes(), (std::vector<int64_t>{1, 3, 300}));
   const double e_out = max_abs(fused.out, ref.out), e_lse = max_abs(fused.lse, ref.lse);
-  std::printf("fused: out max_abs_err=%g lse max_abs_err=%g (math: %g, %g)\n", e_out, e_lse,
-              max_abs(math.out, ref.out), max_abs(math.lse, ref.lse));
+  std::printf("fused: out max_abs_err=%g lse max_abs_err=%g (math: %g, %g)\n", e_out, e_lse, max_abs(math.out, ref.out),
+              max_abs(math.lse, ref.lse));
   // float32 sums of 520 terms of size ~1: a few hundred float32 ulps at most.
   EXPECT_LT(e_out, 1e-5);
   EXPECT_LT(e_lse, 1e-5);

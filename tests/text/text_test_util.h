@@ -20,9 +20,15 @@ using test_util::case_dir;
 using test_util::expect_error;
 using test_util::TempDir;
 
-inline std::string tokenizer_dir(const std::string& name) { return case_dir(name) + "/model/tokenizer"; }
-inline std::string text_encoder_dir(const std::string& name) { return case_dir(name) + "/model/text_encoder"; }
-inline nlohmann::json case_json(const std::string& name) { return io::read_json(case_dir(name) + "/case.json"); }
+inline std::string tokenizer_dir(const std::string& name) {
+  return case_dir(name) + "/model/tokenizer";
+}
+inline std::string text_encoder_dir(const std::string& name) {
+  return case_dir(name) + "/model/text_encoder";
+}
+inline nlohmann::json case_json(const std::string& name) {
+  return io::read_json(case_dir(name) + "/case.json");
+}
 inline at::Tensor expected(const std::string& name, const std::string& key) {
   return io::SafetensorsFile(case_dir(name) + "/expected.safetensors").read(key);
 }

@@ -1,5 +1,7 @@
 // UMT5EncoderModel and the pipeline's prompt embeddings against the reference fixtures (transformers 5.17,
 // float32 CPU), plus the module structure HSDP relies on and the loader's errors.
+#include "models/umt5_encoder.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "io/safetensors.h"
-#include "models/umt5_encoder.h"
 #include "models/umt5_tokenizer.h"
 #include "text_test_util.h"
 
@@ -52,16 +53,15 @@ TEST(Umt5Encoder, PromptEmbedsMatchFixtureFloat32) {
     const auto tokenizer = Umt5Tokenizer::from_dir(tokenizer_dir(name));
     const auto encoder = Umt5Encoder::load(text_encoder_dir(name), at::kFloat);
     // Prompt and negative prompt in one batch: rows with different true lengths and masks.
-    const auto embeds = encode_prompts(tokenizer, *encoder,
-                                       {cj["prompt"].get<std::string>(), cj["negative_prompt"].get<std::string>()},
-                                       max_len, at::kFloat);
+    const auto embeds =
+        encode_prompts(tokenizer, *encoder, {cj["prompt"].get<std::string>(), cj["negative_prompt"].get<std::string>()},
+                       max_len, at::kFloat);
     ASSERT_EQ(embeds.sizes(), (std::vector<int64_t>{2, max_len, encoder->config().d_model}));
     const auto ref_pos = expected(name, "prompt_embeds");
     const auto ref_neg = expected(name, "negative_prompt_embeds");
     const double err_pos = max_abs_diff(embeds.slice(0, 0, 1), ref_pos);
     const double err_neg = max_abs_diff(embeds.slice(0, 1, 2), ref_neg);
-    std::printf("[%s] prompt_embeds float32: max abs err %.3g; negative_prompt_embeds: %.3g\n", name, err_pos,
-                err_neg);
+    std::printf("[%s] prompt_embeds float32: max abs err %.3g; negative_prompt_embeds: %.3g\n", name, err_pos, err_neg);
     EXPECT_LT(err_pos, kFloat32Tol);
     EXPECT_LT(err_neg, kFloat32Tol);
     // Rows past the true length are exactly zero, rows before it are not.
@@ -81,9 +81,9 @@ TEST(Umt5Encoder, BFloat16StaysClose) {
     const auto encoder = Umt5Encoder::load(text_encoder_dir(name), at::kBFloat16);
     const auto last = encoder->forward(expected(name, "prompt.input_ids"), expected(name, "prompt.attention_mask"));
     EXPECT_EQ(last.scalar_type(), at::kBFloat16);
-    const auto embeds = encode_prompts(tokenizer, *encoder,
-                                       {cj["prompt"].get<std::string>(), cj["negative_prompt"].get<std::string>()},
-                                       max_len, at::kBFloat16);
+    const auto embeds =
+        encode_prompts(tokenizer, *encoder, {cj["prompt"].get<std::string>(), cj["negative_prompt"].get<std::string>()},
+                       max_len, at::kBFloat16);
     EXPECT_EQ(embeds.scalar_type(), at::kBFloat16);
     const auto ref_last = expected(name, "prompt.last_hidden_state");
     const auto ref_pos = expected(name, "prompt_embeds");
@@ -91,9 +91,10 @@ TEST(Umt5Encoder, BFloat16StaysClose) {
     const double rel_last = max_abs_diff(last, ref_last) / ref_last.abs().max().item<double>();
     const double rel_pos = max_abs_diff(embeds.slice(0, 0, 1), ref_pos) / ref_pos.abs().max().item<double>();
     const double rel_neg = max_abs_diff(embeds.slice(0, 1, 2), ref_neg) / ref_neg.abs().max().item<double>();
-    std::printf("[%s] bfloat16 vs float32 reference, max abs err / max |ref|: last_hidden_state %.3g, "
-                "prompt_embeds %.3g, negative_prompt_embeds %.3g\n",
-                name, rel_last, rel_pos, rel_neg);
+    std::printf(
+        "[%s] bfloat16 vs float32 reference, max abs err / max |ref|: last_hidden_state %.3g, "
+        "prompt_embeds %.3g, negative_prompt_embeds %.3g\n",
+        name, rel_last, rel_pos, rel_neg);
     EXPECT_LT(rel_last, kBFloat16RelTol);
     EXPECT_LT(rel_pos, kBFloat16RelTol);
     EXPECT_LT(rel_neg, kBFloat16RelTol);
@@ -175,8 +176,8 @@ TEST(Umt5Encoder, StructureAndHooksForHsdp) {
   RecordingHooks hooks;
   encoder->forward(expected("t2v-a14b-tiny", "prompt.input_ids"), expected("t2v-a14b-tiny", "prompt.attention_mask"),
                    &hooks);
-  EXPECT_EQ(hooks.calls, (std::vector<std::string>{"before -1", "before 0", "after 0", "before 1", "after 1",
-                                                   "after -1"}));
+  EXPECT_EQ(hooks.calls,
+            (std::vector<std::string>{"before -1", "before 0", "after 0", "before 1", "after 1", "after -1"}));
 }
 
 TEST(Umt5Encoder, Float16KeepsWoInFloat32LikeTransformers) {

@@ -1,11 +1,12 @@
 // The UMT5 tokenizer against the fixtures' ids and masks (HF T5TokenizerFast output), and the pipeline's
 // prompt cleaning against Python's html.unescape / str.strip / re.sub(r"\s+", " ") behaviour.
+#include "models/umt5_tokenizer.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <vector>
 
-#include "models/umt5_tokenizer.h"
 #include "text_test_util.h"
 
 namespace omni::models {
@@ -13,7 +14,9 @@ namespace {
 
 using namespace text_testing;  // fixture paths and tensors, expect_error, TempDir
 
-std::vector<int64_t> json_ids(const nlohmann::json& j) { return j.get<std::vector<int64_t>>(); }
+std::vector<int64_t> json_ids(const nlohmann::json& j) {
+  return j.get<std::vector<int64_t>>();
+}
 
 std::vector<int64_t> row(const at::Tensor& t, int64_t b) {
   auto r = t[b].contiguous();
@@ -107,7 +110,8 @@ TEST(Umt5Tokenizer, MissingOrBadModelIsAnInputErrorNamingTheFile) {
   // A tokenizer_config.json that names another tokenizer class.
   ASSERT_EQ(std::system(("cp '" + tokenizer_dir("t2v-a14b-tiny") + "/spiece.model' '" + (dir / "") + "'").c_str()), 0);
   std::ofstream(dir / "tokenizer_config.json") << R"({"tokenizer_class": "LlamaTokenizer"})";
-  expect_error([&] { Umt5Tokenizer::from_dir(dir / ""); }, ExitCode::kInput, {"tokenizer_config.json", "LlamaTokenizer"});
+  expect_error([&] { Umt5Tokenizer::from_dir(dir / ""); }, ExitCode::kInput,
+               {"tokenizer_config.json", "LlamaTokenizer"});
 }
 
 // --- prompt cleaning ---------------------------------------------------------------------------------------
@@ -125,7 +129,7 @@ TEST(PromptClean, UnescapesTwiceAndFoldsWhitespace) {
   EXPECT_EQ(clean_prompt("  A  cat\t\tplaying\n piano  "), "A cat playing piano");
   EXPECT_EQ(clean_prompt("fish &amp; chips"), "fish & chips");
   EXPECT_EQ(clean_prompt("a &amp;lt;b&amp;gt; c"), "a <b> c");  // unescaped twice
-  EXPECT_EQ(clean_prompt("x&nbsp;&nbsp;y"), "x y");               // U+00A0 is whitespace to Python's \s
+  EXPECT_EQ(clean_prompt("x&nbsp;&nbsp;y"), "x y");             // U+00A0 is whitespace to Python's \s
 }
 
 TEST(PromptClean, HtmlUnescapeNamedAndNumeric) {
@@ -146,11 +150,14 @@ TEST(PromptClean, HtmlUnescapeNamedAndNumeric) {
 }
 
 TEST(PromptClean, TwiceUnescapedStrippedAndWhitespaceFolded) {
-  EXPECT_EQ(clean_prompt("&amp;lt;b&amp;gt; bold"), "<b> bold");        // unescaped twice
-  EXPECT_EQ(clean_prompt("&amp;amp;lt;"), "&lt;");                       // but not three times
+  EXPECT_EQ(clean_prompt("&amp;lt;b&amp;gt; bold"), "<b> bold");  // unescaped twice
+  EXPECT_EQ(clean_prompt("&amp;amp;lt;"), "&lt;");                // but not three times
   EXPECT_EQ(clean_prompt("  a\t\tred \n\n fox\r\n"), "a red fox");
-  EXPECT_EQ(clean_prompt("&nbsp;cat&nbsp;&nbsp;dog&#32;"), "cat dog");   // NBSP is whitespace to Python
-  EXPECT_EQ(clean_prompt("a\xE3\x80\x80" "b\xE2\x80\x83" "c"), "a b c");  // U+3000, U+2003
+  EXPECT_EQ(clean_prompt("&nbsp;cat&nbsp;&nbsp;dog&#32;"), "cat dog");  // NBSP is whitespace to Python
+  EXPECT_EQ(clean_prompt("a\xE3\x80\x80"
+                         "b\xE2\x80\x83"
+                         "c"),
+            "a b c");  // U+3000, U+2003
   EXPECT_EQ(clean_prompt("   "), "");
   EXPECT_EQ(clean_prompt("caf\xC3\xA9  au lait"), "caf\xC3\xA9 au lait");  // other UTF-8 untouched
 }

@@ -2,9 +2,6 @@
 // plus the loader's and config parser's errors, the UnitHooks sequence and the attention-backend seam.
 #include "models/wan_transformer.h"
 
-#include "checkpoint_edit.h"
-#include "test_util.h"
-
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -20,9 +17,11 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint_edit.h"
 #include "core/error.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
+#include "test_util.h"
 
 namespace fs = std::filesystem;
 using omni::models::AttentionBackend;

@@ -18,12 +18,11 @@
 #include <utility>
 #include <vector>
 
+#include "checkpoint_edit.h"
 #include "core/error.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
 #include "models/autoencoder_kl_wan.h"
-
-#include "checkpoint_edit.h"
 
 namespace fs = std::filesystem;
 using omni::models::AutoencoderKLWan;

@@ -53,18 +53,30 @@ struct Options {
 Options parse(int argc, char** argv) {
   Options o;
   for (const auto& [a, v] : omni::bench::flag_values(argc, argv, "hsdp_bench")) {
-    if (a == "--dir") o.dir = v;
-    else if (a == "--blocks") o.blocks = std::atoll(v);
-    else if (a == "--dim") o.dim = std::atoll(v);
-    else if (a == "--heads") o.heads = std::atoll(v);
-    else if (a == "--frames") o.frames = std::atoll(v);
-    else if (a == "--height") o.height = std::atoll(v);
-    else if (a == "--width") o.width = std::atoll(v);
-    else if (a == "--text-len") o.text_len = std::atoll(v);
-    else if (a == "--text-layers") o.text_layers = std::atoll(v);
-    else if (a == "--forwards") o.forwards = std::atoi(v);
-    else if (a == "--warmup") o.warmup = std::atoi(v);
-    else OMNI_FAIL_USAGE("hsdp_bench: unknown option ", a);
+    if (a == "--dir")
+      o.dir = v;
+    else if (a == "--blocks")
+      o.blocks = std::atoll(v);
+    else if (a == "--dim")
+      o.dim = std::atoll(v);
+    else if (a == "--heads")
+      o.heads = std::atoll(v);
+    else if (a == "--frames")
+      o.frames = std::atoll(v);
+    else if (a == "--height")
+      o.height = std::atoll(v);
+    else if (a == "--width")
+      o.width = std::atoll(v);
+    else if (a == "--text-len")
+      o.text_len = std::atoll(v);
+    else if (a == "--text-layers")
+      o.text_layers = std::atoll(v);
+    else if (a == "--forwards")
+      o.forwards = std::atoi(v);
+    else if (a == "--warmup")
+      o.warmup = std::atoi(v);
+    else
+      OMNI_FAIL_USAGE("hsdp_bench: unknown option ", a);
   }
   OMNI_CHECK_USAGE(o.dim % o.heads == 0, "hsdp_bench: --dim ", o.dim, " is not a multiple of --heads ", o.heads);
   OMNI_CHECK_USAGE(o.forwards >= 1 && o.warmup >= 0, "hsdp_bench: --forwards must be >= 1 and --warmup >= 0");
@@ -98,9 +110,25 @@ omni::models::CheckpointSpec bench_spec(const Options& o) {
 
 // Per-rank figures, gathered to rank 0 for the table.
 enum Field {
-  kResident, kTotalOverShard, kPeakGathered, kDiskRead, kGatheredPerFwd, kWaitPerFwd, kSecPerFwd,
-  kTextResident, kTextTotalOverShard, kTextDisk, kTextGathered, kTextSec,
-  kWholeResident, kWholeDisk, kWholeSecPerFwd, kMaxDiff, kRssSharded, kRssWhole, kFields
+  kResident,
+  kTotalOverShard,
+  kPeakGathered,
+  kDiskRead,
+  kGatheredPerFwd,
+  kWaitPerFwd,
+  kSecPerFwd,
+  kTextResident,
+  kTextTotalOverShard,
+  kTextDisk,
+  kTextGathered,
+  kTextSec,
+  kWholeResident,
+  kWholeDisk,
+  kWholeSecPerFwd,
+  kMaxDiff,
+  kRssSharded,
+  kRssWhole,
+  kFields
 };
 
 at::Tensor seeded_randn(at::IntArrayRef shape, uint64_t seed) {
@@ -210,30 +238,31 @@ int run(int argc, char** argv) {
     const auto mib = [](double b) { return b / (1 << 20); };
     std::printf("# hsdp_bench: %d ranks, shard %d x replicate 1, float32 CPU, checkpoint %s (%s%.1f s)\n", n, n,
                 o.dir.c_str(), generate ? "generated in " : "reused, waited ", gen_s);
-    std::printf("# transformer: %lld blocks, dim %lld, ffn %lld, %lld heads x %lld, text dim %lld; %lld tokens, "
-                "batch 2 (cond + uncond), text length %lld; %d timed forwards after %d warm-up\n",
-                (long long)ts.num_layers, (long long)o.dim, (long long)ts.ffn_dim, (long long)o.heads,
-                (long long)ts.attention_head_dim, (long long)ts.text_dim, (long long)tokens, (long long)o.text_len,
-                o.forwards, o.warmup);
+    std::printf(
+        "# transformer: %lld blocks, dim %lld, ffn %lld, %lld heads x %lld, text dim %lld; %lld tokens, "
+        "batch 2 (cond + uncond), text length %lld; %d timed forwards after %d warm-up\n",
+        (long long)ts.num_layers, (long long)o.dim, (long long)ts.ffn_dim, (long long)o.heads,
+        (long long)ts.attention_head_dim, (long long)ts.text_dim, (long long)tokens, (long long)o.text_len, o.forwards,
+        o.warmup);
     std::printf("# UMT5: %lld layers, d_model %lld, d_ff %lld, vocab %lld\n", (long long)spec.text_encoder.num_layers,
                 (long long)spec.text_encoder.d_model, (long long)spec.text_encoder.d_ff,
                 (long long)spec.text_encoder.vocab_size);
-    std::printf("# sizes in MiB. transformer sharded: resident vs total/shard, peak gathered, disk read, gathered "
-                "per forward, gather wait and time per forward; te_: UMT5 sharded (one forward); whole_: the "
-                "transformer unsharded; rss: resident set after each phase (mapped checkpoint pages included)\n");
+    std::printf(
+        "# sizes in MiB. transformer sharded: resident vs total/shard, peak gathered, disk read, gathered "
+        "per forward, gather wait and time per forward; te_: UMT5 sharded (one forward); whole_: the "
+        "transformer unsharded; rss: resident set after each phase (mapped checkpoint pages included)\n");
     std::printf("%4s | %9s %11s %9s %9s %10s %8s %8s | %9s %11s %9s %9s %8s | %9s %9s %8s | %7s %8s %9s\n", "rank",
-                "resident", "total/shard", "peak_gath", "disk", "gath/fwd", "wait_s", "s/fwd", "te_resid",
-                "te_tot/shd", "te_disk", "te_gath", "te_s", "whole_res", "whole_dsk", "s/fwd", "maxdiff", "rss_shd",
-                "rss_whole");
+                "resident", "total/shard", "peak_gath", "disk", "gath/fwd", "wait_s", "s/fwd", "te_resid", "te_tot/shd",
+                "te_disk", "te_gath", "te_s", "whole_res", "whole_dsk", "s/fwd", "maxdiff", "rss_shd", "rss_whole");
     for (int r = 0; r < n; ++r) {
       const double* v = &all[static_cast<size_t>(r) * kFields];
-      std::printf("%4d | %9.2f %11.2f %9.2f %9.2f %10.2f %8.3f %8.3f | %9.2f %11.2f %9.2f %9.2f %8.3f | %9.2f %9.2f "
-                  "%8.3f | %7.1g %8.1f %9.1f\n",
-                  r, mib(v[kResident]), mib(v[kTotalOverShard]), mib(v[kPeakGathered]), mib(v[kDiskRead]),
-                  mib(v[kGatheredPerFwd]), v[kWaitPerFwd], v[kSecPerFwd], mib(v[kTextResident]),
-                  mib(v[kTextTotalOverShard]), mib(v[kTextDisk]), mib(v[kTextGathered]), v[kTextSec],
-                  mib(v[kWholeResident]), mib(v[kWholeDisk]), v[kWholeSecPerFwd], v[kMaxDiff], mib(v[kRssSharded]),
-                  mib(v[kRssWhole]));
+      std::printf(
+          "%4d | %9.2f %11.2f %9.2f %9.2f %10.2f %8.3f %8.3f | %9.2f %11.2f %9.2f %9.2f %8.3f | %9.2f %9.2f "
+          "%8.3f | %7.1g %8.1f %9.1f\n",
+          r, mib(v[kResident]), mib(v[kTotalOverShard]), mib(v[kPeakGathered]), mib(v[kDiskRead]),
+          mib(v[kGatheredPerFwd]), v[kWaitPerFwd], v[kSecPerFwd], mib(v[kTextResident]), mib(v[kTextTotalOverShard]),
+          mib(v[kTextDisk]), mib(v[kTextGathered]), v[kTextSec], mib(v[kWholeResident]), mib(v[kWholeDisk]),
+          v[kWholeSecPerFwd], v[kMaxDiff], mib(v[kRssSharded]), mib(v[kRssWhole]));
     }
   }
   double worst = f[kMaxDiff], worst_all = 0;

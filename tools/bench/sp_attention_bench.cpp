@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/dtype.h"
 #include "bench_util.h"
+#include "core/dtype.h"
 #include "core/timer.h"
 #include "dist/process_group.h"
 #include "pipeline/sequence_parallel.h"
@@ -24,12 +24,18 @@ int run(int argc, char** argv) {
   int iters = 5;
   std::string dtype = "float32";
   for (const auto& [flag, value] : omni::bench::flag_values(argc, argv, "sp_attention_bench")) {
-    if (flag == "--tokens") tokens = std::stoll(value);
-    else if (flag == "--heads") heads = std::stoll(value);
-    else if (flag == "--head-dim") head_dim = std::stoll(value);
-    else if (flag == "--iters") iters = std::stoi(value);
-    else if (flag == "--dtype") dtype = value;
-    else OMNI_FAIL_USAGE("sp_attention_bench: unknown flag ", flag, " (--tokens, --heads, --head-dim, --iters, --dtype)");
+    if (flag == "--tokens")
+      tokens = std::stoll(value);
+    else if (flag == "--heads")
+      heads = std::stoll(value);
+    else if (flag == "--head-dim")
+      head_dim = std::stoll(value);
+    else if (flag == "--iters")
+      iters = std::stoi(value);
+    else if (flag == "--dtype")
+      dtype = value;
+    else
+      OMNI_FAIL_USAGE("sp_attention_bench: unknown flag ", flag, " (--tokens, --heads, --head-dim, --iters, --dtype)");
   }
   const auto type = omni::parse_dtype(dtype, "--dtype", {at::kFloat, at::kBFloat16});
   auto world = omni::dist::Communicator::world();
@@ -63,8 +69,10 @@ int run(int argc, char** argv) {
   double diff = (out_ring.to(at::kFloat) - out_ulysses.to(at::kFloat)).abs().max().item<double>();
   MPI_Allreduce(MPI_IN_PLACE, &diff, 1, MPI_DOUBLE, MPI_MAX, world.comm());
   if (world.rank() == 0) {
-    std::printf("| ranks | tokens | heads x dim | dtype    | ulysses s | ring s  | ring/ulysses | max |ring-ulysses| |\n");
-    std::printf("|-------|--------|-------------|----------|-----------|---------|--------------|---------------------|\n");
+    std::printf(
+        "| ranks | tokens | heads x dim | dtype    | ulysses s | ring s  | ring/ulysses | max |ring-ulysses| |\n");
+    std::printf(
+        "|-------|--------|-------------|----------|-----------|---------|--------------|---------------------|\n");
     std::printf("| %5d | %6lld | %4lld x %-4lld | %-8s | %9.4f | %7.4f | %12.2f | %19.3g |\n", n,
                 static_cast<long long>(tokens), static_cast<long long>(heads), static_cast<long long>(head_dim),
                 dtype.c_str(), t_ulysses, t_ring, t_ring / t_ulysses, diff);
@@ -74,4 +82,6 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return omni::bench::bench_main(argc, argv, "sp_attention_bench", run); }
+int main(int argc, char** argv) {
+  return omni::bench::bench_main(argc, argv, "sp_attention_bench", run);
+}

@@ -99,7 +99,8 @@ int run(int argc, char** argv) {
   set(o_boundary, spec.boundary_ratio, boundary_ratio);
   set(o_shift, spec.flow_shift, flow_shift);
   if (o_dtype->count() > 0) spec.dtype = omni::parse_dtype(dtype, "--dtype", {at::kFloat, at::kBFloat16});
-  if (o_vae_dtype->count() > 0) spec.vae_dtype = omni::parse_dtype(vae_dtype, "--vae-dtype", {at::kFloat, at::kBFloat16});
+  if (o_vae_dtype->count() > 0)
+    spec.vae_dtype = omni::parse_dtype(vae_dtype, "--vae-dtype", {at::kFloat, at::kBFloat16});
   set(o_shard, spec.max_shard_bytes, max_shard_bytes);
 
   const std::string path = omni::models::generate_checkpoint(spec, output, overwrite);
