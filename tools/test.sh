@@ -3,6 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install-deps.sh
+# The pinned diffusers environment, so that ctest parity.reference_unchanged re-records every reference with
+# diffusers and checks it still equals the committed one (quick when it is there).
+bash tools/reference/setup.sh
 bash tools/check-format.sh
 bash tools/build.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

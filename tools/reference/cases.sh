@@ -6,28 +6,104 @@
 #                                                 the committed expected.safetensors (max abs <= $TOLERANCE,
 #                                                 default 1e-6) and the entries of case.json; exits 1 on any
 #                                                 difference
+#   tools/reference/cases.sh --make-inputs OMNI_MAKE_CHECKPOINT [CASE...]
+#                                                 remake, in place, the committed inputs that these tools made:
+#                                                 the generated checkpoints (tests/data/reference/<case>/model)
+#                                                 and the conditioning image of ti2v-5b-tiny-image
 #
 # CASE is one of the names below (default: all). OUT_ROOT=tests/data/reference rewrites the committed
-# references in place. The inputs stay where they are: the checkpoints (tests/data/reference/<case>/model) and
-# the conditioning image, which is copied beside an i2v case's case.json (case.json names it "image.png").
-# Runs tools/reference/setup.sh first (quick when the environment is there).
+# references in place. The inputs stay where they are: the checkpoints (tests/data/reference/<model>, see
+# model_of) and the conditioning images, copied beside an image case's case.json (case.json names it
+# "image.png"). Runs tools/reference/setup.sh first (quick when the environment is there).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ref=$(cd "$here/../.." && pwd)/tests/data/reference
 venv=${REFERENCE_VENV:-$here/.venv}
-all_cases=(t2v-a14b-tiny i2v-a14b-tiny ti2v-5b-tiny)
+# The fixtures the project started with (their checkpoints and image were made elsewhere), then the cases made here.
+fixture_cases=(t2v-a14b-tiny i2v-a14b-tiny ti2v-5b-tiny)
+new_cases=(ti2v-5b-tiny-image t2v-headdim16 t2v-headdim64 t2v-portrait t2v-euler ti2v-guidance-off
+           t2v-vae-blocks2 ti2v-vae-blocks2)
+all_cases=("${fixture_cases[@]}" "${new_cases[@]}")
+
+# model_of CASE: the checkpoint folder a case runs, relative to tests/data/reference. The new cases name it in
+# their case.json ("model"); those with a checkpoint of their own also say how it was made ("model_made_by").
+model_of() {
+  case $1 in
+    t2v-portrait | t2v-euler) echo t2v-a14b-tiny/model ;;
+    ti2v-5b-tiny-image | ti2v-guidance-off) echo ti2v-5b-tiny/model ;;
+    *) echo "$1/model" ;;
+  esac
+}
+
+# checkpoint_flags CASE: the omni-make-checkpoint flags of a case's own generated checkpoint; nothing for the
+# cases that reuse a fixture checkpoint. The generator is deterministic (same flags, same binary: the same
+# bytes, tokenizer included), but the committed files are what the references were recorded on, so nothing
+# depends on that. Each varies one thing against the fixtures' tiny A14B / TI2V-5B checkpoints.
+checkpoint_flags() {
+  case $1 in
+    # attention_head_dim 16: RoPE split (t, h, w) = (8, 4, 4) in diffusers 0.40 (d - 4*(d//6), 2*(d//6) twice),
+    # (6, 5, 5) in older diffusers. Two heads.
+    t2v-headdim16) echo --kind t2v-a14b --preset tiny --head-dim 16 --seed 16 ;;
+    # attention_head_dim 64: (24, 20, 20) against the older (22, 21, 21). One head and one block to stay small.
+    t2v-headdim64) echo --kind t2v-a14b --preset tiny --heads 1 --head-dim 64 --layers 1 --seed 64 ;;
+    # The Wan2.1 VAE (z 16) with 2 residual blocks per level and base_dim 4 (dim_mult stays 1,1,1,1: the
+    # generator does not expose it).
+    t2v-vae-blocks2) echo --kind t2v-a14b --preset tiny --vae-res-blocks 2 --vae-base-dim 4 --seed 21 ;;
+    # The Wan2.2 VAE (z 48, patch 2, residual) likewise.
+    ti2v-vae-blocks2) echo --kind ti2v-5b --preset tiny --vae-res-blocks 2 --vae-base-dim 4 --seed 22 ;;
+  esac
+}
+
+# make_image PATH: the conditioning image of ti2v-5b-tiny-image, 88x56 RGB, deterministic (gradients, a disc,
+# seeded noise). Its size is not the case's 64x32, so both sides resize it (Pillow's LANCZOS in diffusers).
+make_image() {
+  "$venv/bin/python" - "$1" <<'PY'
+import sys
+import numpy as np
+from PIL import Image
+h, w = 56, 88
+y, x = np.mgrid[0:h, 0:w].astype(np.float64)
+r = 128 + 100 * np.sin(x / 9) * np.cos(y / 7)
+g = 255 * x / (w - 1)
+b = 230.0 * ((x - 40) ** 2 + (y - 24) ** 2 < 15 ** 2) + 20
+noise = np.random.default_rng(2025).normal(0, 12, (h, w, 3))
+pixels = np.clip(np.rint(np.stack([r, g, b], -1) + noise), 0, 255).astype(np.uint8)
+Image.fromarray(pixels, "RGB").save(sys.argv[1])
+PY
+}
 
 # record CASE OUT_DIR [record.py flags...]: the case's checkpoint in, OUT_DIR/{expected.safetensors,case.json} out.
 record() {
   local name=$1 out=$2
   shift 2
-  "$venv/bin/python" "$here/record.py" --model "$ref/$name/model" \
+  local model
+  model=$(model_of "$name")
+  "$venv/bin/python" "$here/record.py" --model "$ref/$model" \
     --out "$out/expected.safetensors" --case-json "$out/case.json" "$@"
+  if [[ " ${new_cases[*]} " == *" $name "* ]]; then
+    local made_by=""
+    [[ -z $(checkpoint_flags "$name") ]] || made_by="omni-make-checkpoint $(checkpoint_flags "$name")"
+    "$venv/bin/python" - "$out/case.json" "$model" "$made_by" <<'PY'
+import json, sys
+path, model, made_by = sys.argv[1:]
+case = json.load(open(path))
+case["model"] = model
+if made_by:
+    case["model_made_by"] = made_by
+open(path, "w").write(json.dumps(case, indent=2) + "\n")
+PY
+  fi
+}
+
+# copy_image CASE OUT_DIR: the case's committed image.png beside the new case.json.
+copy_image() {
+  [[ "$2/image.png" -ef "$ref/$1/image.png" ]] || cp "$ref/$1/image.png" "$2/image.png"
 }
 
 # The inputs of each case, as its committed case.json states them. --unit-seed makes the stand-alone
-# unit.transformer.* / unit.vae.* tensors; the fixtures drew them with seeds 101, 102, 103.
+# unit.transformer.* / unit.vae.* tensors; the fixtures drew them with seeds 101, 102, 103. The new cases do not
+# (their files stay small): a few steps, few frames, short prompts.
 run_case() {
   local name=$1 out=$2
   mkdir -p "$out"
@@ -42,7 +118,7 @@ run_case() {
         --guidance-scale 4 --guidance-scale-2 3 --seed 42 --max-sequence-length 24 --unit-seed 101
       ;;
     i2v-a14b-tiny)
-      [[ "$out/image.png" -ef "$ref/$name/image.png" ]] || cp "$ref/$name/image.png" "$out/image.png"
+      copy_image "$name" "$out"
       record "$name" "$out" --image "$out/image.png" \
         --prompt "The camera pans slowly over the city at night" \
         --negative-prompt "blurry, low quality, static frame" \
@@ -57,6 +133,71 @@ run_case() {
         --height 64 --width 32 --num-frames 9 --num-inference-steps 5 \
         --guidance-scale 5 --seed 123 --max-sequence-length 24 --unit-seed 103
       ;;
+    ti2v-5b-tiny-image)
+      # TI2V-5B image mode on the ti2v-5b-tiny checkpoint: the 88x56 image resized (LANCZOS) to 64x32, its
+      # latent replaces latent frame 0, whose tokens get timestep 0.
+      copy_image "$name" "$out"
+      record "$name" "$out" --image "$out/image.png" \
+        --prompt "A paper boat drifts down a rainy street" \
+        --negative-prompt "blurry, low quality, static frame" \
+        --height 32 --width 64 --num-frames 9 --num-inference-steps 4 \
+        --guidance-scale 5 --seed 11 --max-sequence-length 24
+      ;;
+    t2v-headdim16)
+      # The generated head-dim checkpoints (see checkpoint_flags), both experts used.
+      record "$name" "$out" \
+        --prompt "A hummingbird hovers beside a red flower" \
+        --negative-prompt "blurry, low quality" \
+        --height 32 --width 48 --num-frames 5 --num-inference-steps 4 \
+        --guidance-scale 4 --guidance-scale-2 3 --seed 16 --max-sequence-length 16
+      ;;
+    t2v-headdim64)
+      # Guidance scales other than the Wan2.2 T2V preset's 4 / 3 (which omni-generate would supply itself).
+      record "$name" "$out" \
+        --prompt "A hummingbird hovers beside a red flower" \
+        --negative-prompt "blurry, low quality" \
+        --height 32 --width 48 --num-frames 5 --num-inference-steps 4 \
+        --guidance-scale 5 --guidance-scale-2 2 --seed 64 --max-sequence-length 16
+      ;;
+    t2v-portrait)
+      # The t2v-a14b-tiny checkpoint at 80x48 (portrait; 5x3 tokens per latent frame, 30 tokens in all, which
+      # 4 does not divide).
+      record "$name" "$out" \
+        --prompt "A lighthouse on a cliff above stormy waves" \
+        --negative-prompt "blurry, low quality" \
+        --height 80 --width 48 --num-frames 5 --num-inference-steps 3 \
+        --guidance-scale 4.5 --guidance-scale-2 2.5 --seed 5 --max-sequence-length 16
+      ;;
+    t2v-euler)
+      # The t2v-a14b-tiny checkpoint with the flow-match Euler step on the UniPC flow schedule
+      # (omni-generate --sample-solver euler).
+      record "$name" "$out" --solver euler \
+        --prompt "A red fox runs through the snow, cinematic lighting" \
+        --negative-prompt "blurry, low quality, static frame" \
+        --height 32 --width 48 --num-frames 9 --num-inference-steps 4 \
+        --guidance-scale 4 --guidance-scale-2 3 --seed 3 --max-sequence-length 24
+      ;;
+    ti2v-guidance-off)
+      # guidance_scale 1 on the ti2v-5b-tiny checkpoint: one transformer call per step, no negative prompt.
+      record "$name" "$out" \
+        --prompt "Snow falls on a quiet pine forest" \
+        --height 32 --width 64 --num-frames 9 --num-inference-steps 4 \
+        --guidance-scale 1 --seed 99 --max-sequence-length 16
+      ;;
+    t2v-vae-blocks2)
+      record "$name" "$out" \
+        --prompt "A sailboat crosses a calm bay at dawn" \
+        --negative-prompt "blurry, low quality" \
+        --height 32 --width 48 --num-frames 5 --num-inference-steps 3 \
+        --guidance-scale 4 --guidance-scale-2 3 --seed 21 --max-sequence-length 16
+      ;;
+    ti2v-vae-blocks2)
+      record "$name" "$out" \
+        --prompt "A sailboat crosses a calm bay at dawn" \
+        --negative-prompt "blurry, low quality" \
+        --height 64 --width 32 --num-frames 5 --num-inference-steps 3 \
+        --guidance-scale 5 --seed 22 --max-sequence-length 16
+      ;;
     *)
       echo "cases.sh: unknown case '$name' (known: ${all_cases[*]})" >&2
       return 2
@@ -64,14 +205,35 @@ run_case() {
   esac
 }
 
-usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+# make_inputs GENERATOR CASE: remakes the case's generated inputs in tests/data/reference (nothing for the rest).
+make_inputs() {
+  local generator=$1 name=$2 flags
+  flags=$(checkpoint_flags "$name")
+  if [[ -n $flags ]]; then
+    # shellcheck disable=SC2086 # flags are words
+    "$generator" $flags --output "$ref/$name/model" --overwrite
+    echo "cases.sh: $name/model <- omni-make-checkpoint $flags"
+  fi
+  if [[ $name == ti2v-5b-tiny-image ]]; then
+    mkdir -p "$ref/$name"
+    make_image "$ref/$name/image.png"
+    echo "cases.sh: $name/image.png made"
+  fi
+}
+
+usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 [[ $# -ge 1 ]] || usage
 check=false
+generator=
 if [[ $1 == --check ]]; then
   check=true
   out_root=$(mktemp -d)
   trap 'rm -rf "$out_root"' EXIT
+elif [[ $1 == --make-inputs ]]; then
+  [[ $# -ge 2 ]] || usage
+  generator=$2
+  shift
 elif [[ $1 == -* ]]; then
   usage
 else
@@ -85,6 +247,10 @@ cases=("$@")
 
 status=0
 for name in "${cases[@]}"; do
+  if [[ -n $generator ]]; then
+    make_inputs "$generator" "$name"
+    continue
+  fi
   start=$SECONDS
   run_case "$name" "$out_root/$name"
   echo "cases.sh: $name recorded in $((SECONDS - start)) s"
