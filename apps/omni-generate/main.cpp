@@ -16,6 +16,7 @@
 #include "config/parallel_config.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/memory.h"
 #include "dist/agreement.h"
 #include "dist/communicator.h"
 #include "dist/device.h"
@@ -127,6 +128,7 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  omni::keep_freed_host_memory();
   int code = 0;
   {
     omni::dist::MpiEnvironment mpi(&argc, &argv);

@@ -1,11 +1,19 @@
 #include "core/memory.h"
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <limits>
 
 namespace omni {
+
+void keep_freed_host_memory() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // the largest glibc accepts on 64-bit
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+  mallopt(M_TOP_PAD, 64 << 20);
+}
 
 int64_t peak_rss_bytes() {
   rusage usage{};
