@@ -2,6 +2,8 @@
 
 #include <mpi.h>
 
+#include <cstdio>
+
 namespace omni {
 
 void throw_error(ExitCode code, const char* file, int line, const std::string& message) {
@@ -21,6 +23,18 @@ void throw_mpi_error(const char* call, int rc, const char* file, int line) {
   int len = 0;
   MPI_Error_string(rc, text, &len);
   throw_error(ExitCode::kFailure, file, line, str_cat("MPI call ", call, " failed: ", std::string(text, len)));
+}
+
+int run_tool(const char* name, int (*run)(int, char**), int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s: error: %s\n", name, e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", name, e.what());
+    return 1;
+  }
 }
 
 }  // namespace omni

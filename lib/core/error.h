@@ -32,6 +32,10 @@ std::string str_cat(const Args&... args) {
 
 [[noreturn]] void throw_error(ExitCode code, const char* file, int line, const std::string& message);
 
+// main() of a one-process tool: runs `run`, and turns an error into "NAME: error: MESSAGE" on stderr and its
+// exit code (omni::Error's, else 1).
+int run_tool(const char* name, int (*run)(int, char**), int argc, char** argv);
+
 }  // namespace omni
 
 // Internal invariant or runtime failure (exit 1). The message says what failed and why.

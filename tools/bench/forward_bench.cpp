@@ -42,6 +42,7 @@
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/timer.h"
+#include "dist/device.h"
 #include "models/autoencoder_kl_wan.h"
 #include "models/checkpoint_generator.h"
 #include "models/wan_transformer.h"
@@ -266,13 +267,7 @@ void reset_peak_memory(const at::Device& device) {
 // CUDA: peak bytes allocated by the caching allocator since reset_peak_memory (weights included). CPU: the
 // process's peak RSS, which cannot be reset (so it is the peak of this and every earlier row).
 int64_t peak_memory(const at::Device& device) {
-#ifdef OMNI_WITH_CUDA
-  if (device.is_cuda()) {
-    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
-    return stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
-  }
-#endif
-  return omni::peak_rss_bytes();
+  return device.is_cuda() ? omni::dist::peak_device_bytes(device) : omni::peak_rss_bytes();
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -516,13 +511,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const omni::Error& e) {
-    std::fprintf(stderr, "forward_bench: %s\n", e.what());
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "forward_bench: %s\n", e.what());
-    return 1;
-  }
+  return omni::run_tool("forward_bench", run, argc, argv);
 }

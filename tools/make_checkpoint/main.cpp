@@ -111,13 +111,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const omni::Error& e) {
-    std::fprintf(stderr, "omni-make-checkpoint: error: %s\n", e.what());
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "omni-make-checkpoint: error: %s\n", e.what());
-    return 1;
-  }
+  return omni::run_tool("omni-make-checkpoint", run, argc, argv);
 }
