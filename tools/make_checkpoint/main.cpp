@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -51,6 +52,11 @@ int run(int argc, char** argv) {
       app.add_option("--tokenizer-vocab-size", tokenizer_vocab, "SentencePiece pieces to train (<= --vocab-size)");
   auto* o_vae_base = app.add_option("--vae-base-dim", vae_base_dim, "VAE base channel count");
   auto* o_vae_res = app.add_option("--vae-res-blocks", vae_res_blocks, "VAE residual blocks per level");
+  std::vector<int64_t> vae_dim_mult;
+  auto* o_vae_mult = app.add_option("--vae-dim-mult", vae_dim_mult,
+                                    "VAE channel multiplier per level, 4 values (base-dim x each), e.g. 1,3,2,4")
+                         ->delimiter(',')
+                         ->expected(4);
   auto* o_z = app.add_option("--z-dim", z_dim, "latent channels (transformer in/out channels follow)");
   auto* o_boundary = app.add_option("--boundary-ratio", boundary_ratio, "expert switch (A14B kinds)");
   auto* o_shift = app.add_option("--flow-shift", flow_shift, "scheduler flow_shift");
@@ -95,6 +101,11 @@ int run(int argc, char** argv) {
   }
   set(o_vae_base, spec.vae.base_dim, vae_base_dim);
   set(o_vae_res, spec.vae.num_res_blocks, vae_res_blocks);
+  if (o_vae_mult->count() > 0) {
+    // Four levels: the three downsamples between them give the pipelines' spatial factor 8 (16 with patch 2).
+    for (int64_t m : vae_dim_mult) OMNI_CHECK_USAGE(m > 0, "--vae-dim-mult values must be positive, got ", m);
+    spec.vae.dim_mult = vae_dim_mult;
+  }
   if (o_z->count() > 0) omni::models::set_latent_channels(spec, z_dim);
   set(o_boundary, spec.boundary_ratio, boundary_ratio);
   set(o_shift, spec.flow_shift, flow_shift);

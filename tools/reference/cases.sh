@@ -47,9 +47,11 @@ checkpoint_flags() {
     t2v-headdim16) echo --kind t2v-a14b --preset tiny --head-dim 16 --seed 16 ;;
     # attention_head_dim 64: (24, 20, 20) against the older (22, 21, 21). One head and one block to stay small.
     t2v-headdim64) echo --kind t2v-a14b --preset tiny --heads 1 --head-dim 64 --layers 1 --seed 64 ;;
-    # The Wan2.1 VAE (z 16) with 2 residual blocks per level and base_dim 4 (dim_mult stays 1,1,1,1: the
-    # generator does not expose it).
-    t2v-vae-blocks2) echo --kind t2v-a14b --preset tiny --vae-res-blocks 2 --vae-base-dim 4 --seed 21 ;;
+    # The Wan2.1 VAE (z 16) with 2 residual blocks per level, base_dim 4 and channel multipliers 1,3,2,4
+    # (channels 4, 12, 8, 16: a level narrower than the one before it).
+    t2v-vae-blocks2)
+      echo --kind t2v-a14b --preset tiny --vae-res-blocks 2 --vae-base-dim 4 --vae-dim-mult 1,3,2,4 --seed 21
+      ;;
     # The Wan2.2 VAE (z 48, patch 2, residual) likewise.
     ti2v-vae-blocks2) echo --kind ti2v-5b --preset tiny --vae-res-blocks 2 --vae-base-dim 4 --seed 22 ;;
   esac
