@@ -28,7 +28,8 @@ namespace {
 // What a rank found out about its own request, before the collective that compares ranks.
 struct LocalChoice {
   c10::Device device = c10::Device(c10::kCPU);
-  std::string error;   // non-empty: this rank cannot honour the request (a usage error)
+  std::string error;   // non-empty: this rank cannot honour the request
+  bool usage = true;   // a usage error (exit 2); false: CUDA itself failed (exit 1)
   char uuid[40] = {};  // the GPU's UUID as hex text, empty for the CPU
 };
 
@@ -109,13 +110,24 @@ c10::Device select_device(const std::string& spec, const Communicator& world, bo
   MPI_CHECK(MPI_Comm_split_type(world.comm(), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node_comm));
   Communicator node(node_comm, /*owned=*/true);
 
-  LocalChoice mine = choose(spec, node.rank());
+  // No throw before the exchange: a rank that fails here must still enter it, or the others wait forever.
+  LocalChoice mine;
+  try {
+    mine = choose(spec, node.rank());
+  } catch (const std::exception& e) {
+    mine = LocalChoice{};
+    mine.error = str_cat("--device ", spec, ": ", e.what());
+    mine.usage = false;
+  }
 
   // Every rank enters the exchange, failed or not, so that none waits on one that already threw.
   std::vector<char> uuids(sizeof(mine.uuid) * node.size());
   MPI_CHECK(
       MPI_Allgather(mine.uuid, sizeof(mine.uuid), MPI_CHAR, uuids.data(), sizeof(mine.uuid), MPI_CHAR, node.comm()));
-  OMNI_CHECK_USAGE(mine.error.empty(), mine.error);
+  if (!mine.error.empty()) {
+    if (mine.usage) OMNI_FAIL_USAGE(mine.error);
+    OMNI_FAIL(mine.error);
+  }
 
   if (mine.device.is_cuda() && !allow_shared_gpu) {
     const auto world_ranks = node.world_ranks();
