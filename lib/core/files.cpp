@@ -72,4 +72,8 @@ void write_file_atomically(const std::string& path, const std::vector<std::pair<
   commit_file(tmp, path, overwrite);
 }
 
+void write_file_atomically(const std::string& path, const std::string& text, bool overwrite) {
+  write_file_atomically(path, {{text.data(), text.size()}}, overwrite);
+}
+
 }  // namespace omni

@@ -22,5 +22,7 @@ void commit_file(const std::string& tmp, const std::string& path, bool overwrite
 // (or a crash) never sees a half-written `path`.
 void write_file_atomically(const std::string& path, const std::vector<std::pair<const void*, size_t>>& chunks,
                            bool overwrite);
+// The same for one piece of text (a JSON sidecar, a report, an index).
+void write_file_atomically(const std::string& path, const std::string& text, bool overwrite);
 
 }  // namespace omni

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "dist/watchdog.h"
 
@@ -136,10 +137,6 @@ class NcclWork : public Work {
   bool waited_ = false;
 };
 
-const char* dtype_name(at::ScalarType t) {
-  return c10::toString(t);
-}
-
 }  // namespace
 
 ProcessGroupNccl::ProcessGroupNccl(const Communicator& comm, at::Device device, const std::string& name)
@@ -198,9 +195,12 @@ WorkHandle ProcessGroupNccl::finish(const char* op, const at::Tensor& data, std:
   CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
   CUDA_CHECK(cudaEventRecord(done, stream_));
   auto pending = std::make_shared<PendingEvent>(device_index_, done, nccl_);
+  const int64_t numel = data.defined() ? data.numel() : 1;
+  const at::ScalarType type = data.defined() ? data.scalar_type() : at::kFloat;
   CollectiveWatchdog::instance().watch(
-      str_cat("NCCL ", op, " of ", data.defined() ? data.numel() : 1, " ",
-              data.defined() ? dtype_name(data.scalar_type()) : "Float", " on ", label_),
+      [op, numel, type, label = label_] {
+        return str_cat("NCCL ", op, " of ", numel, " ", dtype_name(type), " on ", label);
+      },
       [pending](std::string* why) { return pending->poll(why); });
   return std::make_shared<NcclWork>(std::move(pending), compute_stream_, std::move(keep), host_sync);
 }

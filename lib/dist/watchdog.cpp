@@ -30,7 +30,7 @@ double collective_timeout() {
 struct CollectiveWatchdog::Impl {
   using Clock = std::chrono::steady_clock;
   struct Entry {
-    std::string what;
+    std::function<std::string()> describe;
     std::function<PollResult(std::string*)> poll;
     Clock::time_point start;
   };
@@ -50,9 +50,9 @@ CollectiveWatchdog& CollectiveWatchdog::instance() {
   return *dog;
 }
 
-void CollectiveWatchdog::watch(std::string what, std::function<PollResult(std::string*)> poll) {
+void CollectiveWatchdog::watch(std::function<std::string()> describe, std::function<PollResult(std::string*)> poll) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  impl_->entries.push_back({std::move(what), std::move(poll), Impl::Clock::now()});
+  impl_->entries.push_back({std::move(describe), std::move(poll), Impl::Clock::now()});
   if (!impl_->thread_started) {
     impl_->thread_started = true;
     std::thread([this] {
@@ -102,10 +102,10 @@ std::string CollectiveWatchdog::check_now() {
     }
     const double waited = std::chrono::duration<double>(now - e.start).count();
     if (r == PollResult::kFailed) {
-      message = str_cat(e.what, " failed: ", why);
+      message = str_cat(e.describe(), " failed: ", why);
     } else if (waited > limit) {
       std::ostringstream os;
-      os << e.what << " timed out after " << limit << " s (--collective-timeout): a peer rank of that group "
+      os << e.describe() << " timed out after " << limit << " s (--collective-timeout): a peer rank of that group "
          << "stopped, hangs, or never reached it";
       message = os.str();
     }

@@ -20,10 +20,11 @@ class CollectiveWatchdog {
  public:
   static CollectiveWatchdog& instance();
 
-  // Watches one collective: `what` names it ("all_gather of 4096 bfloat16 on the shard group (world ranks
-  // 0,1,2,3)"); `poll` says whether it finished, and on kFailed sets `*why`. Polled from the watchdog thread
-  // until it returns kDone; it must stay callable until then.
-  void watch(std::string what, std::function<PollResult(std::string* why)> poll);
+  // Watches one collective: `poll` says whether it finished, and on kFailed sets `*why`; `describe` names it
+  // ("NCCL all_gather of 4096 bfloat16 on shard group (world ranks 0,1,2,3)") and is called only when it
+  // fails, so that issuing a collective formats no text. Both are called from the watchdog thread until
+  // `poll` returns kDone and must stay callable until then.
+  void watch(std::function<std::string()> describe, std::function<PollResult(std::string* why)> poll);
 
   // Called (under the watchdog's lock) before the process is ended: ncclCommAbort of one communicator.
   // Returns an id for remove_abort_hook, which the communicator's owner calls before destroying it.

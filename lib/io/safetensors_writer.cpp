@@ -91,7 +91,7 @@ std::string write_sharded_safetensors(const std::string& dir, const std::string&
   nlohmann::json index = {{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
   const std::string text = index.dump(2) + "\n";
   const std::string index_path = dir + "/" + stem + ".safetensors.index.json";
-  write_file_atomically(index_path, {{text.data(), text.size()}}, /*overwrite=*/true);
+  write_file_atomically(index_path, text, /*overwrite=*/true);
   return index_path;
 }
 

@@ -284,8 +284,7 @@ void GenerationJob::write_outputs(int index, const GenerationResult& result, dou
   timings["generate"] = seconds;
   side["timings"] = timings;
   side["layout"] = mesh_.layout().summary();
-  const std::string side_text = side.dump(2) + "\n";
-  write_file_atomically(path + ".json", {{side_text.data(), side_text.size()}}, opts_.overwrite);
+  write_file_atomically(path + ".json", side.dump(2) + "\n", opts_.overwrite);
   OMNI_LOG_AT(log::Level::kInfo, "wrote ", path, " (", result.frames.size(1), " frames ", result.frames.size(3), "x",
               result.frames.size(2), ", ", seconds, " s)");
   if (!log::enabled(log::Level::kInfo) || mesh_.rank() != 0) {
@@ -343,8 +342,7 @@ void GenerationJob::write_report() {
   timings["total"] = total_.seconds();
   r["timings"] = timings;
   r["outputs"] = outputs_;
-  const std::string report_text = r.dump(2) + "\n";
-  write_file_atomically(opts_.report, {{report_text.data(), report_text.size()}}, opts_.overwrite);
+  write_file_atomically(opts_.report, r.dump(2) + "\n", opts_.overwrite);
   OMNI_INFO("wrote report ", opts_.report);
 }
 

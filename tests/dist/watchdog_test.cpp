@@ -39,7 +39,7 @@ TEST(Watchdog, FinishedCollectivesAreDroppedWithoutFailing) {
   omni::dist::set_collective_timeout(0.05);
   auto& dog = CollectiveWatchdog::instance();
   std::atomic<bool> done{false};
-  dog.watch("test all_gather on the shard group",
+  dog.watch([] { return std::string("test all_gather on the shard group"); },
             [&](std::string*) { return done ? PollResult::kDone : PollResult::kPending; });
   done = true;
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -56,7 +56,7 @@ TEST(Watchdog, PendingPastTheTimeoutAbortsEveryCommunicatorAndNamesTheCollective
   const int h1 = dog.add_abort_hook([&] { aborted++; });
   const int h2 = dog.add_abort_hook([&] { aborted++; });
   const auto start = std::chrono::steady_clock::now();
-  dog.watch("NCCL all_to_all of 64 BFloat16 on ulysses group (world ranks 0,1)",
+  dog.watch([] { return std::string("NCCL all_to_all of 64 BFloat16 on ulysses group (world ranks 0,1)"); },
             [](std::string*) { return PollResult::kPending; });
   // Not before the timeout.
   EXPECT_EQ(dog.check_now(), "");
@@ -84,10 +84,11 @@ TEST(Watchdog, AsynchronousFailureEndsTheRunAtOnceWithItsReason) {
   auto& dog = CollectiveWatchdog::instance();
   std::atomic<int> aborted{0};
   const int h = dog.add_abort_hook([&] { aborted++; });
-  dog.watch("NCCL all_gather of 8 Float on shard group (world ranks 0,1,2,3)", [](std::string* why) {
-    *why = "NCCL: remote process exited or there was a network error";
-    return PollResult::kFailed;
-  });
+  dog.watch([] { return std::string("NCCL all_gather of 8 Float on shard group (world ranks 0,1,2,3)"); },
+            [](std::string* why) {
+              *why = "NCCL: remote process exited or there was a network error";
+              return PollResult::kFailed;
+            });
   const std::string message = dog.check_now();
   EXPECT_EQ(got->calls, 1);
   EXPECT_EQ(aborted, 1);
