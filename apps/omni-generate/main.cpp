@@ -119,10 +119,9 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
   phase = Phase::kAgreed;
   omni::pipeline::GenerationJob job(opts, preset, mesh);
   job.prepare();
-  job.load();
+  if (job.has_work()) job.load();  // every output already written (a finished batch): nothing to load
   phase = Phase::kRunning;
-  job.run();
-  return 0;
+  return job.run();
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/text.h"
 
 namespace omni::config {
 namespace {
@@ -72,6 +73,15 @@ bool to_bool(const std::string& v, const std::string& where) {
   OMNI_FAIL_USAGE(where, ": expected true or false, got '", v, "'");
 }
 
+std::vector<LoraSpec> to_lora_list(const std::string& v, const std::string& where) {
+  std::vector<LoraSpec> out;
+  std::stringstream ss(v);
+  std::string item;
+  while (std::getline(ss, item))
+    if (!item.empty()) out.push_back(parse_lora_spec(item, where));
+  return out;
+}
+
 // The table every layer shares. Defaults here are the built-in layer; presets override them per model.
 const std::vector<Binding>& bindings() {
   static const std::vector<Binding> table = [] {
@@ -120,6 +130,19 @@ const std::vector<Binding>& bindings() {
                    },
                    [field](const GenerateOptions& o) { return nlohmann::json(o.parallel.*field); }});
     };
+    auto lora_list = [&](const char* name, const char* help, std::vector<LoraSpec> GenerateOptions::*field) {
+      OptionSpec spec{name, help, "", false, "FILE[:SCALE]"};
+      spec.is_list = true;
+      t.push_back(
+          {spec,
+           [field](GenerateOptions& o, const std::string& v, const std::string& w) { o.*field = to_lora_list(v, w); },
+           [field](const GenerateOptions& o) {
+             nlohmann::json list = nlohmann::json::array();
+             for (const auto& l : o.*field) list.push_back({{"path", l.path}, {"scale", l.scale}});
+             return list;
+           },
+           "(none)"});
+    };
     using G = GenerateOptions;
     str("model",
         "diffusers-layout model folder, or ORG/NAME in the Hugging Face cache (offline); empty: the "
@@ -129,8 +152,17 @@ const std::vector<Binding>& bindings() {
     str("config", "YAML file of options (same names as the flags, without dashes)", "", &G::config_file);
     str("prompt", "text prompt", "", &G::prompt);
     str("negative-prompt", "negative prompt (default: the model preset's)", "", &G::negative_prompt);
-    str("prompts-file", "text file with one prompt per line (spread over data-parallel groups)", "", &G::prompts_file);
+    str("prompts-file",
+        "videos to make, spread over data-parallel groups: a text file (one prompt per line) or .jsonl (one JSON "
+        "object per line: prompt, negative_prompt, seed, image, output, num_frames, ...); videos already written "
+        "are skipped (resume), unless --overwrite",
+        "", &G::prompts_file);
     str("image", "conditioning image for image-to-video (PNG, JPEG, ...)", "", &G::image);
+    lora_list("lora",
+              "LoRA file merged into `transformer` (A14B: the high-noise expert; TI2V-5B: the model) at load, with "
+              "strength SCALE (default 1); repeatable, applied in order",
+              &G::lora);
+    lora_list("lora-2", "LoRA file merged into `transformer_2` (A14B: the low-noise expert); repeatable", &G::lora_2);
     i32("height", "video height in pixels", "720", &G::height);
     i32("width", "video width in pixels", "1280", &G::width);
     i32("num-frames", "number of frames (4k+1)", "81", &G::num_frames);
@@ -199,18 +231,6 @@ const Binding* find_binding(const std::string& name) {
   return nullptr;
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 std::string strip_dashes(std::string s) {
   while (!s.empty() && s[0] == '-') s.erase(0, 1);
   auto eq = s.find('=');
@@ -258,18 +278,25 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   app.set_version_flag("--version", std::string(OMNI_VERSION),
                        "print the versions of omni-generate, LibTorch, CUDA, cuDNN, NCCL and MPI, and exit");
   std::map<std::string, std::string> raw;
+  std::map<std::string, std::vector<std::string>> lists;
   std::map<std::string, bool> flags;
   std::vector<std::pair<std::string, CLI::Option*>> registered;
   for (const auto& b : bindings()) {
     std::string help = b.spec.help;
     if (!b.spec.is_flag && !b.spec.default_text.empty()) help += " [default: " + b.spec.default_text + "]";
     CLI::Option* opt;
-    if (b.spec.is_flag)
-      opt = app.add_flag("--" + b.spec.name, flags[b.spec.name], help);
-    else
-      opt = app.add_option("--" + b.spec.name, raw[b.spec.name], help)->type_name(b.spec.type_name);
-    // Like argparse: a flag given twice takes its last value, so scripts can append overrides.
-    opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    if (b.spec.is_list) {
+      opt = app.add_option("--" + b.spec.name, lists[b.spec.name], help)->type_name(b.spec.type_name);
+      opt->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      opt->allow_extra_args(false);  // one FILE per --lora; a following word is not a second file
+    } else {
+      if (b.spec.is_flag)
+        opt = app.add_flag("--" + b.spec.name, flags[b.spec.name], help);
+      else
+        opt = app.add_option("--" + b.spec.name, raw[b.spec.name], help)->type_name(b.spec.type_name);
+      // Like argparse: a flag given twice takes its last value, so scripts can append overrides.
+      opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    }
     registered.emplace_back(b.spec.name, opt);
   }
 
@@ -295,7 +322,14 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   }
   for (const auto& [name, opt] : registered) {
     if (opt->count() == 0) continue;
-    out.values[name] = find_binding(name)->spec.is_flag ? (flags[name] ? "true" : "false") : raw[name];
+    const OptionSpec& spec = find_binding(name)->spec;
+    if (spec.is_list) {
+      std::string joined;
+      for (const auto& item : lists[name]) joined += item + "\n";
+      out.values[name] = joined;
+    } else {
+      out.values[name] = spec.is_flag ? (flags[name] ? "true" : "false") : raw[name];
+    }
   }
   return out;
 }
@@ -316,10 +350,36 @@ std::map<std::string, std::string> parse_yaml_options(const std::string& yaml_te
     OMNI_CHECK_USAGE(b != nullptr, origin, ": unknown key '", key, "'; did you mean '", closest_option(key), "'?");
     OMNI_CHECK_USAGE(key != "config", origin, ": 'config' cannot be set inside a config file");
     const YAML::Node& v = kv.second;
-    OMNI_CHECK_USAGE(v.IsScalar() || v.IsNull(), origin, ": key '", key, "' must be a single value");
+    if (b->spec.is_list && v.IsSequence()) {
+      std::string joined;
+      for (const auto& item : v) {
+        OMNI_CHECK_USAGE(item.IsScalar(), origin, ": every item of '", key, "' must be one ", b->spec.type_name);
+        joined += item.Scalar() + "\n";
+      }
+      out[key] = joined;
+      continue;
+    }
+    OMNI_CHECK_USAGE(v.IsScalar() || v.IsNull(), origin, ": key '", key, "' must be a single value",
+                     b->spec.is_list ? " or a list" : "");
     out[key] = v.IsNull() ? "null" : v.Scalar();
   }
   return out;
+}
+
+LoraSpec parse_lora_spec(const std::string& text, const std::string& where) {
+  LoraSpec spec;
+  spec.path = text;
+  const size_t colon = text.find_last_of(':');
+  if (colon != std::string::npos && colon + 1 < text.size()) {
+    const std::string tail = text.substr(colon + 1);
+    // Only a number after the last ':' is a scale; anything else belongs to the path.
+    if (tail.find_first_not_of("0123456789.+-eE") == std::string::npos) {
+      spec.path = text.substr(0, colon);
+      spec.scale = to_double(tail, where + " (the SCALE of '" + text + "')");
+    }
+  }
+  OMNI_CHECK_USAGE(!spec.path.empty(), where, ": expected FILE[:SCALE], got '", text, "'");
+  return spec;
 }
 
 std::map<std::string, std::string> read_yaml_file(const std::string& path) {
@@ -415,7 +475,14 @@ std::string option_value(const GenerateOptions& o, const std::string& key) {
   const Binding* b = find_binding(key);
   OMNI_CHECK(b != nullptr, "option_value: no option '", key, "'");
   const nlohmann::json v = b->get(o);
-  if (v.is_null() || (v.is_string() && v.get<std::string>().empty())) return b->unset_text;
+  if (v.is_null() || (v.is_string() && v.get<std::string>().empty()) || (v.is_array() && v.empty()))
+    return b->unset_text;
+  if (b->spec.is_list) {
+    std::string text;
+    for (const auto& item : v)
+      text += (text.empty() ? "" : ", ") + item["path"].get<std::string>() + ":" + item["scale"].dump();
+    return text;
+  }
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 

@@ -13,6 +13,12 @@
 
 namespace omni::config {
 
+// A LoRA file and the strength it is applied with (--lora FILE[:SCALE]).
+struct LoraSpec {
+  std::string path;
+  double scale = 1.0;
+};
+
 // The defaults live in the option table (options.cpp), the one place that names each option, its help, its
 // default and its typed value; resolve_options() applies them first.
 struct GenerateOptions {
@@ -26,6 +32,8 @@ struct GenerateOptions {
   std::string negative_prompt;
   std::string prompts_file;
   std::string image;
+  std::vector<LoraSpec> lora;    // --lora (repeatable): merged into `transformer`
+  std::vector<LoraSpec> lora_2;  // --lora-2 (repeatable): merged into `transformer_2`
 
   // Sampling.
   int height{};
@@ -72,6 +80,9 @@ struct OptionSpec {
   std::string default_text;        // shown in --help
   bool is_flag = false;            // boolean switch (--use-hsdp); YAML takes true/false
   std::string type_name = "TEXT";  // shown in --help: TEXT, INT, FLOAT
+  // Repeatable (--lora a --lora b) and a YAML list; the raw value holds the items one per line. A layer that
+  // sets it replaces the list of the layers below (the flags' list replaces the --config file's).
+  bool is_list = false;
 };
 
 const std::vector<OptionSpec>& option_table();
@@ -94,8 +105,13 @@ const char* tool_version();
 // flag and suggesting the closest valid one.
 CommandLine parse_command_line(int argc, const char* const* argv);
 
-// Reads a YAML mapping of option names to scalars; unknown keys are usage errors naming the file and the key
-// (with a suggestion). `origin` names the source in messages ("config file x.yaml", "preset t2v-a14b").
+// "FILE[:SCALE]" -> {FILE, SCALE}; the scale is what follows the last ':' when that is a number (1.0 when
+// absent). `where` names the flag or file in the usage error for a bad scale.
+LoraSpec parse_lora_spec(const std::string& text, const std::string& where);
+
+// Reads a YAML mapping of option names to scalars (lists for the repeatable options); unknown keys are usage errors
+// naming the file and the key (with a suggestion). `origin` names the source in messages ("config file x.yaml", "preset
+// t2v-a14b").
 std::map<std::string, std::string> parse_yaml_options(const std::string& yaml_text, const std::string& origin);
 std::map<std::string, std::string> read_yaml_file(const std::string& path);
 

@@ -105,6 +105,14 @@ void Communicator::barrier() const {
   MPI_CHECK(MPI_Barrier(comm_));
 }
 
+std::string Communicator::broadcast(const std::string& text, int root) const {
+  int64_t length = static_cast<int64_t>(text.size());
+  MPI_CHECK(MPI_Bcast(&length, 1, MPI_INT64_T, root, comm_));
+  std::string out = rank_ == root ? text : std::string(static_cast<size_t>(length), '\0');
+  if (length > 0) MPI_CHECK(MPI_Bcast(out.data(), static_cast<int>(length), MPI_CHAR, root, comm_));
+  return out;
+}
+
 std::vector<int> Communicator::world_ranks() const {
   OMNI_CHECK(valid(), "world_ranks() on a null communicator");
   std::vector<int> mine(size_), out(size_);

@@ -59,6 +59,8 @@ class Communicator {
   void barrier() const;
   // The MPI_COMM_WORLD rank of each member, in this communicator's rank order.
   std::vector<int> world_ranks() const;
+  // Collective: `root`'s `text` on every rank (a decision one rank makes for all, e.g. which outputs exist).
+  std::string broadcast(const std::string& text, int root = 0) const;
 
  private:
   void release() noexcept;

@@ -124,7 +124,7 @@ at::Tensor Checkpoint::read_range(const std::string& name, int64_t elem_begin, i
 }
 
 at::Tensor Checkpoint::read_flat(const std::vector<std::string>& tensors, int64_t elem_begin, int64_t count,
-                                 at::ScalarType dtype) const {
+                                 at::ScalarType dtype, const ReadAdjust* adjust) const {
   OMNI_CHECK(elem_begin >= 0 && count >= 0, "read_flat: invalid range begin ", elem_begin, " count ", count);
   if (dtype == at::ScalarType::Undefined) {
     OMNI_CHECK(!tensors.empty(), "read_flat: an empty tensor list needs an explicit dtype");
@@ -138,7 +138,16 @@ at::Tensor Checkpoint::read_flat(const std::vector<std::string>& tensors, int64_
     const int64_t n = info(name).numel();
     const int64_t lo = std::max(pos, elem_begin);
     const int64_t hi = std::min(pos + n, want_end);
-    if (hi > lo) out.narrow(0, lo - elem_begin, hi - lo).copy_(read_range(name, lo - pos, hi - lo, dtype));
+    if (hi > lo && adjust != nullptr && adjust->touches(name)) {
+      for (int64_t a = lo; a < hi; a += kAdjustPiece) {
+        const int64_t n = std::min(kAdjustPiece, hi - a);
+        at::Tensor values = read_range(name, a - pos, n, at::kFloat);  // [n], a fresh copy
+        adjust->add(name, a - pos, values);
+        out.narrow(0, a - elem_begin, n).copy_(values);  // the one rounding to `dtype`
+      }
+    } else if (hi > lo) {
+      out.narrow(0, lo - elem_begin, hi - lo).copy_(read_range(name, lo - pos, hi - lo, dtype));
+    }
     pos += n;
   }
   return out;  // anything past the concatenation stays zero (HSDP padding)

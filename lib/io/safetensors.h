@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -75,6 +76,14 @@ class SafetensorsFile {
 // A checkpoint: one .safetensors file or a set of shards listed by a *.safetensors.index.json
 // ({"weight_map": {tensor: file}}). Every shard named by the index must exist and every tensor it lists must
 // be in its shard; a tensor in a shard but not in the index is an error too.
+// Changes tensors as they are read (LoRA merging): the tensors `touches` names are read in float32, a piece
+// at a time, handed to `add` (name, the piece's first element in the tensor, its values to add to in place),
+// and rounded once to the requested dtype.
+struct ReadAdjust {
+  std::function<bool(const std::string& name)> touches;
+  std::function<void(const std::string& name, int64_t elem_begin, at::Tensor& values)> add;
+};
+
 class Checkpoint {
  public:
   // `path`: a .safetensors file, a .safetensors.index.json file, or a component folder holding exactly one
@@ -91,8 +100,11 @@ class Checkpoint {
   // Elements [elem_begin, elem_begin + count) of the concatenation of the flattened `tensors` (in the given
   // order), as one 1-D tensor of `dtype`. The range may cross tensor and file boundaries; only the bytes it
   // covers are read. Positions past the end of the concatenation are zero (HSDP pads the last shard).
-  at::Tensor read_flat(const std::vector<std::string>& tensors, int64_t elem_begin, int64_t count,
-                       at::ScalarType dtype) const;
+  // With `adjust`, its tensors are read in float32 pieces of at most kAdjustPiece elements (bounded memory
+  // beside the result) and adjusted before the one rounding to `dtype`.
+  static constexpr int64_t kAdjustPiece = int64_t{1} << 22;
+  at::Tensor read_flat(const std::vector<std::string>& tensors, int64_t elem_begin, int64_t count, at::ScalarType dtype,
+                       const ReadAdjust* adjust = nullptr) const;
   int64_t bytes_read() const;   // over all shards
   int64_t total_bytes() const;  // stored bytes of all tensors
 

@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "core/memory.h"
 #include "io/safetensors.h"
+#include "models/lora.h"
 
 namespace omni::models {
 namespace {
@@ -23,7 +24,7 @@ std::unique_ptr<hsdp::ShardedModel> shard_model(const std::string& name, const M
                                                 const std::vector<const Module*>& blocks, const io::Checkpoint& ckpt,
                                                 dist::ProcessGroup* shard_group, at::ScalarType model_dtype,
                                                 at::Device device, std::shared_ptr<hsdp::BufferPool> pool,
-                                                std::shared_ptr<hsdp::HsdpStats> stats) {
+                                                std::shared_ptr<hsdp::HsdpStats> stats, const LoraSet* lora) {
   const std::vector<ParamRef> all = model.parameters();
   check_state(all, ckpt);
 
@@ -45,8 +46,18 @@ std::unique_ptr<hsdp::ShardedModel> shard_model(const std::string& name, const M
   }
 
   const int64_t read_before = ckpt.bytes_read();
-  hsdp::ShardReader reader = [&ckpt](const std::vector<std::string>& names, int64_t begin, int64_t count,
-                                     at::ScalarType dtype) { return ckpt.read_flat(names, begin, count, dtype); };
+  io::ReadAdjust merge_lora;
+  if (lora != nullptr && !lora->empty()) {
+    merge_lora.touches = [lora](const std::string& name) { return lora->touches(name); };
+    merge_lora.add = [lora](const std::string& name, int64_t begin, at::Tensor& values) {
+      lora->add_to(name, begin, values);
+    };
+  }
+  const io::ReadAdjust* adjust = merge_lora.touches ? &merge_lora : nullptr;
+  hsdp::ShardReader reader = [&ckpt, adjust](const std::vector<std::string>& names, int64_t begin, int64_t count,
+                                             at::ScalarType dtype) {
+    return ckpt.read_flat(names, begin, count, dtype, adjust);
+  };
   auto root =
       std::make_unique<hsdp::FlatParamUnit>(name + ".root", slots_of(root_params, model_dtype), shard_group, device);
   root->load_shard(reader);

@@ -16,15 +16,18 @@ class Checkpoint;
 
 namespace omni::models {
 
+class LoraSet;
+
 // `blocks` are the model's HSDP blocks in forward order (children of `model`); everything else in `model` is
 // the root unit. Names and shapes are checked against `ckpt` first (missing / unexpected / wrong shape are
 // input errors naming them). `shard_group` null or of size 1 holds every unit whole (still loaded through
-// the same path, so the arithmetic is identical).
+// the same path, so the arithmetic is identical). `lora` (may be null) is merged into the weights as they are
+// read: each rank merges into its own slice only.
 std::unique_ptr<hsdp::ShardedModel> shard_model(const std::string& name, const Module& model,
                                                 const std::vector<const Module*>& blocks, const io::Checkpoint& ckpt,
                                                 dist::ProcessGroup* shard_group, at::ScalarType model_dtype,
                                                 at::Device device, std::shared_ptr<hsdp::BufferPool> pool,
-                                                std::shared_ptr<hsdp::HsdpStats> stats);
+                                                std::shared_ptr<hsdp::HsdpStats> stats, const LoraSet* lora = nullptr);
 
 // UnitHooks over a ShardedModel (null: no-op).
 class HsdpHooks : public UnitHooks {

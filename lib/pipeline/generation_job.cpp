@@ -1,6 +1,7 @@
 #include "pipeline/generation_job.h"
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "core/log.h"
 #include "core/memory.h"
 #include "core/progress.h"
+#include "core/sha256.h"
 #include "core/tensor_dump.h"
 #include "dist/agreement.h"
 #include "dist/device.h"
@@ -21,52 +23,65 @@
 #include "io/image_resize.h"
 #include "io/safetensors.h"
 #include "io/video_writer.h"
+#include "models/lora.h"
 #include "pipeline/default_model.h"
 
 namespace omni::pipeline {
 namespace {
 
-std::vector<std::string> read_prompts_file(const std::string& path) {
-  std::ifstream in(path);
-  OMNI_CHECK_INPUT(in.good(), "--prompts-file: cannot open '", path, "'");
-  std::vector<std::string> prompts;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    size_t b = line.find_first_not_of(" \t");
-    if (b == std::string::npos || line[b] == '#') continue;  // blank lines and comments
-    prompts.push_back(line.substr(b));
-  }
-  OMNI_CHECK_INPUT(!prompts.empty(), "--prompts-file '", path, "' holds no prompt (one per line; # starts a comment)");
-  return prompts;
-}
-
 bool set_by_user(const config::GenerateOptions& o, const std::string& key) {
   auto it = o.sources.find(key);
-  return it != o.sources.end() && (it->second == "flag" || it->second.rfind("config ", 0) == 0);
+  if (it == o.sources.end()) return false;
+  const std::string& s = it->second;
+  return s == "flag" || s.rfind("config ", 0) == 0 || s.rfind("--prompts-file ", 0) == 0;
 }
 
 // Test hook for the abort path: OMNI_FAULT_INJECT="RANK:STEP" makes that rank fail after that denoising step,
 // while the others are inside collectives, as a real failure (out of memory, a bad device) would.
-void maybe_inject_fault(int rank, int step) {
+// "RANK:STEP:VIDEO:kill" kills that rank outright (SIGKILL, as a preempted node) after STEP of the VIDEO-th
+// video it generates (0-based), to test resuming.
+void maybe_inject_fault(int rank, int step, int video) {
   static const char* spec = std::getenv("OMNI_FAULT_INJECT");
   if (spec == nullptr) return;
-  int fault_rank = -1, fault_step = -1;
-  if (std::sscanf(spec, "%d:%d", &fault_rank, &fault_step) == 2 && rank == fault_rank && step == fault_step)
-    OMNI_FAIL("injected fault (OMNI_FAULT_INJECT=", spec, ") after step ", step);
+  int fault_rank = -1, fault_step = -1, fault_video = -1;
+  char mode[8] = "";
+  const int n = std::sscanf(spec, "%d:%d:%d:%7s", &fault_rank, &fault_step, &fault_video, mode);
+  if (n < 2 || rank != fault_rank || step != fault_step) return;
+  if (n == 4 && std::string(mode) == "kill") {
+    if (video == fault_video) std::raise(SIGKILL);
+    return;
+  }
+  OMNI_FAIL("injected fault (OMNI_FAULT_INJECT=", spec, ") after step ", step);
+}
+
+// A sidecar whose MP4 is missing and that names that MP4: what a run of ours killed between committing the
+// sidecar and the video leaves behind. A resumed run may replace it; any other existing file is the user's.
+bool is_orphan_sidecar(const std::string& video) {
+  const std::string sidecar = video + ".json";
+  if (is_file(video) || !is_file(sidecar)) return false;
+  try {
+    std::ifstream in(sidecar);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    return j.is_object() && j.value("output", "") == video && j.contains("settings");
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+const char* status_name(int s) {
+  switch (s) {
+    case 1:
+      return "generated";
+    case 2:
+      return "skipped";
+    case 3:
+      return "failed";
+    default:
+      return "not run";
+  }
 }
 
 }  // namespace
-
-std::string indexed_path(const std::string& path, int index, int count) {
-  if (count <= 1) return path;
-  char suffix[16];
-  std::snprintf(suffix, sizeof(suffix), "-%04d", index);
-  const size_t slash = path.find_last_of('/');
-  const size_t dot = path.find_last_of('.');
-  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + suffix;
-  return path.substr(0, dot) + suffix + path.substr(dot);
-}
 
 GenerationJob::GenerationJob(config::GenerateOptions options, std::string preset, const dist::DeviceMesh& mesh)
     : opts_(std::move(options)), preset_(std::move(preset)), mesh_(mesh) {}
@@ -79,48 +94,76 @@ bool GenerationJob::is_writer() const {
   return l.cfg_index(r) == 0 && l.ring_index(r) == 0 && l.ulysses_index(r) == 0;
 }
 
+bool GenerationJob::has_work() const {
+  return std::count(status_.begin(), status_.end(), Status::kPending) > 0;
+}
+
 void GenerationJob::prepare() {
   // The built-in default model is generated (once) by rank 0 before anyone looks for it.
   if (opts_.model.empty()) model_path_ = ensure_default_model(mesh_.world());
   dist::run_agreed(mesh_.world(), [&] {
     model_ = std::make_unique<io::ModelDir>(io::ModelDir::open(model_path_.empty() ? opts_.model : model_path_));
-    task_ = WanPipeline::resolve_task(model_->index(), opts_.task, !opts_.image.empty());
-
-    if (!opts_.prompts_file.empty())
-      prompts_ = read_prompts_file(opts_.prompts_file);
-    else
-      prompts_ = {opts_.prompt};
-    OMNI_CHECK_USAGE(!(prompts_.size() == 1 && prompts_[0].empty()),
-                     "no prompt: give --prompt TEXT or "
-                     "--prompts-file FILE");
-
-    if (!opts_.image.empty()) {
-      at::Tensor raw = io::read_image(opts_.image);  // [H, W, 3] uint8; input error naming the file
-      image_height_ = static_cast<int>(raw.size(0));
-      image_width_ = static_cast<int>(raw.size(1));
+    videos_ = read_video_list(opts_);
+    for (const auto& v : videos_) {
+      int h = 0, w = 0;
+      with_origin(v.origin, [&] {
+        tasks_.push_back(WanPipeline::resolve_task(model_->index(), v.opts.task, !v.opts.image.empty()));
+        if (!v.opts.image.empty()) {
+          at::Tensor raw = io::read_image(v.opts.image);  // [H, W, 3] uint8; input error naming the file
+          h = static_cast<int>(raw.size(0));
+          w = static_cast<int>(raw.size(1));
+        }
+      });
+      image_hw_.emplace_back(h, w);
     }
+    for (int e = 0; e < 2; ++e)
+      for (const auto& l : e == 0 ? opts_.lora : opts_.lora_2)
+        lora_records_[e].push_back({models::lora_file_path(l.path, e == 0 ? "--lora" : "--lora-2"), l.scale, ""});
+  });
 
+  // Resume: rank 0 decides, for every rank, which videos are already written (one view of the filesystem).
+  const bool resumable = !opts_.prompts_file.empty() && !opts_.overwrite;
+  std::string done;
+  if (mesh_.rank() == 0)
+    for (const auto& v : videos_) done += resumable && is_file(v.output) ? '1' : '0';
+  done = mesh_.world().broadcast(done);
+  for (size_t i = 0; i < videos_.size(); ++i) {
+    status_.push_back(done[i] == '1' ? Status::kSkipped : Status::kPending);
+    replace_sidecar_.push_back(false);
+    if (status_.back() == Status::kSkipped && mesh_.rank() == 0)
+      OMNI_INFO("skipping ", videos_[i].output, ": already written (--overwrite regenerates it)");
+  }
+
+  dist::run_agreed(mesh_.world(), [&] {
     // Every path this run will write, checked on every rank before any weight is read.
-    const int n = static_cast<int>(prompts_.size());
-    for (int i = 0; i < n; ++i) {
-      outputs_.push_back(indexed_path(opts_.output, i, n));
-      io::check_output_writable(outputs_.back(), opts_.overwrite);
-      io::check_output_writable(outputs_.back() + ".json", opts_.overwrite);
-      if (!opts_.save_tensors.empty()) {
-        tensor_paths_.push_back(indexed_path(opts_.save_tensors, i, n));
-        io::check_output_writable(tensor_paths_.back(), opts_.overwrite);
-      }
-      if (!opts_.dump_tensors.empty()) {
-        dump_paths_.push_back(indexed_path(opts_.dump_tensors, i, n));
-        io::check_output_writable(dump_paths_.back(), opts_.overwrite);
-      }
+    for (size_t i = 0; i < videos_.size(); ++i) {
+      if (status_[i] != Status::kPending) continue;
+      const VideoSpec& v = videos_[i];
+      io::check_output_writable(v.output, opts_.overwrite);
+      replace_sidecar_[i] = resumable && is_orphan_sidecar(v.output);
+      io::check_output_writable(v.output + ".json", opts_.overwrite || replace_sidecar_[i]);
+      if (!v.tensors_path.empty()) io::check_output_writable(v.tensors_path, opts_.overwrite);
+      if (!v.dump_path.empty()) io::check_output_writable(v.dump_path, opts_.overwrite);
     }
     if (!opts_.report.empty()) io::check_output_writable(opts_.report, opts_.overwrite);
+    // The LoRA files' digests, for the sidecars and the MP4 metadata: rank 0 reads them, all get them.
+    if (mesh_.rank() == 0 && has_work())
+      for (auto& records : lora_records_)
+        for (auto& r : records) r.sha256 = sha256_file(r.path);
   });
-  OMNI_INFO("model ", model_->root(), " (", model_->index().class_name, ", task ", task_name(task_), "); ",
-            prompts_.size(), " prompt(s) over ", mesh_.layout().dp, " data-parallel group(s)");
+  if (has_work()) {
+    std::string digests;
+    for (const auto& records : lora_records_)
+      for (const auto& r : records) digests += r.sha256 + "\n";
+    std::istringstream lines(mesh_.world().broadcast(digests));
+    for (auto& records : lora_records_)
+      for (auto& r : records) std::getline(lines, r.sha256);
+  }
+  const int skipped = static_cast<int>(std::count(status_.begin(), status_.end(), Status::kSkipped));
+  OMNI_INFO("model ", model_->root(), " (", model_->index().class_name, ", task ", task_name(tasks_[0]), "); ",
+            videos_.size(), " video(s) over ", mesh_.layout().dp, " data-parallel group(s)",
+            skipped ? str_cat(", ", skipped, " already written") : "");
 }
-
 void GenerationJob::load() {
   ScopedPhase phase(times_, "load");
   // The device first, agreed on its own: every rank's GPU is current and every rank knows that all the
@@ -147,39 +190,45 @@ void GenerationJob::load() {
     s.flow_shift = set_by_user(opts_, "flow-shift") || !ckpt_shift ? opts_.flow_shift : std::nullopt;
     s.boundary_ratio =
         set_by_user(opts_, "boundary-ratio") || !model_->index().boundary_ratio ? opts_.boundary_ratio : std::nullopt;
+    for (int e = 0; e < 2; ++e)
+      for (const auto& r : lora_records_[e]) s.lora[e].push_back({r.path, r.scale});
     pipeline_ = std::make_unique<WanPipeline>(*model_, s, &mesh_);
     // Record what runs, not what the preset proposed: where the checkpoint's own flow_shift and
     // boundary_ratio won, the sidecar and --dry-run-style listings must say so to reproduce the run.
-    if (!s.flow_shift) {
-      opts_.flow_shift = pipeline_->flow_shift();
-      opts_.sources["flow-shift"] = "checkpoint " + model_->component_config_path("scheduler");
-    }
-    if (!s.boundary_ratio) {
-      opts_.boundary_ratio = pipeline_->boundary_ratio();
-      opts_.sources["boundary-ratio"] = "checkpoint " + model_->root() + "/model_index.json";
-    }
-
-    if (!opts_.image.empty()) {
-      // Without explicit sizes, the image decides them: its aspect ratio within the preset's area, snapped
-      // to what the model needs (Wan2.2's rule).
-      if (!set_by_user(opts_, "height") && !set_by_user(opts_, "width")) {
-        auto hw = io::derive_size(image_height_, image_width_, static_cast<int64_t>(opts_.height) * opts_.width,
-                                  pipeline_->spatial_multiple());
-        opts_.height = static_cast<int>(hw.first);
-        opts_.width = static_cast<int>(hw.second);
-        OMNI_INFO("size ", opts_.height, "x", opts_.width, " from the image (", image_height_, "x", image_width_, ")");
+    for (auto& v : videos_) {
+      if (!s.flow_shift) {
+        v.opts.flow_shift = pipeline_->flow_shift();
+        v.opts.sources["flow-shift"] = "checkpoint " + model_->component_config_path("scheduler");
+      }
+      if (!s.boundary_ratio) {
+        v.opts.boundary_ratio = pipeline_->boundary_ratio();
+        v.opts.sources["boundary-ratio"] = "checkpoint " + model_->root() + "/model_index.json";
       }
     }
-    // Sizes against the model (multiples of its spatial factor, frames rounded to 4k+1) before anything runs,
-    // so that a bad size is one agreed error, not an abort in the middle of the run.
-    GenerationRequest sizes;
-    sizes.height = opts_.height;
-    sizes.width = opts_.width;
-    sizes.num_frames = opts_.num_frames;
-    pipeline_->check_request(sizes);
-    opts_.num_frames = sizes.num_frames;
-    if (!opts_.image.empty())
-      image_ = io::load_conditioning_image(opts_.image, opts_.height, opts_.width);  // [1, 3, H, W] in [-1, 1]
+    // Each video's sizes against the model (multiples of its spatial factor, frames rounded to 4k+1) before
+    // anything runs, so that a bad size is one agreed error naming the line, not an abort mid-run.
+    for (size_t i = 0; i < videos_.size(); ++i) {
+      if (status_[i] != Status::kPending) continue;
+      auto& o = videos_[i].opts;
+      with_origin(videos_[i].origin, [&] {
+        if (!o.image.empty() && !set_by_user(o, "height") && !set_by_user(o, "width")) {
+          // Without explicit sizes, the image decides them: its aspect ratio within the preset's area,
+          // snapped to what the model needs (Wan2.2's rule).
+          auto hw = io::derive_size(image_hw_[i].first, image_hw_[i].second, static_cast<int64_t>(o.height) * o.width,
+                                    pipeline_->spatial_multiple());
+          o.height = static_cast<int>(hw.first);
+          o.width = static_cast<int>(hw.second);
+          OMNI_INFO("size ", o.height, "x", o.width, " from the image (", image_hw_[i].first, "x", image_hw_[i].second,
+                    ")", videos_.size() > 1 ? " for " + videos_[i].output : "");
+        }
+        GenerationRequest sizes;
+        sizes.height = o.height;
+        sizes.width = o.width;
+        sizes.num_frames = o.num_frames;
+        pipeline_->check_request(sizes);
+        o.num_frames = sizes.num_frames;
+      });
+    }
     if (mesh_.layout().cfg == 2 && opts_.guidance_scale <= 1.0 && opts_.guidance_scale_2.value_or(1.0) <= 1.0) {
       OMNI_WARN("--cfg-parallel-size 2 with guidance off (scale <= 1): both cfg ranks compute the same branch");
     }
@@ -190,19 +239,23 @@ void GenerationJob::load() {
 }
 
 std::vector<GenerationJob::Assignment> GenerationJob::my_assignments() const {
-  // Prompt i goes to dp group i % dp. Every group runs the same number of rounds so that the gathers of
-  // shard groups spanning several dp groups stay in step; a group out of prompts repeats its last one.
-  const int n = static_cast<int>(prompts_.size());
+  // The videos left to generate, video k of them to dp group k % dp. Every group runs the same number of
+  // rounds so that the gathers of shard groups spanning several dp groups stay in step; a group out of
+  // videos repeats its last one.
+  std::vector<int> pending;
+  for (size_t i = 0; i < videos_.size(); ++i)
+    if (status_[i] == Status::kPending) pending.push_back(static_cast<int>(i));
+  const int n = static_cast<int>(pending.size());
   const int dp = mesh_.layout().dp;
   const int me = mesh_.layout().dp_index(mesh_.rank());
   const int rounds = (n + dp - 1) / dp;
   std::vector<Assignment> out;
-  int last = std::min(me, n - 1);
+  int last = n == 0 ? -1 : pending[static_cast<size_t>(std::min(me, n - 1))];
   for (int k = 0; k < rounds; ++k) {
     const int idx = k * dp + me;
     if (idx < n) {
-      out.push_back({idx, true});
-      last = idx;
+      last = pending[static_cast<size_t>(idx)];
+      out.push_back({last, true});
     } else {
       out.push_back({last, false});
     }
@@ -210,95 +263,142 @@ std::vector<GenerationJob::Assignment> GenerationJob::my_assignments() const {
   return out;
 }
 
-void GenerationJob::run() {
+int GenerationJob::run() {
   const bool writer = is_writer();
+  int generated_here = 0;  // videos this rank generated, for the kill hook
   for (const auto& a : my_assignments()) {
+    const VideoSpec& v = videos_[static_cast<size_t>(a.video)];
+    const auto& o = v.opts;
     GenerationRequest req;
-    req.prompt = prompts_[static_cast<size_t>(a.prompt_index)];
-    req.negative_prompt = opts_.negative_prompt;
-    req.image = image_;
-    req.height = opts_.height;
-    req.width = opts_.width;
-    req.num_frames = opts_.num_frames;
-    req.num_inference_steps = opts_.num_inference_steps;
-    req.guidance_scale = opts_.guidance_scale;
-    req.guidance_scale_2 = opts_.guidance_scale_2;
-    req.seed = opts_.seed;
-    req.max_sequence_length = opts_.max_sequence_length;
+    req.prompt = o.prompt;
+    req.negative_prompt = o.negative_prompt;
+    if (!o.image.empty()) req.image = io::load_conditioning_image(o.image, o.height, o.width);  // [1, 3, H, W]
+    req.height = o.height;
+    req.width = o.width;
+    req.num_frames = o.num_frames;
+    req.num_inference_steps = o.num_inference_steps;
+    req.guidance_scale = o.guidance_scale;
+    req.guidance_scale_2 = o.guidance_scale_2;
+    req.seed = o.seed;
+    req.max_sequence_length = o.max_sequence_length;
     req.decode = writer && a.real;
-    req.keep_tensors = writer && a.real && !opts_.save_tensors.empty();
+    req.keep_tensors = writer && a.real && !v.tensors_path.empty();
     pipeline_->check_request(req);
 
     // Dumps are collected on the rank that writes this video (with cfg parallelism it sees the cond calls only).
-    debug::enable_dumps(req.decode && !opts_.dump_tensors.empty());
+    debug::enable_dumps(req.decode && !v.dump_path.empty());
     Progress progress("generate", req.num_inference_steps, mesh_.rank() == 0 && a.real);
     Timer t;
     GenerationResult result = pipeline_->generate(req, [&](const StepInfo& s) {
       progress.update(s.step + 1, s.seconds, s.expert);
-      maybe_inject_fault(mesh_.rank(), s.step);
+      maybe_inject_fault(mesh_.rank(), s.step, generated_here);
     });
     progress.finish();
+    ++generated_here;
     gathered_per_step_ = pipeline_->gathered_bytes_last_step();
     for (const auto& [phase, sec] : result.times.all()) times_.add(phase, sec);
-    if (req.decode) write_outputs(a.prompt_index, result, t.seconds());
+    if (!req.decode) continue;
+    // A video that cannot be written fails alone: the others of this group are not in a collective with
+    // this write, and the next video keeps them in step.
+    try {
+      write_outputs(a.video, result, t.seconds());
+      status_[static_cast<size_t>(a.video)] = Status::kGenerated;
+    } catch (const std::exception& e) {
+      status_[static_cast<size_t>(a.video)] = Status::kFailed;
+      log::write_all_ranks(log::Level::kError, str_cat("failed to write ", v.output, ": ", e.what()));
+    }
   }
-  write_report();
+  return finish();
+}
+
+nlohmann::json GenerationJob::lora_json() const {
+  nlohmann::json out = nlohmann::json::object();
+  const char* names[2] = {"transformer", "transformer_2"};
+  for (int e = 0; e < 2; ++e) {
+    if (lora_records_[e].empty()) continue;
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& r : lora_records_[e]) {
+      const std::string name = r.path.substr(r.path.find_last_of('/') + 1);
+      list.push_back({{"path", r.path}, {"name", name}, {"sha256", r.sha256}, {"scale", r.scale}});
+    }
+    out[names[e]] = list;
+  }
+  return out;
 }
 
 void GenerationJob::write_outputs(int index, const GenerationResult& result, double seconds) {
   ScopedPhase phase(times_, "write");
-  const std::string& path = outputs_[static_cast<size_t>(index)];
+  const VideoSpec& v = videos_[static_cast<size_t>(index)];
+  const auto& o = v.opts;
+  const nlohmann::json lora = lora_json();
   io::VideoWriteOptions vo;
-  vo.fps_num = opts_.fps;
-  vo.crf = opts_.crf;
+  vo.fps_num = o.fps;
+  vo.crf = o.crf;
   vo.overwrite = opts_.overwrite;
-  vo.metadata = {{"title", prompts_[static_cast<size_t>(index)]},
-                 {"comment", "omni-generate; seed " + std::to_string(opts_.seed) + "; model " + model_->root()},
-                 {"prompt", prompts_[static_cast<size_t>(index)]},
-                 {"seed", std::to_string(opts_.seed)},
+  vo.metadata = {{"title", o.prompt},
+                 {"comment", "omni-generate; seed " + std::to_string(o.seed) + "; model " + model_->root()},
+                 {"prompt", o.prompt},
+                 {"seed", std::to_string(o.seed)},
                  {"model", model_->root()}};
-  io::write_video(path, result.frames[0], vo);  // [F, H, W, 3]
+  if (!lora.empty()) vo.metadata["lora"] = lora.dump();  // each file's path, name, SHA-256 and scale
 
-  if (!tensor_paths_.empty()) io::write_safetensors(tensor_paths_[static_cast<size_t>(index)], result.tensors);
-  if (!dump_paths_.empty()) io::write_safetensors(dump_paths_[static_cast<size_t>(index)], debug::take_dumps());
+  if (!v.tensors_path.empty()) io::write_safetensors(v.tensors_path, result.tensors);
+  if (!v.dump_path.empty()) io::write_safetensors(v.dump_path, debug::take_dumps());
 
-  // The sidecar: every resolved setting and the timings, so that a video can be reproduced from it.
+  // The sidecar: every resolved setting and the timings, so that a video can be reproduced from it. Written
+  // before the MP4, so that an MP4 on disk always has its sidecar (resume treats an existing MP4 as complete).
   nlohmann::json side;
-  side["output"] = path;
-  side["prompt"] = prompts_[static_cast<size_t>(index)];
+  side["output"] = v.output;
+  side["prompt"] = o.prompt;
   side["prompt_index"] = index;
+  if (v.line > 0) side["prompts_file_line"] = v.line;
   side["model"] = model_->root();
   side["pipeline"] = model_->index().class_name;
-  side["task"] = task_name(task_);
+  side["task"] = task_name(tasks_[static_cast<size_t>(index)]);
   side["preset"] = preset_;
   side["device"] = device_.str();  // settings.device says what was asked ("auto"), this what ran
   side["frames"] = result.frames.size(1);
   side["height"] = result.frames.size(2);
   side["width"] = result.frames.size(3);
+  if (!lora.empty()) side["lora"] = lora;
   nlohmann::json settings;
-  for (const auto& spec : config::option_table()) settings[spec.name] = config::option_json(opts_, spec.name);
+  for (const auto& spec : config::option_table()) settings[spec.name] = config::option_json(o, spec.name);
   side["settings"] = settings;
-  side["sources"] = opts_.sources;  // where each setting came from (default, preset, config, flag, checkpoint)
+  side["sources"] = o.sources;  // where each setting came from (default, preset, config, flag, line, checkpoint)
   nlohmann::json timings;
-  for (const auto& [k, v] : result.times.all()) timings[k] = v;
+  for (const auto& [k, val] : result.times.all()) timings[k] = val;
   timings["generate"] = seconds;
   side["timings"] = timings;
   side["layout"] = mesh_.layout().summary();
-  write_file_atomically(path + ".json", side.dump(2) + "\n", opts_.overwrite);
-  OMNI_LOG_AT(log::Level::kInfo, "wrote ", path, " (", result.frames.size(1), " frames ", result.frames.size(3), "x",
-              result.frames.size(2), ", ", seconds, " s)");
+  write_file_atomically(v.output + ".json", side.dump(2) + "\n",
+                        opts_.overwrite || replace_sidecar_[static_cast<size_t>(index)]);
+  io::write_video(v.output, result.frames[0], vo);  // [F, H, W, 3]
+  OMNI_LOG_AT(log::Level::kInfo, "wrote ", v.output, " (", result.frames.size(1), " frames ", result.frames.size(3),
+              "x", result.frames.size(2), ", ", seconds, " s)");
   if (!log::enabled(log::Level::kInfo) || mesh_.rank() != 0) {
-    log::write_all_ranks(log::Level::kInfo, str_cat("wrote ", path));
+    log::write_all_ranks(log::Level::kInfo, str_cat("wrote ", v.output));
   }
 }
 
-void GenerationJob::write_report() {
-  // Every rank's figures to rank 0 (a collective: every rank gets here after its last prompt).
-  const auto& st = pipeline_->hsdp_stats();
+int GenerationJob::finish() {
+  // Every video's status (each written by one rank; skipped ones known to all) and every rank's figures.
+  std::vector<int> status(videos_.size());
+  for (size_t i = 0; i < videos_.size(); ++i) status[i] = static_cast<int>(status_[i]);
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, status.data(), static_cast<int>(status.size()), MPI_INT, MPI_MAX,
+                          mesh_.world().comm()));
+  int counts[4] = {0, 0, 0, 0};
+  for (int s : status) ++counts[s];
+  std::string failed_list;
+  for (size_t i = 0; i < videos_.size(); ++i)
+    if (status[i] == static_cast<int>(Status::kFailed))
+      failed_list += (failed_list.empty() ? "" : ", ") + videos_[i].output;
+
+  hsdp::HsdpStats none;
+  const auto& st = pipeline_ ? pipeline_->hsdp_stats() : none;
   constexpr int kFields = 7;
   double mine[kFields] = {static_cast<double>(st.param_bytes_resident),
                           static_cast<double>(st.gathered_bytes_peak),
-                          static_cast<double>(pipeline_->disk_bytes_read()),
+                          static_cast<double>(pipeline_ ? pipeline_->disk_bytes_read() : 0),
                           static_cast<double>(gathered_per_step_),
                           st.gather_wait_seconds,
                           static_cast<double>(peak_rss_bytes()),
@@ -306,44 +406,65 @@ void GenerationJob::write_report() {
   const int world = mesh_.world_size();
   std::vector<double> all(static_cast<size_t>(kFields * world));
   MPI_CHECK(MPI_Gather(mine, kFields, MPI_DOUBLE, all.data(), kFields, MPI_DOUBLE, 0, mesh_.world().comm()));
-  if (mesh_.rank() != 0) return;
+  const int code = counts[static_cast<int>(Status::kFailed)] > 0 ? 1 : 0;
+  if (mesh_.rank() != 0) return code;
 
-  const auto& l = mesh_.layout();
-  OMNI_INFO("per step this rank gathered ", format_bytes(gathered_per_step_), "; peak gathered ",
-            format_bytes(st.gathered_bytes_peak), "; waited ", st.gather_wait_seconds, " s on gathers; peak RSS ",
-            format_bytes(peak_rss_bytes()));
-  if (opts_.report.empty()) return;
-  nlohmann::json r;
-  r["world_size"] = world;
-  r["device"] = device_.str();
-  r["layout"] = {{"dp", l.dp},
-                 {"cfg", l.cfg},
-                 {"ring", l.ring},
-                 {"ulysses", l.ulysses},
-                 {"hsdp_shard", l.hsdp_shard},
-                 {"hsdp_replicate", l.hsdp_replicate}};
-  r["param_bytes_total"] = pipeline_->param_bytes_total();
-  nlohmann::json ranks = nlohmann::json::array();
-  for (int i = 0; i < world; ++i) {
-    const double* f = &all[static_cast<size_t>(i * kFields)];
-    ranks.push_back({{"rank", i},
-                     {"param_bytes_resident", static_cast<int64_t>(f[0])},
-                     {"gathered_bytes_peak", static_cast<int64_t>(f[1])},
-                     {"disk_bytes_read", static_cast<int64_t>(f[2])},
-                     {"gathered_bytes_per_step", static_cast<int64_t>(f[3])},
-                     {"gather_wait_seconds", f[4]},
-                     {"peak_rss_bytes", static_cast<int64_t>(f[5])},
-                     {"peak_device_bytes", static_cast<int64_t>(f[6])}});
+  if (pipeline_) {
+    OMNI_INFO("per step this rank gathered ", format_bytes(gathered_per_step_), "; peak gathered ",
+              format_bytes(st.gathered_bytes_peak), "; waited ", st.gather_wait_seconds, " s on gathers; peak RSS ",
+              format_bytes(peak_rss_bytes()));
   }
-  r["ranks"] = ranks;
-  nlohmann::json timings;
-  for (const char* k : {"load", "text_encode", "image_encode", "denoise", "decode", "write"})
-    timings[k] = times_.get(k);
-  timings["total"] = total_.seconds();
-  r["timings"] = timings;
-  r["outputs"] = outputs_;
-  write_file_atomically(opts_.report, r.dump(2) + "\n", opts_.overwrite);
-  OMNI_INFO("wrote report ", opts_.report);
+  const int generated = counts[1], skipped = counts[2], failed = counts[3];
+  if (videos_.size() > 1 || skipped + failed > 0)
+    OMNI_INFO("summary: ", generated, " generated, ", skipped, " skipped (already written), ", failed, " failed");
+  if (failed > 0)
+    log::write(log::Level::kError, str_cat(failed, " of ", videos_.size(), " video(s) failed: ", failed_list));
+
+  if (!opts_.report.empty()) {
+    nlohmann::json r;
+    const auto& l = mesh_.layout();
+    r["world_size"] = world;
+    r["device"] = device_.str();
+    r["layout"] = {{"dp", l.dp},
+                   {"cfg", l.cfg},
+                   {"ring", l.ring},
+                   {"ulysses", l.ulysses},
+                   {"hsdp_shard", l.hsdp_shard},
+                   {"hsdp_replicate", l.hsdp_replicate}};
+    r["param_bytes_total"] = pipeline_ ? pipeline_->param_bytes_total() : 0;
+    nlohmann::json ranks = nlohmann::json::array();
+    for (int i = 0; i < world; ++i) {
+      const double* f = &all[static_cast<size_t>(i * kFields)];
+      ranks.push_back({{"rank", i},
+                       {"param_bytes_resident", static_cast<int64_t>(f[0])},
+                       {"gathered_bytes_peak", static_cast<int64_t>(f[1])},
+                       {"disk_bytes_read", static_cast<int64_t>(f[2])},
+                       {"gathered_bytes_per_step", static_cast<int64_t>(f[3])},
+                       {"gather_wait_seconds", f[4]},
+                       {"peak_rss_bytes", static_cast<int64_t>(f[5])},
+                       {"peak_device_bytes", static_cast<int64_t>(f[6])}});
+    }
+    r["ranks"] = ranks;
+    nlohmann::json timings;
+    for (const char* k : {"load", "text_encode", "image_encode", "denoise", "decode", "write"})
+      timings[k] = times_.get(k);
+    timings["total"] = total_.seconds();
+    r["timings"] = timings;
+    nlohmann::json outputs = nlohmann::json::array(), videos = nlohmann::json::array();
+    for (size_t i = 0; i < videos_.size(); ++i) {
+      outputs.push_back(videos_[i].output);
+      nlohmann::json entry = {{"output", videos_[i].output}, {"status", status_name(status[i])}};
+      if (videos_[i].line > 0) entry["line"] = videos_[i].line;
+      videos.push_back(entry);
+    }
+    r["outputs"] = outputs;
+    r["videos"] = videos;
+    r["summary"] = {{"generated", generated}, {"skipped", skipped}, {"failed", failed}};
+    if (!lora_json().empty()) r["lora"] = lora_json();
+    write_file_atomically(opts_.report, r.dump(2) + "\n", opts_.overwrite);
+    OMNI_INFO("wrote report ", opts_.report);
+  }
+  return code;
 }
 
 }  // namespace omni::pipeline

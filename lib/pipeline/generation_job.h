@@ -1,12 +1,18 @@
-// One invocation of omni-generate after its options and layout are resolved: the prompts spread over the
-// data-parallel groups, the model loaded (sharded), every video generated, written by its group's writing rank,
-// and the run report assembled on rank 0.
+// One invocation of omni-generate after its options and layout are resolved: the videos spread over the
+// data-parallel groups, the model loaded (sharded, LoRA merged), every video generated, written by its group's
+// writing rank, and the run summary and report assembled on rank 0.
 //
 // Phases and failure handling (docs/DESIGN.md section 5: one line, same exit code on every rank, nobody hangs):
-//   prepare()  agreed: resolve the model, read prompts, check the image and every output path, before any
-//              weight is read;
-//   load()     agreed: build the pipeline (each rank reads its own shards);
-//   run()      collectives in flight: an error on one rank aborts the job (the caller's abort path).
+//   prepare()  agreed: resolve the model, read the video list, check images, LoRA files and every output path,
+//              decide (rank 0, for all) which videos are already written, before any weight is read;
+//   load()     agreed: build the pipeline (each rank reads its own shards); skipped when nothing is left to do;
+//   run()      collectives in flight: an error on one rank aborts the job (the caller's abort path). A video
+//              whose writing fails (disk full, a file that appeared meanwhile) is reported failed and the run
+//              goes on; run() then returns 1 on every rank.
+//
+// Resume (docs/DESIGN.md section 9): with a prompts file, a video whose MP4 exists is complete (outputs are
+// written atomically, sidecar first, then the MP4) and is skipped; a run killed and started again produces
+// exactly the missing videos. --overwrite regenerates everything.
 #pragma once
 
 #include <memory>
@@ -16,6 +22,7 @@
 #include "config/options.h"
 #include "dist/device_mesh.h"
 #include "io/model_dir.h"
+#include "pipeline/video_list.h"
 #include "pipeline/wan_pipeline.h"
 
 namespace omni::pipeline {
@@ -27,39 +34,46 @@ class GenerationJob {
   ~GenerationJob();
 
   void prepare();
+  // Whether any video is left to generate (false: every output already exists; nothing needs loading).
+  bool has_work() const;
   void load();
-  void run();
+  // Generates, writes, summarizes. Returns the exit code, the same on every rank: 0, or 1 when a video failed.
+  int run();
 
  private:
+  enum class Status : int { kPending = 0, kGenerated = 1, kSkipped = 2, kFailed = 3 };
   struct Assignment {
-    int prompt_index;  // into prompts_
-    bool real;         // false: a repeat run that keeps the shard group's gathers in step, discarded
+    int video;  // into videos_
+    bool real;  // false: a repeat run that keeps the shard group's gathers in step, discarded
+  };
+  struct LoraRecord {
+    std::string path;
+    double scale;
+    std::string sha256;
   };
   std::vector<Assignment> my_assignments() const;
   bool is_writer() const;
-  void write_outputs(int prompt_index, const GenerationResult& result, double seconds);
-  void write_report();
+  void write_outputs(int video, const GenerationResult& result, double seconds);
+  // Gathers every video's status to rank 0, prints the summary, writes the report; the exit code for all.
+  int finish();
+  nlohmann::json lora_json() const;
 
   config::GenerateOptions opts_;
   std::string preset_;
   const dist::DeviceMesh& mesh_;
   std::string model_path_;
   std::unique_ptr<io::ModelDir> model_;
-  Task task_ = Task::kTextToVideo;
-  std::vector<std::string> prompts_;
-  std::vector<std::string> outputs_;
-  std::vector<std::string> tensor_paths_;
-  std::vector<std::string> dump_paths_;
-  int image_height_ = 0, image_width_ = 0;
-  at::Tensor image_;              // [1, 3, H, W] in [-1, 1] at the output size
-  at::Device device_ = at::kCPU;  // what --device resolved to on this rank
+  std::vector<VideoSpec> videos_;
+  std::vector<Status> status_;
+  std::vector<Task> tasks_;                    // per video (TI2V-5B: image mode where the video has an image)
+  std::vector<bool> replace_sidecar_;          // a sidecar left without its MP4 by an interrupted run of ours
+  std::vector<std::pair<int, int>> image_hw_;  // per video: the conditioning image's size, or 0x0
+  std::vector<LoraRecord> lora_records_[2];    // --lora, --lora-2 with their SHA-256
+  at::Device device_ = at::kCPU;               // what --device resolved to on this rank
   std::unique_ptr<WanPipeline> pipeline_;
   PhaseTimes times_;
   Timer total_;
   int64_t gathered_per_step_ = 0;
 };
-
-// "cat.mp4", 3 prompts -> "cat-0000.mp4", "cat-0001.mp4", "cat-0002.mp4"; one prompt keeps the path.
-std::string indexed_path(const std::string& path, int index, int count);
 
 }  // namespace omni::pipeline

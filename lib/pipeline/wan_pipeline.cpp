@@ -11,6 +11,7 @@
 #include "io/safetensors.h"
 #include "models/autoencoder_kl_wan.h"
 #include "models/hsdp_sharding.h"
+#include "models/lora.h"
 #include "models/umt5_encoder.h"
 #include "models/umt5_tokenizer.h"
 #include "models/wan_transformer.h"
@@ -100,6 +101,28 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
   if (mesh_ != nullptr && mesh_->layout().sp() > 1)
     sp_ = std::make_unique<SequenceParallel>(SequenceParallel::from_mesh(*mesh_, settings_.device));
 
+  // The experts' module trees (no weights yet) and their LoRA files, resolved against them first: a LoRA that
+  // does not fit fails in seconds, before the text encoder or any expert weight is read.
+  std::vector<std::string> expert_dirs, expert_names;
+  std::vector<std::unique_ptr<models::LoraSet>> loras;
+  for (int e = 0; e < 2; ++e) {
+    const char* name = kExpertNames[e];
+    if (!model.has(name)) {
+      OMNI_CHECK_USAGE(settings_.lora[e].empty(), e == 1 ? "--lora-2" : "--lora", ": ", model.root(), " has no ", name,
+                       e == 1 ? " (one transformer: use --lora)" : "");
+      continue;
+    }
+    expert_names.push_back(name);
+    expert_dirs.push_back(model.component_dir(name));
+    auto config = models::WanTransformerConfig::load(expert_dirs.back());
+    experts_.push_back(std::make_unique<models::WanTransformer3DModel>(config, settings_.dtype));
+    loras.push_back(settings_.lora[e].empty()
+                        ? nullptr
+                        : std::make_unique<models::LoraSet>(settings_.lora[e], experts_.back()->parameters(),
+                                                            e == 1 ? "--lora-2" : "--lora", name));
+  }
+  OMNI_CHECK_INPUT(!experts_.empty(), model.root(), ": no transformer component");
+
   // Text: tokenizer and UMT5, the encoder sharded block by block like the transformers.
   tokenizer_ =
       std::make_unique<models::Umt5Tokenizer>(models::Umt5Tokenizer::from_dir(model.component_dir("tokenizer")));
@@ -116,19 +139,14 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
     param_bytes_total_ += text_encoder_sharded_->full_bytes();
   }
 
-  // The experts: `transformer` always, `transformer_2` for the two-expert A14B models.
-  for (const char* name : kExpertNames) {
-    if (!model.has(name)) continue;
-    const std::string dir = model.component_dir(name);
-    auto config = models::WanTransformerConfig::load(dir);
-    auto m = std::make_unique<models::WanTransformer3DModel>(config, settings_.dtype);
-    auto ckpt = io::Checkpoint::open(dir);
-    experts_sharded_.push_back(models::shard_model(name, *m, blocks_of(*m), ckpt, shard_group_.get(), settings_.dtype,
-                                                   settings_.device, pool_, stats_));
+  // The experts' weights, each rank its own slice, LoRA merged into it as it is read.
+  for (size_t e = 0; e < experts_.size(); ++e) {
+    auto ckpt = io::Checkpoint::open(expert_dirs[e]);
+    experts_sharded_.push_back(models::shard_model(expert_names[e], *experts_[e], blocks_of(*experts_[e]), ckpt,
+                                                   shard_group_.get(), settings_.dtype, settings_.device, pool_, stats_,
+                                                   loras[e].get()));
     param_bytes_total_ += experts_sharded_.back()->full_bytes();
-    experts_.push_back(std::move(m));
   }
-  OMNI_CHECK_INPUT(!experts_.empty(), model.root(), ": no transformer component");
   disk_bytes_read_ = stats_->disk_bytes_read;
 
   // The VAE stays whole on every rank.

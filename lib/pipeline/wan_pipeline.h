@@ -21,6 +21,7 @@
 #include "dist/process_group.h"
 #include "hsdp/hsdp_engine.h"
 #include "io/model_dir.h"
+#include "models/lora.h"
 #include "pipeline/sequence_parallel.h"
 
 namespace omni::models {
@@ -43,6 +44,8 @@ struct PipelineSettings {
   std::string sample_solver = "unipc";
   std::optional<double> flow_shift;      // --flow-shift; else scheduler_config.json's
   std::optional<double> boundary_ratio;  // --boundary-ratio; else model_index.json's
+  // LoRA files merged at load: lora[0] into `transformer` (--lora), lora[1] into `transformer_2` (--lora-2).
+  std::vector<models::LoraSource> lora[2];
 };
 
 struct GenerationRequest {
@@ -80,7 +83,7 @@ class WanPipeline {
  public:
   // Loads every component of `model` (a resolved model folder). With HSDP, the text encoder and the
   // transformers are sharded over `mesh`'s shard group; the VAE is whole on every rank. `mesh` may be null
-  // for a single process.
+  // for a single process. The LoRA files are checked against the experts before any weight is read.
   WanPipeline(const io::ModelDir& model, const PipelineSettings& settings, const dist::DeviceMesh* mesh);
   ~WanPipeline();
 

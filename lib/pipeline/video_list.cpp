@@ -1,0 +1,154 @@
+#include "pipeline/video_list.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/files.h"
+
+namespace omni::pipeline {
+namespace {
+
+// Prompts-file lines with the 1-based line number of each; blank lines and # comments are skipped.
+std::vector<std::pair<int, std::string>> read_lines(const std::string& path) {
+  std::ifstream in(path);
+  OMNI_CHECK_INPUT(in.good(), "--prompts-file: cannot open '", path, "'");
+  std::vector<std::pair<int, std::string>> lines;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const size_t b = line.find_first_not_of(" \t");
+    if (b == std::string::npos || line[b] == '#') continue;
+    lines.emplace_back(number, line.substr(b));
+  }
+  OMNI_CHECK_INPUT(!lines.empty(), "--prompts-file '", path,
+                   "' holds no prompt (text: one per line, # starts a comment; .jsonl: one JSON object per line)");
+  return lines;
+}
+
+// A JSON value as the option layer's raw text.
+std::string raw_text(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "null";
+  return v.dump();
+}
+
+// The options of one JSON Lines object over the run's.
+void apply_json_line(VideoSpec& video, const std::string& text, const config::GenerateOptions& run) {
+  nlohmann::json obj;
+  try {
+    obj = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    OMNI_FAIL_USAGE("not valid JSON (", e.what(), ")");
+  }
+  OMNI_CHECK_USAGE(obj.is_object(), "expected a JSON object {\"prompt\": ...}, got ", obj.type_name());
+  const auto& allowed = per_video_options();
+  std::map<std::string, std::string> values;
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    std::string key = it.key();
+    std::replace(key.begin(), key.end(), '_', '-');
+    const bool known = std::find(allowed.begin(), allowed.end(), key) != allowed.end();
+    if (!known) {
+      const std::string closest = config::closest_option(key);
+      OMNI_CHECK_USAGE(closest != key, "unknown key '", it.key(), "'; did you mean '", closest, "'?");
+      OMNI_FAIL_USAGE("'", it.key(),
+                      "' cannot vary per video: data-parallel groups run in lockstep (the same steps and expert "
+                      "switches, the same model); set it for the whole run (flag or --config)");
+    }
+    OMNI_CHECK_USAGE(it.value().is_string() || it.value().is_number() || it.value().is_null(), "key '", it.key(),
+                     "' must be a string or a number, got ", it.value().type_name());
+    values[key] = raw_text(it.value());
+  }
+  OMNI_CHECK_USAGE(values.count("prompt") && !values["prompt"].empty(), "no \"prompt\" (a non-empty string)");
+  config::apply_layer(video.opts, values, video.origin);
+  // Guidance on or off decides whether the negative prompt is encoded: the text encoder's gathers, which
+  // groups sharing shards must run alike.
+  OMNI_CHECK_USAGE((video.opts.guidance_scale > 1.0) == (run.guidance_scale > 1.0), "guidance_scale ",
+                   video.opts.guidance_scale, " turns guidance ", video.opts.guidance_scale > 1.0 ? "on" : "off",
+                   " but the run's (", run.guidance_scale, ") turns it ", run.guidance_scale > 1.0 ? "on" : "off",
+                   "; every video of a run must agree (guidance is on above 1)");
+  config::GenerateOptions check = video.opts;
+  check.prompts_file.clear();  // validate_options wants --prompt and --prompts-file exclusive
+  config::validate_options(check);
+  if (values.count("output")) video.output = video.opts.output;
+}
+
+}  // namespace
+
+const std::vector<std::string>& per_video_options() {
+  static const std::vector<std::string> keys = {"prompt",
+                                                "negative-prompt",
+                                                "seed",
+                                                "image",
+                                                "output",
+                                                "height",
+                                                "width",
+                                                "num-frames",
+                                                "guidance-scale",
+                                                "guidance-scale-2",
+                                                "max-sequence-length",
+                                                "fps",
+                                                "crf"};
+  return keys;
+}
+
+std::string indexed_path(const std::string& path, int index, int count) {
+  if (count <= 1) return path;
+  char suffix[16];
+  std::snprintf(suffix, sizeof(suffix), "-%04d", index);
+  const size_t slash = path.find_last_of('/');
+  const size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return path + suffix;
+  return path.substr(0, dot) + suffix + path.substr(dot);
+}
+
+void with_origin(const std::string& origin, const std::function<void()>& fn) {
+  if (origin.empty()) return fn();
+  try {
+    fn();
+  } catch (const Error& e) {
+    throw Error(e.code(), origin + ": " + e.what());
+  }
+}
+
+std::vector<VideoSpec> read_video_list(const config::GenerateOptions& run) {
+  std::vector<VideoSpec> videos;
+  if (run.prompts_file.empty()) {
+    OMNI_CHECK_USAGE(!run.prompt.empty(), "no prompt: give --prompt TEXT or --prompts-file FILE");
+    VideoSpec v;
+    v.opts = run;
+    videos.push_back(std::move(v));
+  } else {
+    const bool jsonl = ends_with(run.prompts_file, ".jsonl");
+    for (const auto& [number, text] : read_lines(run.prompts_file)) {
+      VideoSpec v;
+      v.opts = run;
+      v.line = number;
+      v.origin = "--prompts-file " + run.prompts_file + " line " + std::to_string(number);
+      if (jsonl)
+        with_origin(v.origin, [&] { apply_json_line(v, text, run); });
+      else
+        v.opts.prompt = text;
+      videos.push_back(std::move(v));
+    }
+  }
+  const int n = static_cast<int>(videos.size());
+  std::map<std::string, int> writer_of;  // output path -> index of the video writing it
+  for (int i = 0; i < n; ++i) {
+    VideoSpec& v = videos[static_cast<size_t>(i)];
+    if (v.output.empty()) v.output = indexed_path(run.output, i, n);
+    v.opts.output = v.output;
+    if (!run.save_tensors.empty()) v.tensors_path = indexed_path(run.save_tensors, i, n);
+    if (!run.dump_tensors.empty()) v.dump_path = indexed_path(run.dump_tensors, i, n);
+    auto [it, fresh] = writer_of.emplace(v.output, i);
+    OMNI_CHECK_USAGE(fresh, "--prompts-file ", run.prompts_file, ": lines ",
+                     videos[static_cast<size_t>(it->second)].line, " and ", v.line, " both write '", v.output,
+                     "'; give each video its own \"output\"");
+  }
+  return videos;
+}
+
+}  // namespace omni::pipeline

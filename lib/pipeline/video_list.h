@@ -1,0 +1,45 @@
+// The videos of one run: the one --prompt, or the lines of --prompts-file, each resolved to its own options.
+//
+// A prompts file is plain text (one prompt per line; blank lines and lines starting with # are skipped) or,
+// when its name ends in .jsonl, JSON Lines: one object per line,
+//   {"prompt": "...", "negative_prompt": "...", "seed": 7, "image": "a.png", "output": "a.mp4", "num_frames": 33}
+// whose keys (snake_case or the flags' kebab-case) override the run's options for that video only. Only the
+// options that keep data-parallel groups in lockstep may vary per video (prompts, seed, image, output, sizes,
+// guidance scales on the same side of 1, fps, crf): groups that share HSDP shards must run the same sequence
+// of gathers, so the step count, solver, shifts, boundary and anything loaded with the model are the run's.
+// Anything else is a usage error naming the file and the line, before any model is read.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "config/options.h"
+
+namespace omni::pipeline {
+
+struct VideoSpec {
+  config::GenerateOptions opts;  // the run's options with this video's own values on top
+  int line = 0;                  // 1-based line of the prompts file; 0 for --prompt
+  std::string origin;            // "prompts file x.jsonl line 3" (empty for --prompt), to prefix messages
+  std::string output;            // the MP4 path
+  std::string tensors_path;      // --save-tensors path for this video, or ""
+  std::string dump_path;         // --dump-tensors path for this video, or ""
+};
+
+// The options a JSON Lines object may set, in the flags' names.
+const std::vector<std::string>& per_video_options();
+
+// Reads the videos of a run (`run` resolved from defaults, preset, config and flags). Outputs not named by a
+// line are --output numbered by position ("out.mp4" -> "out-0000.mp4", ...; one video keeps the name); two
+// videos writing one path is an error naming both lines.
+std::vector<VideoSpec> read_video_list(const config::GenerateOptions& run);
+
+// "cat.mp4", 3 prompts -> "cat-0000.mp4", "cat-0001.mp4", "cat-0002.mp4"; one prompt keeps the path.
+std::string indexed_path(const std::string& path, int index, int count);
+
+// Runs `fn`; an omni::Error it throws comes back with `origin` prefixed ("prompts file x line 3: ..."),
+// its exit code kept.
+void with_origin(const std::string& origin, const std::function<void()>& fn);
+
+}  // namespace omni::pipeline

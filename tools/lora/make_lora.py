@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Writes a random LoRA file for a Wan transformer, in the formats people download, and optionally the
+transformer weights with it merged (computed here, in float64, independently of omni-generate's merge).
+
+  make_lora.py --transformer MODEL/transformer --out lora.safetensors [--format diffusers|kohya|wan]
+               [--rank 4] [--alpha A] [--seed 0] [--targets attn,ffn] [--full-deltas]
+               [--dtype float32|bfloat16] [--std-down X] [--std-up Y]
+               [--merge-into W.safetensors --scale S --merged-out OUT.safetensors]
+
+The update of a weight is scale * (alpha / rank) * B @ A; the file holds A (lora_A / lora_down), B (lora_B /
+lora_up) and, with --alpha, alpha. With the same --seed and --rank, every format describes the same update:
+B is stored as B * rank / alpha where an alpha is stored, so (alpha / rank) * stored_B = B.
+
+--targets: attn (self- and cross-attention q, k, v, o), ffn (both FFN projections), head (proj_out),
+  time (the time embedding MLP and time projection), text (the text embedding MLP); comma-separated.
+--full-deltas (Wan format only): adds the full deltas some files carry: "diff" on the first block's
+  self-attention q weight and cross-attention norm, "diff_b" on every targeted bias of the first block, and
+  "diff" on the first block's modulation table.
+
+Only the config.json of --transformer is needed to write a LoRA (shapes); --merge-into needs the weights.
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+# Our module path (after "blocks.N.") -> the original Wan one.
+BLOCK_WAN = {
+    "attn1.to_q": "self_attn.q", "attn1.to_k": "self_attn.k", "attn1.to_v": "self_attn.v",
+    "attn1.to_out.0": "self_attn.o",
+    "attn2.to_q": "cross_attn.q", "attn2.to_k": "cross_attn.k", "attn2.to_v": "cross_attn.v",
+    "attn2.to_out.0": "cross_attn.o",
+    "ffn.net.0.proj": "ffn.0", "ffn.net.2": "ffn.2",
+    "norm2": "norm3", "scale_shift_table": "modulation",
+}
+ROOT_WAN = {
+    "proj_out": "head.head",
+    "condition_embedder.time_embedder.linear_1": "time_embedding.0",
+    "condition_embedder.time_embedder.linear_2": "time_embedding.2",
+    "condition_embedder.time_proj": "time_projection.1",
+    "condition_embedder.text_embedder.linear_1": "text_embedding.0",
+    "condition_embedder.text_embedder.linear_2": "text_embedding.2",
+}
+
+
+def wan_name(module):
+    if module.startswith("blocks."):
+        n, rest = module.split(".", 2)[1:]
+        return f"blocks.{n}.{BLOCK_WAN[rest]}"
+    return ROOT_WAN[module]
+
+
+def linear_modules(cfg, targets):
+    """(module, out_features, in_features) of every targeted linear layer."""
+    dim = cfg["num_attention_heads"] * cfg["attention_head_dim"]
+    ffn = cfg["ffn_dim"]
+    out = []
+    for i in range(cfg["num_layers"]):
+        if "attn" in targets:
+            for a in ("attn1", "attn2"):
+                for p in ("to_q", "to_k", "to_v", "to_out.0"):
+                    out.append((f"blocks.{i}.{a}.{p}", dim, dim))
+        if "ffn" in targets:
+            out.append((f"blocks.{i}.ffn.net.0.proj", ffn, dim))
+            out.append((f"blocks.{i}.ffn.net.2", dim, ffn))
+    if "head" in targets:
+        patch = cfg["patch_size"]
+        out.append(("proj_out", cfg["out_channels"] * patch[0] * patch[1] * patch[2], dim))
+    if "time" in targets:
+        out.append(("condition_embedder.time_embedder.linear_1", dim, cfg["freq_dim"]))
+        out.append(("condition_embedder.time_embedder.linear_2", dim, dim))
+        out.append(("condition_embedder.time_proj", 6 * dim, dim))
+    if "text" in targets:
+        out.append(("condition_embedder.text_embedder.linear_1", dim, cfg["text_dim"]))
+        out.append(("condition_embedder.text_embedder.linear_2", dim, dim))
+    return out
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--transformer", required=True, type=Path, help="a transformer component folder")
+    p.add_argument("--out", required=True, type=Path)
+    p.add_argument("--format", choices=("diffusers", "kohya", "wan"), default="diffusers")
+    p.add_argument("--rank", type=int, default=4)
+    p.add_argument("--alpha", type=float, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--targets", default="attn,ffn")
+    p.add_argument("--full-deltas", action="store_true")
+    p.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
+    p.add_argument("--std-down", type=float, default=None, help="std of A (default 1/sqrt(in_features))")
+    p.add_argument("--std-up", type=float, default=0.2, help="std of B")
+    p.add_argument("--merge-into", type=Path, default=None, help="transformer weights to merge the LoRA into")
+    p.add_argument("--scale", type=float, default=1.0)
+    p.add_argument("--merged-out", type=Path, default=None)
+    args = p.parse_args(argv)
+    if args.full_deltas and args.format != "wan":
+        p.error("--full-deltas needs --format wan (diff / diff_b are Wan-format keys)")
+
+    cfg = json.loads((args.transformer / "config.json").read_text())
+    targets = set(args.targets.split(","))
+    gen = torch.Generator().manual_seed(args.seed)
+    dtype = getattr(torch, args.dtype)
+    r = args.rank
+    tensors = {}
+    updates = {}  # parameter name -> float64 update (before the scale)
+    for module, out_f, in_f in linear_modules(cfg, targets):
+        std_down = args.std_down if args.std_down is not None else in_f ** -0.5
+        a = (torch.randn(r, in_f, generator=gen) * std_down).to(dtype)
+        b = (torch.randn(out_f, r, generator=gen) * args.std_up).to(dtype)
+        stored_b = b if args.alpha is None else (b.double() * r / args.alpha).to(dtype)
+        updates[module + ".weight"] = b.double() @ a.double()
+        if args.alpha is not None:
+            # What the file's numbers give: (alpha / rank) * stored_B @ A.
+            updates[module + ".weight"] = (args.alpha / r) * stored_b.double() @ a.double()
+        if args.format == "diffusers":
+            key = f"transformer.{module}"
+            tensors[f"{key}.lora_A.weight"] = a
+            tensors[f"{key}.lora_B.weight"] = stored_b
+        elif args.format == "kohya":
+            key = "lora_unet_" + wan_name(module).replace(".", "_")
+            tensors[f"{key}.lora_down.weight"] = a
+            tensors[f"{key}.lora_up.weight"] = stored_b
+        else:
+            key = f"diffusion_model.{wan_name(module)}"
+            tensors[f"{key}.lora_down.weight"] = a
+            tensors[f"{key}.lora_up.weight"] = stored_b
+        if args.alpha is not None:
+            tensors[f"{key}.alpha"] = torch.tensor(args.alpha, dtype=dtype)
+        if args.full_deltas and module.startswith("blocks.0."):
+            bias = (torch.randn(out_f, generator=gen) * 0.05).to(dtype)
+            tensors[f"{key}.diff_b"] = bias
+            updates[module + ".bias"] = bias.double()
+    if args.full_deltas:
+        dim = cfg["num_attention_heads"] * cfg["attention_head_dim"]
+        full = {
+            "blocks.0.attn1.to_q.weight": ("blocks.0.self_attn.q.diff", (dim, dim)),
+            "blocks.0.norm2.weight": ("blocks.0.norm3.diff", (dim,)),
+            "blocks.0.scale_shift_table": ("blocks.0.modulation.diff", (1, 6, dim)),
+        }
+        for param, (key, shape) in full.items():
+            d = (torch.randn(*shape, generator=gen) * 0.05).to(dtype)
+            tensors[f"diffusion_model.{key}"] = d
+            updates[param] = updates.get(param, 0) + d.double()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in tensors.items()}, str(args.out))
+    print(f"wrote {args.out}: {len(tensors)} tensors, rank {r}, format {args.format}", file=sys.stderr)
+
+    if args.merge_into is not None:
+        weights = load_file(str(args.merge_into))
+        for name, u in updates.items():
+            w = weights[name]
+            weights[name] = (w.double() + args.scale * u.reshape(w.shape)).to(w.dtype)
+        save_file(weights, str(args.merged_out))
+        print(f"wrote {args.merged_out}: {len(updates)} parameters updated at scale {args.scale}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
