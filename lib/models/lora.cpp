@@ -129,6 +129,17 @@ std::string kind_hint(const std::string& module, const std::vector<int64_t>& fil
   return "";
 }
 
+// Keys of image cross-attention on a model without it: the file is for an image-to-video model.
+std::string image_attention_hint(const std::vector<std::string>& unknown_keys) {
+  for (const auto& k : unknown_keys)
+    if (k.find("k_img") != std::string::npos || k.find("v_img") != std::string::npos ||
+        k.find("add_k_proj") != std::string::npos || k.find("add_v_proj") != std::string::npos)
+      return "; image cross-attention (" + k +
+             ") exists only in image-to-video models with an image encoder (Wan2.1 I2V): this LoRA is for such a "
+             "model";
+  return "";
+}
+
 // The tensors of one module, as the file names them.
 struct Entry {
   std::string down, up, alpha, diff, diff_b;
@@ -215,10 +226,14 @@ LoraSet::LoraSet(const std::vector<LoraSource>& sources, const std::vector<Param
           }
         }
       }
-      for (const char* lycoris : {".dora_scale", ".lora_mid.weight", ".hada_w1_a", ".lokr_w1"}) {
-        OMNI_CHECK_INPUT(body.find(lycoris) == std::string::npos, where, ": key '", key, "' is a ",
-                         std::string(lycoris) == ".dora_scale" ? "DoRA" : "LyCORIS (LoCon / LoHa / LoKr)",
-                         " tensor, which cannot be merged as W + B @ A; only plain LoRA files are supported");
+      // Adapters that are not W + B @ A: DoRA rescales each column, LyCORIS factors differently.
+      for (const auto& [marker, kind] : {std::pair<const char*, const char*>{".dora_scale", "DoRA"},
+                                         {".lora_magnitude_vector", "DoRA"},
+                                         {".lora_mid.", "LyCORIS LoCon"},
+                                         {".hada_w1_", "LyCORIS LoHa"},
+                                         {".lokr_w1", "LyCORIS LoKr"}}) {
+        OMNI_CHECK_INPUT(body.find(marker) == std::string::npos, where, ": key '", key, "' is a ", kind,
+                         " tensor, which cannot be merged as W + scale * B @ A; only plain LoRA files are supported");
       }
       std::optional<Part> part;
       for (const auto& [suffix, p] : suffixes()) {
@@ -246,9 +261,10 @@ LoraSet::LoraSet(const std::vector<LoraSource>& sources, const std::vector<Param
                        component, " module '", it->second, "'");
       *slot = key;
     }
+    const std::string image_hint = image_attention_hint(unknown);
     OMNI_CHECK_INPUT(!entries.empty(), where, ": none of its ", ck.names().size(), " keys names a module of ",
-                     component, " (first key '", ck.names().front(),
-                     "'); expected diffusers/PEFT (transformer.blocks.0.attn1.to_q.lora_A.weight), Wan "
+                     component, " (first key '", ck.names().front(), "')", image_hint,
+                     "; expected diffusers/PEFT (transformer.blocks.0.attn1.to_q.lora_A.weight), Wan "
                      "(diffusion_model.blocks.0.self_attn.q.lora_down.weight) or Kohya "
                      "(lora_unet_blocks_0_self_attn_q.lora_down.weight) names");
 
@@ -324,7 +340,7 @@ LoraSet::LoraSet(const std::vector<LoraSource>& sources, const std::vector<Param
       std::string close;
       for (const auto& n : closest_names(body, known, 3)) close += (close.empty() ? "" : ", ") + n;
       OMNI_FAIL_INPUT(where, ": ", unknown.size(), " key(s) name no module of ", component, ", first '",
-                      unknown.front(), "'", hint.empty() ? "; closest modules: " + close : hint);
+                      unknown.front(), "'", image_hint.empty() ? "; closest modules: " + close : image_hint);
     }
     files_.push_back({path, src.scale, modules_updated});
     OMNI_DEBUG(flag, " ", path, ": ", modules_updated, " modules of ", component, ", scale ", src.scale);

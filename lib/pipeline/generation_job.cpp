@@ -54,15 +54,20 @@ void maybe_inject_fault(int rank, int step, int video) {
   OMNI_FAIL("injected fault (OMNI_FAULT_INJECT=", spec, ") after step ", step);
 }
 
-// A sidecar whose MP4 is missing and that names that MP4: what a run of ours killed between committing the
-// sidecar and the video leaves behind. A resumed run may replace it; any other existing file is the user's.
-bool is_orphan_sidecar(const std::string& video) {
-  const std::string sidecar = video + ".json";
-  if (is_file(video) || !is_file(sidecar)) return false;
+// Whether `path` is one of our own outputs of `video` left behind by a run killed before it committed the MP4
+// (sidecar and tensor files are committed first): a sidecar naming the video, or a tensor file whose metadata
+// names it. A resumed run may replace those; any other existing file is the user's.
+bool is_partial_output(const std::string& path, const std::string& video) {
+  if (is_file(video) || !is_file(path)) return false;
   try {
-    std::ifstream in(sidecar);
-    const nlohmann::json j = nlohmann::json::parse(in);
-    return j.is_object() && j.value("output", "") == video && j.contains("settings");
+    if (ends_with(path, ".json")) {
+      std::ifstream in(path);
+      const nlohmann::json j = nlohmann::json::parse(in);
+      return j.is_object() && j.value("output", "") == video && j.contains("settings");
+    }
+    const io::SafetensorsFile file(path);
+    auto it = file.metadata().find("output");
+    return it != file.metadata().end() && it->second == video;
   } catch (const std::exception&) {
     return false;
   }
@@ -92,6 +97,10 @@ bool GenerationJob::is_writer() const {
   const auto& l = mesh_.layout();
   const int r = mesh_.rank();
   return l.cfg_index(r) == 0 && l.ring_index(r) == 0 && l.ulysses_index(r) == 0;
+}
+
+bool GenerationJob::may_replace(int video, const std::string& path) const {
+  return opts_.overwrite || replaceable_[static_cast<size_t>(video)].count(path) != 0;
 }
 
 bool GenerationJob::has_work() const {
@@ -129,7 +138,7 @@ void GenerationJob::prepare() {
   done = mesh_.world().broadcast(done);
   for (size_t i = 0; i < videos_.size(); ++i) {
     status_.push_back(done[i] == '1' ? Status::kSkipped : Status::kPending);
-    replace_sidecar_.push_back(false);
+    replaceable_.emplace_back();
     if (status_.back() == Status::kSkipped && mesh_.rank() == 0)
       OMNI_INFO("skipping ", videos_[i].output, ": already written (--overwrite regenerates it)");
   }
@@ -140,10 +149,11 @@ void GenerationJob::prepare() {
       if (status_[i] != Status::kPending) continue;
       const VideoSpec& v = videos_[i];
       io::check_output_writable(v.output, opts_.overwrite);
-      replace_sidecar_[i] = resumable && is_orphan_sidecar(v.output);
-      io::check_output_writable(v.output + ".json", opts_.overwrite || replace_sidecar_[i]);
-      if (!v.tensors_path.empty()) io::check_output_writable(v.tensors_path, opts_.overwrite);
-      if (!v.dump_path.empty()) io::check_output_writable(v.dump_path, opts_.overwrite);
+      for (const std::string& path : {v.output + ".json", v.tensors_path, v.dump_path}) {
+        if (path.empty()) continue;
+        if (resumable && is_partial_output(path, v.output)) replaceable_[i].insert(path);
+        io::check_output_writable(path, may_replace(static_cast<int>(i), path));
+      }
     }
     if (!opts_.report.empty()) io::check_output_writable(opts_.report, opts_.overwrite);
     // The LoRA files' digests, for the sidecars and the MP4 metadata: rank 0 reads them, all get them.
@@ -342,8 +352,10 @@ void GenerationJob::write_outputs(int index, const GenerationResult& result, dou
                  {"model", model_->root()}};
   if (!lora.empty()) vo.metadata["lora"] = lora.dump();  // each file's path, name, SHA-256 and scale
 
-  if (!v.tensors_path.empty()) io::write_safetensors(v.tensors_path, result.tensors);
-  if (!v.dump_path.empty()) io::write_safetensors(v.dump_path, debug::take_dumps());
+  // The tensor files name their video, so that a resumed run recognizes them as its own partial outputs.
+  const std::map<std::string, std::string> tag{{"output", v.output}};
+  if (!v.tensors_path.empty()) io::write_safetensors(v.tensors_path, result.tensors, tag);  // paths checked up front
+  if (!v.dump_path.empty()) io::write_safetensors(v.dump_path, debug::take_dumps(), tag);
 
   // The sidecar: every resolved setting and the timings, so that a video can be reproduced from it. Written
   // before the MP4, so that an MP4 on disk always has its sidecar (resume treats an existing MP4 as complete).
@@ -370,8 +382,7 @@ void GenerationJob::write_outputs(int index, const GenerationResult& result, dou
   timings["generate"] = seconds;
   side["timings"] = timings;
   side["layout"] = mesh_.layout().summary();
-  write_file_atomically(v.output + ".json", side.dump(2) + "\n",
-                        opts_.overwrite || replace_sidecar_[static_cast<size_t>(index)]);
+  write_file_atomically(v.output + ".json", side.dump(2) + "\n", may_replace(index, v.output + ".json"));
   io::write_video(v.output, result.frames[0], vo);  // [F, H, W, 3]
   OMNI_LOG_AT(log::Level::kInfo, "wrote ", v.output, " (", result.frames.size(1), " frames ", result.frames.size(3),
               "x", result.frames.size(2), ", ", seconds, " s)");

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,8 @@ class GenerationJob {
   // Gathers every video's status to rank 0, prints the summary, writes the report; the exit code for all.
   int finish();
   nlohmann::json lora_json() const;
+  // --overwrite, or `path` is a partial output of `video` left by an interrupted run of ours.
+  bool may_replace(int video, const std::string& path) const;
 
   config::GenerateOptions opts_;
   std::string preset_;
@@ -65,11 +68,11 @@ class GenerationJob {
   std::unique_ptr<io::ModelDir> model_;
   std::vector<VideoSpec> videos_;
   std::vector<Status> status_;
-  std::vector<Task> tasks_;                    // per video (TI2V-5B: image mode where the video has an image)
-  std::vector<bool> replace_sidecar_;          // a sidecar left without its MP4 by an interrupted run of ours
-  std::vector<std::pair<int, int>> image_hw_;  // per video: the conditioning image's size, or 0x0
-  std::vector<LoraRecord> lora_records_[2];    // --lora, --lora-2 with their SHA-256
-  at::Device device_ = at::kCPU;               // what --device resolved to on this rank
+  std::vector<Task> tasks_;                         // per video (TI2V-5B: image mode where the video has an image)
+  std::vector<std::set<std::string>> replaceable_;  // per video: our partial outputs left by a killed run
+  std::vector<std::pair<int, int>> image_hw_;       // per video: the conditioning image's size, or 0x0
+  std::vector<LoraRecord> lora_records_[2];         // --lora, --lora-2 with their SHA-256
+  at::Device device_ = at::kCPU;                    // what --device resolved to on this rank
   std::unique_ptr<WanPipeline> pipeline_;
   PhaseTimes times_;
   Timer total_;

@@ -23,14 +23,14 @@ venv=${REFERENCE_VENV:-$here/.venv}
 # The fixtures the project started with (their checkpoints and image were made elsewhere), then the cases made here.
 fixture_cases=(t2v-a14b-tiny i2v-a14b-tiny ti2v-5b-tiny)
 new_cases=(ti2v-5b-tiny-image t2v-headdim16 t2v-headdim64 t2v-portrait t2v-euler ti2v-guidance-off
-           t2v-vae-blocks2 ti2v-vae-blocks2)
+           t2v-vae-blocks2 ti2v-vae-blocks2 t2v-lora)
 all_cases=("${fixture_cases[@]}" "${new_cases[@]}")
 
 # model_of CASE: the checkpoint folder a case runs, relative to tests/data/reference. The new cases name it in
 # their case.json ("model"); those with a checkpoint of their own also say how it was made ("model_made_by").
 model_of() {
   case $1 in
-    t2v-portrait | t2v-euler) echo t2v-a14b-tiny/model ;;
+    t2v-portrait | t2v-euler | t2v-lora) echo t2v-a14b-tiny/model ;;
     ti2v-5b-tiny-image | ti2v-guidance-off) echo ti2v-5b-tiny/model ;;
     *) echo "$1/model" ;;
   esac
@@ -200,6 +200,15 @@ run_case() {
         --height 64 --width 32 --num-frames 5 --num-inference-steps 3 \
         --guidance-scale 5 --seed 22 --max-sequence-length 16
       ;;
+    t2v-lora)
+      # diffusers' own LoRA path (load_lora_weights, load_into_transformer_2, set_adapters) with one generated
+      # rank-4 LoRA (diffusers names, every attention and FFN projection) on both experts at different scales.
+      record "$name" "$out" --lora "$ref/$name/lora.safetensors:0.8" --lora-2 "$ref/$name/lora.safetensors:1.3" \
+        --prompt "A kite flies over a green hill" \
+        --negative-prompt "blurry, low quality" \
+        --height 32 --width 48 --num-frames 5 --num-inference-steps 3 \
+        --guidance-scale 4 --guidance-scale-2 3 --seed 31 --max-sequence-length 16
+      ;;
     *)
       echo "cases.sh: unknown case '$name' (known: ${all_cases[*]})" >&2
       return 2
@@ -215,6 +224,15 @@ make_inputs() {
     # shellcheck disable=SC2086 # flags are words
     "$generator" $flags --output "$ref/$name/model" --overwrite
     echo "cases.sh: $name/model <- omni-make-checkpoint $flags"
+  fi
+  if [[ $name == t2v-lora ]]; then
+    # One LoRA in two formats: diffusers names, and Kohya names with alpha 2 (lora_up stored x rank / alpha,
+    # so both describe the same update; tools/lora/make_lora.py).
+    local transformer=$ref/t2v-a14b-tiny/model/transformer
+    "$venv/bin/python" "$here/../lora/make_lora.py" --transformer "$transformer" --seed 31 --rank 4 \
+      --targets attn,ffn --format diffusers --out "$ref/$name/lora.safetensors"
+    "$venv/bin/python" "$here/../lora/make_lora.py" --transformer "$transformer" --seed 31 --rank 4 \
+      --targets attn,ffn --format kohya --alpha 2 --out "$ref/$name/lora-kohya.safetensors"
   fi
   if [[ $name == ti2v-5b-tiny-image ]]; then
     mkdir -p "$ref/$name"

@@ -67,6 +67,10 @@ def parse_args(argv):
     p.add_argument("--flow-shift", type=float, default=None, help="replaces the scheduler config's flow_shift")
     p.add_argument("--boundary-ratio", type=float, default=None,
                    help="replaces model_index.json's boundary_ratio (two-expert models)")
+    p.add_argument("--lora", action="append", default=[], metavar="FILE[:SCALE]",
+                   help="LoRA loaded into transformer with load_lora_weights, at SCALE (default 1); repeatable")
+    p.add_argument("--lora-2", action="append", default=[], metavar="FILE[:SCALE]",
+                   help="LoRA loaded into transformer_2 (load_into_transformer_2=True); repeatable")
     p.add_argument("--unit-seed", type=int, default=None,
                    help="also record the stand-alone unit.transformer.* / unit.vae.* forwards on random inputs "
                         "drawn from a CPU generator with this seed")
@@ -93,6 +97,40 @@ def load_pipeline(model_dir: Path, image: Path | None):
     pipe.to("cpu")
     pipe.set_progress_bar_config(disable=True)
     return pipe
+
+
+def relative_to_case(path, case_json: Path) -> str:
+    """`path` relative to case.json's folder where it lies beside or below it, else absolute."""
+    path, case_dir = Path(path).resolve(), case_json.resolve().parent
+    return str(path.relative_to(case_dir) if path.is_relative_to(case_dir) else path)
+
+
+def lora_spec(text: str):
+    """FILE[:SCALE] -> (FILE, SCALE), as omni-generate reads --lora."""
+    path, _, scale = text.rpartition(":")
+    try:
+        return path, float(scale)
+    except ValueError:
+        return text, 1.0
+
+
+def load_loras(pipe, loras, loras_2):
+    """diffusers' own LoRA path: load_lora_weights (its format conversions included), then each expert's
+    adapters activated at their scales (PEFT computes base(x) + scale * B(A(x)), unmerged)."""
+    for specs, expert, into_2 in ((loras, "transformer", False), (loras_2, "transformer_2", True)):
+        if not specs:
+            continue
+        model = getattr(pipe, expert, None)
+        if model is None:
+            sys.exit(f"record.py: this model has no {expert}")
+        names, scales = [], []
+        for i, spec in enumerate(specs):
+            path, scale = lora_spec(spec)
+            name = f"{expert}_{i}"
+            pipe.load_lora_weights(path, adapter_name=name, load_into_transformer_2=into_2)
+            names.append(name)
+            scales.append(scale)
+        model.set_adapters(names, weights=scales)
 
 
 class EulerOnUniPCSchedule(FlowMatchEulerDiscreteScheduler):
@@ -294,6 +332,7 @@ def main(argv):
             sys.exit(f"record.py: {args.model} has one expert: --boundary-ratio does not apply")
         pipe.register_to_config(boundary_ratio=args.boundary_ratio)
     flow_shift = configure_scheduler(pipe, args.solver, args.flow_shift)
+    load_loras(pipe, args.lora, args.lora_2)
 
     guidance = args.guidance_scale > 1.0  # the pipelines' do_classifier_free_guidance
     boundary_ratio = pipe.config.boundary_ratio
@@ -337,8 +376,7 @@ def main(argv):
     image = None
     if args.image is not None:
         # Relative to case.json where it lies beside or below it, as in the fixtures ("image.png").
-        image_path, case_dir = args.image.resolve(), args.case_json.resolve().parent
-        image = str(image_path.relative_to(case_dir) if image_path.is_relative_to(case_dir) else image_path)
+        image = relative_to_case(args.image, args.case_json)
     case = {
         "prompt": args.prompt,
         "negative_prompt": args.negative_prompt,
@@ -355,6 +393,8 @@ def main(argv):
         "flow_shift": flow_shift,
         "seed": args.seed,
         "max_sequence_length": args.max_sequence_length,
+        "lora": [relative_to_case(lora_spec(x)[0], args.case_json) + f":{lora_spec(x)[1]}" for x in args.lora],
+        "lora_2": [relative_to_case(lora_spec(x)[0], args.case_json) + f":{lora_spec(x)[1]}" for x in args.lora_2],
         "expand_timesteps": bool(pipe.config.expand_timesteps),
         "unit_seed": args.unit_seed,
         "latent_shape": latent_shape,
