@@ -102,7 +102,7 @@ class Checkpoint {
   // covers are read. Positions past the end of the concatenation are zero (HSDP pads the last shard).
   // With `adjust`, its tensors are read in float32 pieces of at most kAdjustPiece elements (bounded memory
   // beside the result) and adjusted before the one rounding to `dtype`.
-  static constexpr int64_t kAdjustPiece = int64_t{1} << 22;
+  static constexpr int64_t kAdjustPiece = int64_t{1} << 20;
   at::Tensor read_flat(const std::vector<std::string>& tensors, int64_t elem_begin, int64_t count, at::ScalarType dtype,
                        const ReadAdjust* adjust = nullptr) const;
   int64_t bytes_read() const;   // over all shards

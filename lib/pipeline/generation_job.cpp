@@ -243,6 +243,9 @@ void GenerationJob::load() {
       OMNI_WARN("--cfg-parallel-size 2 with guidance off (scale <= 1): both cfg ranks compute the same branch");
     }
   });
+  // The load's own peaks (what LoRA merging, say, adds), before any generation raises them.
+  load_peak_rss_ = peak_rss_bytes();
+  load_peak_device_ = dist::peak_device_bytes(device_);
   const auto& st = pipeline_->hsdp_stats();
   OMNI_INFO("loaded in ", times_.get("load"), " s: weights ", format_bytes(pipeline_->param_bytes_total()),
             " in all, this rank holds ", format_bytes(st.param_bytes_resident), " of the sharded models");
@@ -406,14 +409,16 @@ int GenerationJob::finish() {
 
   hsdp::HsdpStats none;
   const auto& st = pipeline_ ? pipeline_->hsdp_stats() : none;
-  constexpr int kFields = 7;
+  constexpr int kFields = 9;
   double mine[kFields] = {static_cast<double>(st.param_bytes_resident),
                           static_cast<double>(st.gathered_bytes_peak),
                           static_cast<double>(pipeline_ ? pipeline_->disk_bytes_read() : 0),
                           static_cast<double>(gathered_per_step_),
                           st.gather_wait_seconds,
                           static_cast<double>(peak_rss_bytes()),
-                          static_cast<double>(dist::peak_device_bytes(device_))};
+                          static_cast<double>(dist::peak_device_bytes(device_)),
+                          static_cast<double>(load_peak_rss_),
+                          static_cast<double>(load_peak_device_)};
   const int world = mesh_.world_size();
   std::vector<double> all(static_cast<size_t>(kFields * world));
   MPI_CHECK(MPI_Gather(mine, kFields, MPI_DOUBLE, all.data(), kFields, MPI_DOUBLE, 0, mesh_.world().comm()));
@@ -453,7 +458,9 @@ int GenerationJob::finish() {
                        {"gathered_bytes_per_step", static_cast<int64_t>(f[3])},
                        {"gather_wait_seconds", f[4]},
                        {"peak_rss_bytes", static_cast<int64_t>(f[5])},
-                       {"peak_device_bytes", static_cast<int64_t>(f[6])}});
+                       {"peak_device_bytes", static_cast<int64_t>(f[6])},
+                       {"load_peak_rss_bytes", static_cast<int64_t>(f[7])},
+                       {"load_peak_device_bytes", static_cast<int64_t>(f[8])}});
     }
     r["ranks"] = ranks;
     nlohmann::json timings;

@@ -77,6 +77,8 @@ class GenerationJob {
   PhaseTimes times_;
   Timer total_;
   int64_t gathered_per_step_ = 0;
+  int64_t load_peak_rss_ = 0;     // peak RSS at the end of load()
+  int64_t load_peak_device_ = 0;  // peak device allocation at the end of load() (0 on the CPU)
 };
 
 }  // namespace omni::pipeline

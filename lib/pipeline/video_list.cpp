@@ -53,7 +53,7 @@ void apply_json_line(VideoSpec& video, const std::string& text, const config::Ge
     const bool known = std::find(allowed.begin(), allowed.end(), key) != allowed.end();
     if (!known) {
       const std::string closest = config::closest_option(key);
-      OMNI_CHECK_USAGE(closest != key, "unknown key '", it.key(), "'; did you mean '", closest, "'?");
+      OMNI_CHECK_USAGE(closest == key, "unknown key '", it.key(), "'; did you mean '", closest, "'?");
       OMNI_FAIL_USAGE("'", it.key(),
                       "' cannot vary per video: data-parallel groups run in lockstep (the same steps and expert "
                       "switches, the same model); set it for the whole run (flag or --config)");
