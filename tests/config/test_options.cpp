@@ -256,3 +256,50 @@ TEST(Options, TypedValuesAndTextComeFromTheTable) {
   // Every option of the table has a getter: the sidecar can list them all.
   for (const auto& spec : omni::config::option_table()) EXPECT_NO_THROW(omni::config::option_json(o, spec.name));
 }
+
+TEST(Options, LoraSpecsFileAndScale) {
+  using omni::config::parse_lora_spec;
+  auto s = parse_lora_spec("a.safetensors", "--lora");
+  EXPECT_EQ(s.path, "a.safetensors");
+  EXPECT_DOUBLE_EQ(s.scale, 1.0);
+  s = parse_lora_spec("dir/a.safetensors:0.75", "--lora");
+  EXPECT_EQ(s.path, "dir/a.safetensors");
+  EXPECT_DOUBLE_EQ(s.scale, 0.75);
+  s = parse_lora_spec("x:y/a.safetensors:-1.5e0", "--lora");  // only the last ':' and only before a number
+  EXPECT_EQ(s.path, "x:y/a.safetensors");
+  EXPECT_DOUBLE_EQ(s.scale, -1.5);
+  s = parse_lora_spec("host:lora", "--lora");
+  EXPECT_EQ(s.path, "host:lora");
+  EXPECT_DOUBLE_EQ(s.scale, 1.0);
+  EXPECT_NE(usage_error([] { parse_lora_spec("a.safetensors:1.2.3", "--lora"); }).find("--lora"), std::string::npos);
+}
+
+TEST(Options, LoraListsFromFlagsAndYamlReplaceLowerLayers) {
+  std::string cfg =
+      write_temp("lora.yaml", "lora:\n  - a.safetensors:0.5\n  - b.safetensors\nlora-2: c.safetensors:2\n");
+  GenerateOptions o = omni::config::resolve_options(parse({"--config", cfg}), "wan2.2-t2v-a14b");
+  ASSERT_EQ(o.lora.size(), 2u);
+  EXPECT_EQ(o.lora[0].path, "a.safetensors");
+  EXPECT_DOUBLE_EQ(o.lora[0].scale, 0.5);
+  EXPECT_EQ(o.lora[1].path, "b.safetensors");
+  EXPECT_DOUBLE_EQ(o.lora[1].scale, 1.0);
+  ASSERT_EQ(o.lora_2.size(), 1u);
+  EXPECT_DOUBLE_EQ(o.lora_2[0].scale, 2.0);
+  EXPECT_EQ(omni::config::option_value(o, "lora"), "a.safetensors:0.5, b.safetensors:1.0");
+  EXPECT_EQ(omni::config::option_json(o, "lora-2").dump(), R"([{"path":"c.safetensors","scale":2.0}])");
+  // Repeated flags keep their order and replace the config file's list.
+  o = omni::config::resolve_options(parse({"--config", cfg, "--lora", "x.safetensors", "--lora", "y.safetensors:0.1"}),
+                                    "wan2.2-t2v-a14b");
+  ASSERT_EQ(o.lora.size(), 2u);
+  EXPECT_EQ(o.lora[0].path, "x.safetensors");
+  EXPECT_EQ(o.lora[1].path, "y.safetensors");
+  EXPECT_EQ(o.sources.at("lora"), "flag");
+  EXPECT_EQ(o.lora_2.size(), 1u);  // still the file's
+  // No LoRA by default; a mapping is not a list.
+  EXPECT_TRUE(omni::config::resolve_options(parse({}), "").lora.empty());
+  std::string bad = write_temp("lora-bad.yaml", "lora: {a: 1}\n");
+  EXPECT_NE(usage_error([&] {
+              omni::config::resolve_options(parse({"--config", bad}), "");
+            }).find("or a list"),
+            std::string::npos);
+}
