@@ -15,6 +15,7 @@
 #include "config/options.h"
 #include "config/parallel_config.h"
 #include "core/error.h"
+#include "core/files.h"
 #include "core/log.h"
 #include "core/memory.h"
 #include "dist/agreement.h"
@@ -128,6 +129,7 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
 
 int main(int argc, char** argv) {
   omni::keep_freed_host_memory();
+  omni::install_temp_file_cleanup();  // a killed run (peer abort, preemption) leaves no partial file
   int code = 0;
   {
     omni::dist::MpiEnvironment mpi(&argc, &argv);

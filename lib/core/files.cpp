@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 
@@ -24,6 +26,61 @@ bool is_file(const std::string& path) {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+namespace {
+
+// The live temporary files, readable from a signal handler: fixed slots of plain characters, each claimed with
+// an atomic flag (no allocation, no lock). More files at once than slots are still removed on exceptions, only
+// not on signals.
+constexpr int kTempSlots = 16;
+constexpr size_t kTempPathMax = 4096;
+std::atomic<bool> g_slot_used[kTempSlots];
+char g_slot_path[kTempSlots][kTempPathMax];
+
+void remove_temp_files_and_reraise(int sig) {
+  for (int i = 0; i < kTempSlots; ++i)
+    if (g_slot_used[i].load()) ::unlink(g_slot_path[i]);  // unlink is async-signal-safe
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+}  // namespace
+
+TempFile::TempFile(std::string path) : path_(std::move(path)) {
+  if (path_.size() >= kTempPathMax) return;
+  for (int i = 0; i < kTempSlots; ++i) {
+    bool expected = false;
+    if (g_slot_used[i].load() || !g_slot_used[i].compare_exchange_strong(expected, true)) continue;
+    // A signal between the claim and this copy makes the handler unlink a stale name: one that was committed
+    // (renamed away) or removed already, so nothing.
+    std::memcpy(g_slot_path[i], path_.c_str(), path_.size() + 1);
+    slot_ = i;
+    break;
+  }
+}
+
+TempFile::~TempFile() {
+  if (!path_.empty()) ::unlink(path_.c_str());
+  if (slot_ >= 0) g_slot_used[slot_].store(false);
+}
+
+void TempFile::committed() {
+  if (slot_ >= 0) g_slot_used[slot_].store(false);
+  slot_ = -1;
+  path_.clear();
+}
+
+std::string temp_sibling(const std::string& path, const char* tag) {
+  static std::atomic<int> counter{0};
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  return dir + "." + name + "." + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
+void install_temp_file_cleanup() {
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) std::signal(sig, remove_temp_files_and_reraise);
 }
 
 void commit_file(const std::string& tmp, const std::string& path, bool overwrite) {
@@ -48,10 +105,8 @@ void commit_file(const std::string& tmp, const std::string& path, bool overwrite
 
 void write_file_atomically(const std::string& path, const std::vector<std::pair<const void*, size_t>>& chunks,
                            bool overwrite) {
-  const size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
-  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
-  const std::string tmp = dir + "." + name + ".partial-" + std::to_string(::getpid());
+  TempFile temp(temp_sibling(path, "partial"));
+  const std::string& tmp = temp.path();
   FILE* f = std::fopen(tmp.c_str(), "wb");
   OMNI_CHECK(f != nullptr, "cannot create '", tmp, "': ", std::strerror(errno));
   bool ok = true;
@@ -65,11 +120,9 @@ void write_file_atomically(const std::string& path, const std::vector<std::pair<
   ok = ok && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
   const int saved_errno = errno;
   ok = (std::fclose(f) == 0) && ok;
-  if (!ok) {
-    std::remove(tmp.c_str());
-    OMNI_FAIL("cannot write '", tmp, "': ", std::strerror(saved_errno ? saved_errno : errno));
-  }
+  OMNI_CHECK(ok, "cannot write '", tmp, "': ", std::strerror(saved_errno ? saved_errno : errno));
   commit_file(tmp, path, overwrite);
+  temp.committed();
 }
 
 void write_file_atomically(const std::string& path, const std::string& text, bool overwrite) {

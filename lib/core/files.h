@@ -12,6 +12,32 @@ bool is_dir(const std::string& path);
 bool is_file(const std::string& path);  // a regular file
 bool ends_with(const std::string& s, const std::string& suffix);
 
+// A temporary file being written: removed when the object goes away uncommitted (an exception), and - while it
+// exists - by the handler of install_temp_file_cleanup() when a signal ends the process (mpirun's SIGTERM when a
+// peer rank aborts, Slurm's at preemption), so that no partial file outlives a killed run. SIGKILL cannot be
+// caught: its leftovers are hidden names (".NAME.partial-PID-N") that nothing takes for an output.
+class TempFile {
+ public:
+  explicit TempFile(std::string path);
+  ~TempFile();
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  const std::string& path() const { return path_; }
+  // After the final rename: nothing left to remove.
+  void committed();
+
+ private:
+  std::string path_;
+  int slot_ = -1;  // in the signal handler's table, or -1
+};
+
+// A hidden name beside `path` that nothing else uses: "DIR/.NAME.TAG-PID-N".
+std::string temp_sibling(const std::string& path, const char* tag);
+
+// Installs handlers for SIGTERM, SIGINT and SIGHUP that remove the live TempFiles and then end the process by
+// the same signal (its default action). Call once, early in main().
+void install_temp_file_cleanup();
+
 // The last step of every atomic write: renames the finished `tmp` onto `path`. Without `overwrite` an existing
 // `path` is never replaced, even one that appeared after the up-front checks (RENAME_NOREPLACE; filesystems
 // without it get a check just before a plain rename): a usage error naming it and --overwrite. `tmp` is

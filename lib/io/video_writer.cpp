@@ -39,30 +39,6 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// A name next to `path` that nothing else uses: hidden, so that a killed run's leftover is not taken for a video.
-std::string unique_sibling(const std::string& path, const char* tag) {
-  static std::atomic<int> counter{0};
-  return parent_dir(path) + "/." + base_name(path) + "." + tag + "-" + std::to_string(::getpid()) + "-" +
-         std::to_string(counter++);
-}
-
-// Removes the temporary file unless the final rename succeeded.
-class TempFile {
- public:
-  explicit TempFile(std::string path) : path_(std::move(path)) {}
-  ~TempFile() {
-    if (!committed_) ::unlink(path_.c_str());
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  const std::string& path() const { return path_; }
-  void commit() { committed_ = true; }
-
- private:
-  std::string path_;
-  bool committed_ = false;
-};
-
 // Owners of the libav objects, so that every early return (an exception) frees them.
 struct Encoder {
   AVFormatContext* fmt = nullptr;
@@ -127,7 +103,7 @@ void check_output_writable(const std::string& path, bool overwrite) {
   OMNI_CHECK_USAGE(::access(dir.c_str(), W_OK | X_OK) == 0, "output folder '", dir, "' is not writable (",
                    std::strerror(errno), ")");
   // access() says yes to root and knows nothing of read-only mounts: create a file to be sure.
-  const std::string probe = unique_sibling(path, "probe");
+  const std::string probe = temp_sibling(path, "probe");
   int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
   OMNI_CHECK_USAGE(fd >= 0, "cannot create files in output folder '", dir, "' (", std::strerror(errno), ")");
   ::close(fd);
@@ -153,7 +129,7 @@ void write_video(const std::string& path, const at::Tensor& frames, const VideoW
       frames.detach().to(at::kCPU, at::kFloat).clamp(0.0, 1.0).mul(255.0).round().to(at::kByte).contiguous();
 
   const AVOutputFormat* ofmt = output_format_for(path);
-  TempFile tmp(unique_sibling(path, "partial"));
+  TempFile tmp(temp_sibling(path, "partial"));
   {
     // Reserve the name with the usual permissions (0666 less umask); the muxer then truncates and fills it.
     int fd = ::open(tmp.path().c_str(), O_WRONLY | O_CREAT | O_EXCL, 0666);
@@ -262,8 +238,9 @@ void write_video(const std::string& path, const at::Tensor& frames, const VideoW
   const int sync_err = errno;
   ::close(fd);
   OMNI_CHECK(sync_rc == 0, "cannot sync '", tmp.path(), "': ", std::strerror(sync_err));
+  if (options.before_commit) options.before_commit();
   commit_file(tmp.path(), path, options.overwrite);
-  tmp.commit();
+  tmp.committed();
   OMNI_DEBUG("wrote ", path, ": ", num_frames, " frames ", width, "x", height, " at ", options.fps_num, "/",
              options.fps_den, " fps, crf ", options.crf);
 }

@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -21,6 +22,10 @@ struct VideoWriteOptions {
   bool overwrite = false;         // replace an existing file at the path
   // String key/values stored in the container (title, comment, or any custom key such as "prompt", "seed").
   std::map<std::string, std::string> metadata;
+  // Runs once the video is complete on disk under its temporary name, just before the rename that publishes it
+  // (the sidecar is written here, so that a video's sidecar exists whenever the video does and a run killed
+  // while encoding leaves neither).
+  std::function<void()> before_commit;
 };
 
 // Checks, before any expensive work, that `path` can be written: its folder exists, is a folder and is writable

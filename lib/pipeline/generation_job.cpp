@@ -360,8 +360,10 @@ void GenerationJob::write_outputs(int index, const GenerationResult& result, dou
   if (!v.tensors_path.empty()) io::write_safetensors(v.tensors_path, result.tensors, tag);  // paths checked up front
   if (!v.dump_path.empty()) io::write_safetensors(v.dump_path, debug::take_dumps(), tag);
 
-  // The sidecar: every resolved setting and the timings, so that a video can be reproduced from it. Written
-  // before the MP4, so that an MP4 on disk always has its sidecar (resume treats an existing MP4 as complete).
+  // The sidecar: every resolved setting and the timings, so that a video can be reproduced from it. Committed
+  // once the MP4 is complete under its temporary name and just before the MP4 itself, so that an MP4 on disk
+  // always has its sidecar (resume treats an existing MP4 as complete) and a run killed while encoding leaves
+  // neither.
   nlohmann::json side;
   side["output"] = v.output;
   side["prompt"] = o.prompt;
@@ -385,7 +387,10 @@ void GenerationJob::write_outputs(int index, const GenerationResult& result, dou
   timings["generate"] = seconds;
   side["timings"] = timings;
   side["layout"] = mesh_.layout().summary();
-  write_file_atomically(v.output + ".json", side.dump(2) + "\n", may_replace(index, v.output + ".json"));
+  const std::string side_text = side.dump(2) + "\n";
+  vo.before_commit = [&] {
+    write_file_atomically(v.output + ".json", side_text, may_replace(index, v.output + ".json"));
+  };
   io::write_video(v.output, result.frames[0], vo);  // [F, H, W, 3]
   OMNI_LOG_AT(log::Level::kInfo, "wrote ", v.output, " (", result.frames.size(1), " frames ", result.frames.size(3),
               "x", result.frames.size(2), ", ", seconds, " s)");

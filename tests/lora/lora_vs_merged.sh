@@ -28,10 +28,10 @@ fi
 "$gen" --model "$work/merged" "${common[@]}" --output "$work/merged.mp4" --save-tensors "$work/merged.safetensors"
 "$cmp" "$work/lora.safetensors" "$work/merged.safetensors" --keys frames,latents,step00.latents,step01.latents \
   --tolerance 1e-5
-# The sidecar names every file with its SHA-256 (what sha256sum says) and scale, per expert.
-python3 - "$work/lora.mp4.json" "$data" <<'PY'
+# The sidecar and the MP4 metadata name every file with its SHA-256 (hashlib's) and scale, per expert.
+python3 - "$work/lora.mp4.json" "$data" "$work/lora.mp4" <<'PY'
 import hashlib, json, sys
-side, data = json.load(open(sys.argv[1])), sys.argv[2]
+side, data, mp4 = json.load(open(sys.argv[1])), sys.argv[2], open(sys.argv[3], "rb").read()
 def sha(p): return hashlib.sha256(open(p, "rb").read()).hexdigest()
 want = {"transformer": [("wan-full.safetensors", 0.7), ("peft-alpha.safetensors", -0.5)],
         "transformer_2": [("wan-full.safetensors", 1.0)]}
@@ -40,6 +40,8 @@ for expert, files in want.items():
     assert [(g["name"], g["scale"]) for g in got] == files, (expert, got)
     for g in got:
         assert g["sha256"] == sha(f"{data}/{g['name']}"), (g, "sha256 differs")
-print("ok: sidecar lora entries")
+# The MP4's metadata (key "lora") holds the same list.
+assert json.dumps(side["lora"], separators=(",", ":"), sort_keys=True).encode() in mp4, "MP4 metadata lacks the LoRA list"
+print("ok: sidecar and MP4 lora entries")
 PY
 echo "ok: LoRA on $np rank(s) $* = merged weights"

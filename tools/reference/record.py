@@ -20,6 +20,7 @@ Run it in the environment that tools/reference/setup.sh makes, for example
 """
 
 import argparse
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -393,8 +394,6 @@ def main(argv):
         "flow_shift": flow_shift,
         "seed": args.seed,
         "max_sequence_length": args.max_sequence_length,
-        "lora": [relative_to_case(lora_spec(x)[0], args.case_json) + f":{lora_spec(x)[1]}" for x in args.lora],
-        "lora_2": [relative_to_case(lora_spec(x)[0], args.case_json) + f":{lora_spec(x)[1]}" for x in args.lora_2],
         "expand_timesteps": bool(pipe.config.expand_timesteps),
         "unit_seed": args.unit_seed,
         "latent_shape": latent_shape,
@@ -405,6 +404,12 @@ def main(argv):
         "produced_by": produced_by(),
     }
 
+    # The LoRA files by name, content and scale (not by path: --check records into a temporary folder).
+    for key, specs in (("lora", args.lora), ("lora_2", args.lora_2)):
+        if specs:
+            case[key] = [{"file": Path(lora_spec(x)[0]).name,
+                          "sha256": hashlib.sha256(Path(lora_spec(x)[0]).read_bytes()).hexdigest(),
+                          "scale": lora_spec(x)[1]} for x in specs]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.case_json.parent.mkdir(parents=True, exist_ok=True)
     save_file(rec.tensors, str(args.out))
