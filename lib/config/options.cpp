@@ -207,6 +207,10 @@ const std::vector<Binding>& bindings() {
         &ParallelConfig::cfg_parallel_size);
     par("tensor-parallel-size", "must be 1 (HSDP replaces tensor parallelism)", "1",
         &ParallelConfig::tensor_parallel_size);
+    flag("vae-parallel",
+         "decode each video on all the ranks of its data-parallel group, a band of rows each (exchanging halo "
+         "rows; the same frames as one rank's decode, less memory and time per rank)",
+         &G::vae_parallel);
     str("device",
         "auto, cpu, cuda or cuda:N (auto: cuda when LibTorch has CUDA and a GPU is visible, else cpu; "
         "cuda: GPU local rank % visible GPUs)",

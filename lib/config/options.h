@@ -59,6 +59,7 @@ struct GenerateOptions {
 
   // Parallelism.
   ParallelConfig parallel;
+  bool vae_parallel{};  // decode each video over the ranks of its data-parallel group
 
   // Runtime.
   std::string device;

@@ -21,6 +21,24 @@ int64_t peak_rss_bytes() {
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports kilobytes
 }
 
+void reset_peak_rss() {
+  FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (!f) return;
+  std::fputs("5", f);  // "reset the peak resident set size to the current one" (proc(5))
+  std::fclose(f);
+}
+
+int64_t peak_rss_since_reset_bytes() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[256];
+  int64_t kib = 0;
+  while (std::fgets(line, sizeof(line), f))
+    if (std::sscanf(line, "VmHWM: %ld kB", &kib) == 1) break;
+  std::fclose(f);
+  return kib * 1024;
+}
+
 int64_t current_rss_bytes() {
   FILE* f = std::fopen("/proc/self/statm", "r");
   if (!f) return 0;

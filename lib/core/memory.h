@@ -10,6 +10,11 @@ namespace omni {
 int64_t peak_rss_bytes();
 // Current resident set size in bytes (/proc/self/statm), 0 where unavailable.
 int64_t current_rss_bytes();
+// A phase's own host peak: reset_peak_rss() sets the kernel's high-water mark (VmHWM) to the current resident
+// size; peak_rss_since_reset_bytes() reads it. Memory the process already held and reuses (freed blocks that
+// the allocator keeps) is not counted, so this is a lower bound of the phase's working memory.
+void reset_peak_rss();
+int64_t peak_rss_since_reset_bytes();
 // "1.50 GiB", "12.0 MiB", "512 B".
 std::string format_bytes(int64_t bytes);
 

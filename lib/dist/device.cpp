@@ -165,6 +165,24 @@ int64_t peak_device_bytes(const c10::Device& device) {
   return 0;
 }
 
+void reset_peak_device_bytes(const c10::Device& device) {
+#ifdef OMNI_WITH_CUDA
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+#endif
+  (void)device;
+}
+
+int64_t allocated_device_bytes(const c10::Device& device) {
+#ifdef OMNI_WITH_CUDA
+  if (device.is_cuda()) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    return stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current;
+  }
+#endif
+  (void)device;
+  return 0;
+}
+
 std::string version_report(const std::string& tool_version) {
   std::ostringstream os;
   os << "omni-generate " << tool_version << "\n";

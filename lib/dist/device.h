@@ -26,6 +26,10 @@ c10::Device select_device(const std::string& spec, const Communicator& world, bo
 
 // Peak bytes LibTorch's caching allocator had allocated on `device` so far (0 for the CPU).
 int64_t peak_device_bytes(const c10::Device& device);
+// A phase's own device peak: reset the allocator's peak to what is allocated now, then read the peak above that
+// (0 on the CPU).
+void reset_peak_device_bytes(const c10::Device& device);
+int64_t allocated_device_bytes(const c10::Device& device);
 
 // Versions of the tool and everything it runs on, one per line: omni-generate, LibTorch (and its CUDA,
 // cuDNN), the CUDA driver and runtime, NCCL, the MPI library. Needs MPI initialized. Local (no collective).

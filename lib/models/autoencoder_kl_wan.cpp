@@ -201,12 +201,19 @@ at::Tensor AutoencoderKLWan::encode(const at::Tensor& video) const {
   return at::cat(pieces, 2);
 }
 
-at::Tensor AutoencoderKLWan::decode(const at::Tensor& latents) const {
+at::Tensor AutoencoderKLWan::decode(const at::Tensor& latents, const VaeBands* bands, int root) const {
   const auto dtype = param_dtype();
   const int64_t s = config_.scale_factor_spatial, ft = config_.scale_factor_temporal, p = config_.patch();
   OMNI_CHECK_USAGE(latents.dim() == 5 && latents.size(1) == config_.z_dim && latents.size(2) >= 1,
                    "VAE decode expects latents [B, ", config_.z_dim, ", T, h, w], got ", latents.sizes());
   at::Tensor x = latents.to(quant_conv_->weight().device(), dtype);
+  if (bands != nullptr) {
+    // This rank's rows, decoded with the neighbours' halos; the whole video gathered on `root`.
+    x = x.narrow(3, bands->latent_begin(bands->index()), bands->latent_rows(bands->index()));  // [B, z, T, hb, w]
+    ScopedVaeBands scope(bands);
+    at::Tensor band = decode(x);  // [B, 3, F, hb * s, w * s]
+    return bands->gather_rows(band, 3, root);
+  }
   const int64_t b = x.size(0), t = x.size(2);
   at::Tensor out = at::empty({b, config_.video_channels(), 1 + ft * (t - 1), x.size(3) * s, x.size(4) * s},
                              x.options());  // [B, 3, F, H, W]

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "models/module.h"
+#include "models/wan_vae_bands.h"
 #include "models/wan_vae_causal_conv3d.h"
 #include "models/wan_vae_decoder.h"
 #include "models/wan_vae_encoder.h"
@@ -68,7 +69,9 @@ class AutoencoderKLWan : public Module {
   // Like diffusers, trailing frames that do not fill a chunk of 4 are not encoded.
   at::Tensor encode(const at::Tensor& video) const;
   // latents [B, z, T, h, w] (denormalized) -> video [B, 3, 1 + 4 (T - 1), h * s, w * s] clamped to [-1, 1].
-  at::Tensor decode(const at::Tensor& latents) const;
+  // With `bands` (every rank of its group calls this with the same latents), each rank decodes its band of
+  // rows and group rank `root` gets the whole video (a strided view); the others get an undefined tensor.
+  at::Tensor decode(const at::Tensor& latents, const VaeBands* bands = nullptr, int root = 0) const;
 
   // The pipelines' latent normalization, with their operation order: (z - mean) * (1 / std) to normalize,
   // z / (1 / std) + mean to undo it, per channel, in z's dtype.

@@ -1,6 +1,7 @@
 #include "models/wan_vae_attention_block.h"
 
 #include "core/torch_compat.h"
+#include "models/wan_vae_bands.h"
 
 namespace omni::models {
 
@@ -11,6 +12,12 @@ WanAttentionBlock::WanAttentionBlock(int64_t dim) {
 }
 
 at::Tensor WanAttentionBlock::forward(const at::Tensor& x) const {
+  if (const VaeBands* bands = current_vae_bands()) {
+    // Attention over whole frames: gather every band's rows, attend, keep this band's.
+    const at::Tensor full = bands->all_rows(x, 3);  // [B, C, T, H_all, W]
+    ScopedVaeBands whole(nullptr);
+    return bands->own_rows(forward(full), 3);
+  }
   const int64_t b = x.size(0), c = x.size(1), t = x.size(2), h = x.size(3), w = x.size(4);
   at::Tensor y = x.permute({0, 2, 1, 3, 4}).reshape({b * t, c, h, w});         // [B*T, C, H, W]
   y = to_qkv_->forward(norm_->forward(y));                                     // [B*T, 3C, H, W]

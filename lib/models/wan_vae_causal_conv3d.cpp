@@ -1,6 +1,7 @@
 #include "models/wan_vae_causal_conv3d.h"
 
 #include "core/error.h"
+#include "models/wan_vae_bands.h"
 
 namespace omni::models {
 
@@ -40,9 +41,15 @@ at::Tensor WanCausalConv3d::forward(const at::Tensor& x, const at::Tensor& histo
     front -= history.size(2);
   }
   if (front > 0) input = at::constant_pad_nd(input, {0, 0, 0, 0, front, 0});
-  // Spatial padding is symmetric zeros, which the convolution applies itself (no padded copy).
+  // Spatial padding is symmetric zeros, which the convolution applies itself (no padded copy); in a banded
+  // decode the rows come from the neighbouring bands instead.
+  int64_t pad_h = padding_[1];
+  if (const VaeBands* bands = current_vae_bands(); bands != nullptr && pad_h > 0) {
+    input = bands->with_halo(input, 3, pad_h);  // [B, C, T', pad + H + pad, W]
+    pad_h = 0;
+  }
   return at::conv3d(input, *weight_, *bias_, at::IntArrayRef(stride_.data(), 3),
-                    at::IntArrayRef({int64_t{0}, padding_[1], padding_[2]}));
+                    at::IntArrayRef({int64_t{0}, pad_h, padding_[2]}));
 }
 
 at::Tensor WanCausalConv3d::forward_cached(const at::Tensor& x, WanFeatCache& cache) const {
@@ -61,6 +68,11 @@ WanConv2d::WanConv2d(int64_t in_channels, int64_t out_channels, int64_t kernel, 
 }
 
 at::Tensor WanConv2d::forward(const at::Tensor& x) const {
+  if (const VaeBands* bands = current_vae_bands(); bands != nullptr && padding_ > 0) {
+    OMNI_CHECK(stride_ == 1, "WanConv2d: a banded decode has no strided convolution");
+    return at::conv2d(bands->with_halo(x, 2, padding_), *weight_, *bias_, at::IntArrayRef({stride_, stride_}),
+                      at::IntArrayRef({int64_t{0}, padding_}));  // [N, C, pad + H + pad, W] -> [N, C', H, W]
+  }
   return at::conv2d(x, *weight_, *bias_, at::IntArrayRef({stride_, stride_}), at::IntArrayRef({padding_, padding_}));
 }
 

@@ -192,6 +192,7 @@ void GenerationJob::load() {
                      "--dtype/--vae-dtype float16 needs --device cuda (LibTorch's CPU kernels have no half-precision "
                      "matrix products); use bfloat16 or float32 on the CPU");
     s.use_hsdp = opts_.parallel.use_hsdp;
+    s.vae_parallel = opts_.vae_parallel;
     s.sample_solver = opts_.sample_solver;
     // The checkpoint's own flow_shift (scheduler_config.json) and boundary_ratio (model_index.json) are what
     // diffusers runs, so they win over the preset's; the preset's values fill in only where the checkpoint has
@@ -295,6 +296,7 @@ int GenerationJob::run() {
     req.seed = o.seed;
     req.max_sequence_length = o.max_sequence_length;
     req.decode = writer && a.real;
+    req.decode_band = opts_.vae_parallel && a.real;  // a repeat run's whole group skips the decode together
     req.keep_tensors = writer && a.real && !v.tensors_path.empty();
     pipeline_->check_request(req);
 
@@ -310,6 +312,7 @@ int GenerationJob::run() {
     ++generated_here;
     gathered_per_step_ = pipeline_->gathered_bytes_last_step();
     for (const auto& [phase, sec] : result.times.all()) times_.add(phase, sec);
+    vae_peak_bytes_ = std::max(vae_peak_bytes_, result.vae_peak_bytes);
     if (!req.decode) continue;
     // A video that cannot be written fails alone: the others of this group are not in a collective with
     // this write, and the next video keeps them in step.
@@ -414,7 +417,7 @@ int GenerationJob::finish() {
 
   hsdp::HsdpStats none;
   const auto& st = pipeline_ ? pipeline_->hsdp_stats() : none;
-  constexpr int kFields = 9;
+  constexpr int kFields = 11;
   double mine[kFields] = {static_cast<double>(st.param_bytes_resident),
                           static_cast<double>(st.gathered_bytes_peak),
                           static_cast<double>(pipeline_ ? pipeline_->disk_bytes_read() : 0),
@@ -423,7 +426,9 @@ int GenerationJob::finish() {
                           static_cast<double>(peak_rss_bytes()),
                           static_cast<double>(dist::peak_device_bytes(device_)),
                           static_cast<double>(load_peak_rss_),
-                          static_cast<double>(load_peak_device_)};
+                          static_cast<double>(load_peak_device_),
+                          static_cast<double>(vae_peak_bytes_),
+                          times_.get("decode")};
   const int world = mesh_.world_size();
   std::vector<double> all(static_cast<size_t>(kFields * world));
   MPI_CHECK(MPI_Gather(mine, kFields, MPI_DOUBLE, all.data(), kFields, MPI_DOUBLE, 0, mesh_.world().comm()));
@@ -465,7 +470,9 @@ int GenerationJob::finish() {
                        {"peak_rss_bytes", static_cast<int64_t>(f[5])},
                        {"peak_device_bytes", static_cast<int64_t>(f[6])},
                        {"load_peak_rss_bytes", static_cast<int64_t>(f[7])},
-                       {"load_peak_device_bytes", static_cast<int64_t>(f[8])}});
+                       {"load_peak_device_bytes", static_cast<int64_t>(f[8])},
+                       {"vae_peak_bytes", static_cast<int64_t>(f[9])},
+                       {"decode_seconds", f[10]}});
     }
     r["ranks"] = ranks;
     nlohmann::json timings;

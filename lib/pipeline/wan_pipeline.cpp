@@ -6,7 +6,9 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/memory.h"
 #include "core/tensor_dump.h"
+#include "dist/device.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
 #include "models/autoencoder_kl_wan.h"
@@ -100,6 +102,15 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
     cfg_group_ = dist::make_process_group(mesh_->cfg(), settings_.device, "cfg");
   if (mesh_ != nullptr && mesh_->layout().sp() > 1)
     sp_ = std::make_unique<SequenceParallel>(SequenceParallel::from_mesh(*mesh_, settings_.device));
+  if (mesh_ != nullptr && settings_.vae_parallel) {
+    // The ranks of this data-parallel group (cfg x ring x ulysses of them), in world order: group rank 0 is the
+    // group's writing rank.
+    const auto& l = mesh_->layout();
+    if (l.cfg * l.ring * l.ulysses > 1) {
+      dist::Communicator group = mesh_->world().split(l.dp_index(mesh_->rank()), mesh_->rank());
+      vae_group_ = dist::make_process_group(group, settings_.device, "vae");
+    }
+  }
 
   // The experts' module trees (no weights yet) and their LoRA files, resolved against them first: a LoRA that
   // does not fit fails in seconds, before the text encoder or any expert weight is read.
@@ -185,6 +196,10 @@ void WanPipeline::check_request(GenerationRequest& r) const {
   OMNI_CHECK_USAGE(r.height % m == 0 && r.width % m == 0, "--height and --width must be multiples of ", m,
                    " for this model (VAE factor ", vae_->config().scale_factor_spatial, " x patch size), got ",
                    r.height, "x", r.width);
+  const int64_t latent_rows = r.height / vae_->config().scale_factor_spatial;
+  OMNI_CHECK_USAGE(!vae_group_ || latent_rows >= vae_group_->size(), "--vae-parallel: ", vae_group_->size(),
+                   " ranks per data-parallel group cannot split a ", r.height, "-pixel height (", latent_rows,
+                   " latent rows, at least one each); use a larger --height or leave --vae-parallel off");
   const int tf = temporal_factor();
   if (r.num_frames % tf != 1) {
     int rounded = std::max(r.num_frames / tf * tf + 1, 1);
@@ -398,16 +413,32 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   if (expand && image_mode) latents = (1 - first_frame_mask) * condition + first_frame_mask * latents;
   keep("latents", latents);
 
-  // 5. Decode (the writing rank only).
-  if (req.decode) {
+  // 5. Decode: the writing rank alone, or with --vae-parallel every rank of the group its band of rows, the
+  //    writing rank (group rank 0) getting the whole video.
+  const bool banded = vae_group_ != nullptr && req.decode_band;
+  if (req.decode || banded) {
     ScopedPhase phase(result.times, "decode", dev);
+    dist::reset_peak_device_bytes(dev);
+    reset_peak_rss();
+    const int64_t device_before = dist::allocated_device_bytes(dev), host_before = current_rss_bytes();
     at::Tensor z = vae_->denormalize_latents(latents.to(settings_.vae_dtype));
-    at::Tensor video = vae_->decode(z);  // [1, 3, F, H, W] in [-1, 1]
-    debug::dump("vae_decode.in", z);
-    debug::dump("vae_decode.out", video);
-    at::Tensor frames = (video * 0.5 + 0.5).clamp(0.0, 1.0);        // [1, 3, F, H, W]
-    result.frames = to_float_cpu(frames.permute({0, 2, 3, 4, 1}));  // [1, F, H, W, 3]
-    keep("frames", result.frames);
+    at::Tensor video;  // [1, 3, F, H, W] in [-1, 1]
+    if (banded) {
+      models::VaeBands bands(vae_group_.get(), z.size(3));
+      video = vae_->decode(z, &bands, /*root=*/0);
+    } else {
+      video = vae_->decode(z);
+    }
+    if (req.decode) {
+      OMNI_CHECK(video.defined(), "--vae-parallel: the writing rank is not rank 0 of its decode group");
+      debug::dump("vae_decode.in", z);
+      debug::dump("vae_decode.out", video);
+      at::Tensor frames = (video * 0.5 + 0.5).clamp(0.0, 1.0);        // [1, 3, F, H, W]
+      result.frames = to_float_cpu(frames.permute({0, 2, 3, 4, 1}));  // [1, F, H, W, 3]
+      keep("frames", result.frames);
+    }
+    result.vae_peak_bytes = dev.is_cpu() ? std::max<int64_t>(0, peak_rss_since_reset_bytes() - host_before)
+                                         : dist::peak_device_bytes(dev) - device_before;
   }
   return result;
 }

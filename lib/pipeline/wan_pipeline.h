@@ -46,6 +46,8 @@ struct PipelineSettings {
   std::optional<double> boundary_ratio;  // --boundary-ratio; else model_index.json's
   // LoRA files merged at load: lora[0] into `transformer` (--lora), lora[1] into `transformer_2` (--lora-2).
   std::vector<models::LoraSource> lora[2];
+  // --vae-parallel: the ranks of each data-parallel group decode a video together, a band of rows each.
+  bool vae_parallel = false;
 };
 
 struct GenerationRequest {
@@ -60,7 +62,8 @@ struct GenerationRequest {
   std::optional<double> guidance_scale_2;
   int64_t seed = 0;
   int max_sequence_length = 512;
-  bool decode = true;         // this rank decodes the video (the writing rank)
+  bool decode = true;         // this rank gets the frames (the writing rank)
+  bool decode_band = false;   // --vae-parallel: this rank decodes its band (every rank of the group, together)
   bool keep_tensors = false;  // collect the --save-tensors intermediates
 };
 
@@ -77,6 +80,7 @@ struct GenerationResult {
   at::Tensor frames;                                        // [1, F, H, W, 3] float32 in [0, 1] (decoding rank only)
   std::vector<std::pair<std::string, at::Tensor>> tensors;  // --save-tensors names, float32
   PhaseTimes times;                                         // text_encode, denoise, decode
+  int64_t vae_peak_bytes = 0;  // the decode's own peak on this rank (device bytes on a GPU, host RSS growth on the CPU)
 };
 
 class WanPipeline {
@@ -127,7 +131,8 @@ class WanPipeline {
   const dist::DeviceMesh* mesh_;
   std::unique_ptr<dist::ProcessGroup> shard_group_;
   std::unique_ptr<dist::ProcessGroup> cfg_group_;
-  std::unique_ptr<SequenceParallel> sp_;  // null when ulysses x ring is 1
+  std::unique_ptr<SequenceParallel> sp_;           // null when ulysses x ring is 1
+  std::unique_ptr<dist::ProcessGroup> vae_group_;  // --vae-parallel: the ranks of this data-parallel group
   std::shared_ptr<hsdp::BufferPool> pool_;
   std::shared_ptr<hsdp::HsdpStats> stats_;
 
