@@ -211,6 +211,14 @@ const std::vector<Binding>& bindings() {
          "decode each video on all the ranks of its data-parallel group, a band of rows each (exchanging halo "
          "rows; the same frames as one rank's decode, less memory and time per rank)",
          &G::vae_parallel);
+    str("step-cache",
+        "skip a step's transformer blocks when their input barely changed since the last computed step, reusing "
+        "its residual: none, teacache (timestep-modulation change, TeaCache's Wan polynomial) or fbcache (first "
+        "block's residual change)",
+        "none", &G::step_cache);
+    opt_f64("step-cache-threshold",
+            "relative change under which --step-cache skips (0: never skip; default teacache 0.2, fbcache 0.08)",
+            "none", &G::step_cache_threshold, "(mode default)");
     str("device",
         "auto, cpu, cuda or cuda:N (auto: cuda when LibTorch has CUDA and a GPU is visible, else cpu; "
         "cuda: GPU local rank % visible GPUs)",
@@ -436,6 +444,10 @@ void validate_options(const GenerateOptions& o) {
                        (o.device.size() > 5 && o.device.rfind("cuda:", 0) == 0 &&
                         o.device.find_first_not_of("0123456789", 5) == std::string::npos),
                    "--device must be auto, cpu, cuda or cuda:N, got '", o.device, "'");
+  OMNI_CHECK_USAGE(o.step_cache == "none" || o.step_cache == "teacache" || o.step_cache == "fbcache",
+                   "--step-cache must be none, teacache or fbcache, got '", o.step_cache, "'");
+  OMNI_CHECK_USAGE(!o.step_cache_threshold || *o.step_cache_threshold >= 0,
+                   "--step-cache-threshold must be non-negative, got ", o.step_cache_threshold.value_or(0));
   OMNI_CHECK_USAGE(o.collective_timeout > 0, "--collective-timeout must be a positive number of seconds, got ",
                    o.collective_timeout);
   OMNI_CHECK_USAGE(o.prompt.empty() || o.prompts_file.empty(), "--prompt and --prompts-file are exclusive; give one");

@@ -59,7 +59,9 @@ struct GenerateOptions {
 
   // Parallelism.
   ParallelConfig parallel;
-  bool vae_parallel{};  // decode each video over the ranks of its data-parallel group
+  bool vae_parallel{};                         // decode each video over the ranks of its data-parallel group
+  std::string step_cache;                      // none, teacache, fbcache
+  std::optional<double> step_cache_threshold;  // unset: the mode's default
 
   // Runtime.
   std::string device;

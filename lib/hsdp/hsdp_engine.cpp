@@ -86,6 +86,12 @@ void ShardedModel::after(int index) {
   release(unit(index));
 }
 
+void ShardedModel::skip(int index) {
+  FlatParamUnit& u = unit(index);
+  if (u.gathering()) finish(u);
+  release(u);
+}
+
 void ShardedModel::release_all() {
   for (auto& b : blocks_) release(*b);
   release(*root_);

@@ -47,6 +47,9 @@ class ShardedModel {
   void after(int unit);
   // Releases everything still gathered (an aborted forward).
   void release_all();
+  // Unit `unit` will not run this forward (the step cache skips the blocks): its prefetch, if started, is
+  // completed (every rank of the shard group started it) and released.
+  void skip(int unit);
   // Adds the gather waits still being timed on the device to the stats (blocks until the device reached
   // them). Call after a forward when the figures are read; the denoising loop itself never blocks on them.
   void settle_timings();

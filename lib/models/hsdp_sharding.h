@@ -39,6 +39,9 @@ class HsdpHooks : public UnitHooks {
   void after(int unit) override {
     if (model_) model_->after(unit);
   }
+  void skip(int unit) override {
+    if (model_) model_->skip(unit);
+  }
 
  private:
   hsdp::ShardedModel* model_;

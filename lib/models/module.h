@@ -79,6 +79,9 @@ struct UnitHooks {
   virtual ~UnitHooks() = default;
   virtual void before(int unit) {}
   virtual void after(int unit) {}
+  // Unit `unit` will not run in this forward after all (the step cache skipped the remaining blocks): HSDP
+  // completes and releases the prefetch it may have started for it.
+  virtual void skip(int unit) {}
 };
 
 // The dtype a parameter is held in under `model_dtype`.

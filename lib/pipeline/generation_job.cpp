@@ -193,6 +193,8 @@ void GenerationJob::load() {
                      "matrix products); use bfloat16 or float32 on the CPU");
     s.use_hsdp = opts_.parallel.use_hsdp;
     s.vae_parallel = opts_.vae_parallel;
+    s.step_cache = parse_step_cache_mode(opts_.step_cache);
+    s.step_cache_threshold = opts_.step_cache_threshold.value_or(default_step_cache_threshold(s.step_cache));
     s.sample_solver = opts_.sample_solver;
     // The checkpoint's own flow_shift (scheduler_config.json) and boundary_ratio (model_index.json) are what
     // diffusers runs, so they win over the preset's; the preset's values fill in only where the checkpoint has
@@ -305,7 +307,7 @@ int GenerationJob::run() {
     Progress progress("generate", req.num_inference_steps, mesh_.rank() == 0 && a.real);
     Timer t;
     GenerationResult result = pipeline_->generate(req, [&](const StepInfo& s) {
-      progress.update(s.step + 1, s.seconds, s.expert);
+      progress.update(s.step + 1, s.seconds, s.cached ? std::string(s.expert) + ", cached" : s.expert);
       maybe_inject_fault(mesh_.rank(), s.step, generated_here);
     });
     progress.finish();
@@ -313,6 +315,11 @@ int GenerationJob::run() {
     gathered_per_step_ = pipeline_->gathered_bytes_last_step();
     for (const auto& [phase, sec] : result.times.all()) times_.add(phase, sec);
     vae_peak_bytes_ = std::max(vae_peak_bytes_, result.vae_peak_bytes);
+    if (a.real)
+      for (int e = 0; e < 2; ++e) {
+        step_cache_counts_[e].computed += result.step_cache[e].computed;
+        step_cache_counts_[e].skipped += result.step_cache[e].skipped;
+      }
     if (!req.decode) continue;
     // A video that cannot be written fails alone: the others of this group are not in a collective with
     // this write, and the next video keeps them in step.
@@ -435,6 +442,12 @@ int GenerationJob::finish() {
   const int code = counts[static_cast<int>(Status::kFailed)] > 0 ? 1 : 0;
   if (mesh_.rank() != 0) return code;
 
+  if (opts_.step_cache != "none") {
+    const auto& c = step_cache_counts_;
+    OMNI_INFO("step cache (", opts_.step_cache, "): ", c[0].computed + c[1].computed, " transformer calls computed, ",
+              c[0].skipped + c[1].skipped, " skipped (transformer ", c[0].skipped, ", transformer_2 ", c[1].skipped,
+              ")");
+  }
   if (pipeline_) {
     OMNI_INFO("per step this rank gathered ", format_bytes(gathered_per_step_), "; peak gathered ",
               format_bytes(st.gathered_bytes_peak), "; waited ", st.gather_wait_seconds, " s on gathers; peak RSS ",
@@ -491,6 +504,17 @@ int GenerationJob::finish() {
     r["videos"] = videos;
     r["summary"] = {{"generated", generated}, {"skipped", skipped}, {"failed", failed}};
     if (!lora_json().empty()) r["lora"] = lora_json();
+    if (opts_.step_cache != "none") {
+      // Rank 0's transformer calls over its videos (every rank of its group took the same decisions).
+      const auto& c = step_cache_counts_;
+      r["step_cache"] = {{"mode", opts_.step_cache},
+                         {"threshold", opts_.step_cache_threshold.value_or(
+                                           default_step_cache_threshold(parse_step_cache_mode(opts_.step_cache)))},
+                         {"computed", c[0].computed + c[1].computed},
+                         {"skipped", c[0].skipped + c[1].skipped},
+                         {"transformer", {{"computed", c[0].computed}, {"skipped", c[0].skipped}}},
+                         {"transformer_2", {{"computed", c[1].computed}, {"skipped", c[1].skipped}}}};
+    }
     write_file_atomically(opts_.report, r.dump(2) + "\n", opts_.overwrite);
     OMNI_INFO("wrote report ", opts_.report);
   }

@@ -77,9 +77,10 @@ class GenerationJob {
   PhaseTimes times_;
   Timer total_;
   int64_t gathered_per_step_ = 0;
-  int64_t load_peak_rss_ = 0;     // peak RSS at the end of load()
-  int64_t load_peak_device_ = 0;  // peak device allocation at the end of load() (0 on the CPU)
-  int64_t vae_peak_bytes_ = 0;    // the largest decode peak of this rank's videos
+  int64_t load_peak_rss_ = 0;             // peak RSS at the end of load()
+  int64_t load_peak_device_ = 0;          // peak device allocation at the end of load() (0 on the CPU)
+  int64_t vae_peak_bytes_ = 0;            // the largest decode peak of this rank's videos
+  StepCacheCounts step_cache_counts_[2];  // over this rank's videos, per expert
 };
 
 }  // namespace omni::pipeline

@@ -9,6 +9,7 @@
 #include "core/torch_compat.h"
 #include "dist/device_mesh.h"
 #include "models/wan_transformer.h"
+#include "pipeline/step_cache.h"
 
 namespace omni::pipeline {
 
@@ -251,10 +252,19 @@ SequenceParallel SequenceParallel::from_mesh(const dist::DeviceMesh& mesh, const
 
 at::Tensor sp_forward(const models::WanTransformer3DModel& model, const at::Tensor& hidden_states,
                       const at::Tensor& timestep, const at::Tensor& encoder_hidden_states, models::UnitHooks* hooks,
-                      const SequenceParallel& sp) {
+                      const SequenceParallel& sp, StepCache* cache) {
   using models::UnitHooks;
   const int n = sp.degree();
-  if (n == 1) return model.forward(hidden_states, timestep, encoder_hidden_states, hooks);
+  if (n == 1 && (cache == nullptr || !cache->enabled()))
+    return model.forward(hidden_states, timestep, encoder_hidden_states, hooks);
+  if (n == 1) {  // forward()'s stages, the blocks through the cache
+    if (hooks) hooks->before(UnitHooks::kRootUnit);
+    auto st = model.prepare(hidden_states, timestep, encoder_hidden_states);
+    at::Tensor x = cache->run_blocks(model, st.tokens, st.cond.context, st.cond.timestep_proj, st.rope, nullptr, hooks);
+    auto out = model.finish(x, st);
+    if (hooks) hooks->after(UnitHooks::kRootUnit);
+    return out;
+  }
 
   const int u = sp.ulysses_degree(), ring = sp.ring_degree(), me = sp.rank();
   const auto& cfg = model.config();
@@ -291,10 +301,14 @@ at::Tensor sp_forward(const models::WanTransformer3DModel& model, const at::Tens
   const auto& tproj = st.cond.timestep_proj;         // [B, 6, D] or per token [B, S, 6, D]
   const at::Tensor my_tproj = tproj.dim() == 4 ? tproj.narrow(1, begin, count) : tproj;
   const auto my_rope = st.rope.slice(begin, begin + count);  // [S_me, d/2]
-  for (int i = 0; i < model.num_blocks(); ++i) {
-    if (hooks) hooks->before(i);
-    x = model.run_block(i, x, st.cond.context, my_tproj, my_rope, backend);
-    if (hooks) hooks->after(i);
+  if (cache != nullptr) {
+    x = cache->run_blocks(model, x, st.cond.context, my_tproj, my_rope, backend, hooks);
+  } else {
+    for (int i = 0; i < model.num_blocks(); ++i) {
+      if (hooks) hooks->before(i);
+      x = model.run_block(i, x, st.cond.context, my_tproj, my_rope, backend);
+      if (hooks) hooks->after(i);
+    }
   }
 
   // Token-major, so each rank's chunk is one contiguous run of the gathered buffer.

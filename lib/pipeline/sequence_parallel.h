@@ -34,6 +34,8 @@ class WanTransformer3DModel;
 
 namespace omni::pipeline {
 
+class StepCache;
+
 // Sizes of `parts` contiguous chunks of `seq` tokens, as even as possible (the first seq % parts chunks hold
 // one token more).
 std::vector<int64_t> token_chunks(int64_t seq, int parts);
@@ -115,8 +117,10 @@ struct SequenceParallel {
 // chunks all-gathered, finish() on every rank. Same arguments and result as forward() (every rank returns
 // the whole output); `hooks` is called in forward()'s order. Degree 1 is forward() exactly. Collective over
 // the sp group: every rank passes the same inputs.
+// `cache` (may be null) runs the blocks with its skip decisions (pipeline/step_cache.h); degree 1 then runs
+// forward()'s stages itself.
 at::Tensor sp_forward(const models::WanTransformer3DModel& model, const at::Tensor& hidden_states,
                       const at::Tensor& timestep, const at::Tensor& encoder_hidden_states, models::UnitHooks* hooks,
-                      const SequenceParallel& sp);
+                      const SequenceParallel& sp, StepCache* cache = nullptr);
 
 }  // namespace omni::pipeline

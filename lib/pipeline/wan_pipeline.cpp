@@ -102,14 +102,23 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
     cfg_group_ = dist::make_process_group(mesh_->cfg(), settings_.device, "cfg");
   if (mesh_ != nullptr && mesh_->layout().sp() > 1)
     sp_ = std::make_unique<SequenceParallel>(SequenceParallel::from_mesh(*mesh_, settings_.device));
-  if (mesh_ != nullptr && settings_.vae_parallel) {
+  const bool caching = settings_.step_cache != StepCacheMode::kNone;
+  bool keep_gathers = false;
+  if (mesh_ != nullptr && (settings_.vae_parallel || caching)) {
     // The ranks of this data-parallel group (cfg x ring x ulysses of them), in world order: group rank 0 is the
     // group's writing rank.
     const auto& l = mesh_->layout();
-    if (l.cfg * l.ring * l.ulysses > 1) {
+    const int group_size = l.cfg * l.ring * l.ulysses;
+    if (group_size > 1) {
       dist::Communicator group = mesh_->world().split(l.dp_index(mesh_->rank()), mesh_->rank());
-      vae_group_ = dist::make_process_group(group, settings_.device, "vae");
+      local_group_ = dist::make_process_group(group, settings_.device, "dp-local");
     }
+    if (settings_.vae_parallel) vae_group_ = local_group_.get();
+    // The step cache's decisions agree within this group (its ranks share every transformer collective).
+    // When HSDP shard groups (contiguous blocks of hsdp_shard ranks) span several groups, the groups decide
+    // apart (each video as on one rank) and a group that skips still joins every gather of the others.
+    agree_group_ = local_group_.get();
+    keep_gathers = settings_.use_hsdp && l.hsdp_shard > group_size;
   }
 
   // The experts' module trees (no weights yet) and their LoRA files, resolved against them first: a LoRA that
@@ -159,6 +168,11 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
     param_bytes_total_ += experts_sharded_.back()->full_bytes();
   }
   disk_bytes_read_ = stats_->disk_bytes_read;
+  if (caching) {
+    step_cache_ = std::make_unique<StepCache>(settings_.step_cache, settings_.step_cache_threshold,
+                                              experts_[0]->config().inner_dim(), sp_ ? sp_->sp.get() : nullptr,
+                                              agree_group_, keep_gathers);
+  }
 
   // The VAE stays whole on every rank.
   const std::string vae_dir = model.component_dir("vae");
@@ -218,7 +232,8 @@ at::Tensor WanPipeline::run_transformer(int expert, const at::Tensor& x, const a
                                         const at::Tensor& context) {
   models::HsdpHooks hooks(experts_sharded_[static_cast<size_t>(expert)].get());
   const auto& model = *experts_[static_cast<size_t>(expert)];
-  if (sp_) return sp_forward(model, x, timestep, context, &hooks, *sp_);  // tokens split over ulysses x ring
+  if (sp_ || step_cache_)  // tokens split over ulysses x ring; blocks through the step cache
+    return sp_forward(model, x, timestep, context, &hooks, sp_ ? *sp_ : SequenceParallel{}, step_cache_.get());
   return model.forward(x, timestep, context, &hooks);
 }
 
@@ -228,6 +243,13 @@ at::Tensor WanPipeline::guided_prediction(int expert, const at::Tensor& x, const
   // Transformer calls are numbered as diffusers makes them: cond, then uncond, per step.
   const int call = call_index_;
   call_index_ += do_cfg ? 2 : 1;
+  if (step_cache_) {
+    // The CFG branch of each batch row of the call below: cond alone, this rank's branch, or cond then uncond.
+    std::vector<int> rows(static_cast<size_t>(x.size(0)), 0);
+    if (do_cfg && cfg_group_) std::fill(rows.begin(), rows.end(), cfg_group_->rank() == 0 ? 0 : 1);
+    if (do_cfg && !cfg_group_) rows.resize(rows.size() * 2, 1);
+    step_cache_->begin_call(expert, step_, num_steps_, rows);
+  }
   if (!do_cfg) {
     at::Tensor out;
     {
@@ -277,6 +299,7 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   const bool expand = index_.expand_timesteps;
   const bool image_mode = req.image.defined();
   call_index_ = 0;
+  if (step_cache_) step_cache_->reset();
   auto keep = [&](const std::string& name, const at::Tensor& t) {
     if (req.keep_tensors) result.tensors.emplace_back(name, to_float_cpu(t));
   };
@@ -362,12 +385,14 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
     DeviceClock clock(dev);
     std::vector<DeviceClock::MarkPtr> marks{clock.mark()};
     std::vector<const char*> step_experts;
+    std::vector<bool> step_cached;
     size_t reported = 0;
     auto report_through = [&](size_t last) {
       for (; reported <= last && reported + 1 < marks.size(); ++reported) {
         if (on_step) {
           on_step({static_cast<int>(reported), static_cast<int>(timesteps.size()), timesteps[reported],
-                   step_experts[reported], DeviceClock::seconds(marks[reported], marks[reported + 1])});
+                   step_experts[reported], DeviceClock::seconds(marks[reported], marks[reported + 1]),
+                   step_cached[reported]});
         }
       }
     };
@@ -393,6 +418,8 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
         timestep = at::full({1}, t, at::TensorOptions().dtype(at::kLong).device(dev));
       }
       model_input = model_input.to(settings_.dtype);
+      step_ = static_cast<int>(i);
+      num_steps_ = static_cast<int>(timesteps.size());
       at::Tensor noise_pred =
           guided_prediction(expert, model_input, timestep, prompt_embeds, negative_embeds, scale, do_cfg);
       latents = scheduler->step(noise_pred, t, latents);
@@ -400,6 +427,7 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
       gathered_last_step_ = stats_->received_bytes_total - step_received_before;
       marks.push_back(clock.mark());
       step_experts.push_back(kExpertNames[expert]);
+      step_cached.push_back(step_cache_ && step_cache_->last_skipped());
       if (dev.is_cpu()) {
         report_through(i);
       } else if (i > 0) {
@@ -412,6 +440,8 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   }
   if (expand && image_mode) latents = (1 - first_frame_mask) * condition + first_frame_mask * latents;
   keep("latents", latents);
+  if (step_cache_)
+    for (int e = 0; e < 2; ++e) result.step_cache[e] = step_cache_->counts(e);
 
   // 5. Decode: the writing rank alone, or with --vae-parallel every rank of the group its band of rows, the
   //    writing rank (group rank 0) getting the whole video.
@@ -424,7 +454,7 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
     at::Tensor z = vae_->denormalize_latents(latents.to(settings_.vae_dtype));
     at::Tensor video;  // [1, 3, F, H, W] in [-1, 1]
     if (banded) {
-      models::VaeBands bands(vae_group_.get(), z.size(3));
+      models::VaeBands bands(vae_group_, z.size(3));
       video = vae_->decode(z, &bands, /*root=*/0);
     } else {
       video = vae_->decode(z);

@@ -23,6 +23,7 @@
 #include "io/model_dir.h"
 #include "models/lora.h"
 #include "pipeline/sequence_parallel.h"
+#include "pipeline/step_cache.h"
 
 namespace omni::models {
 class Umt5Tokenizer;
@@ -48,6 +49,9 @@ struct PipelineSettings {
   std::vector<models::LoraSource> lora[2];
   // --vae-parallel: the ranks of each data-parallel group decode a video together, a band of rows each.
   bool vae_parallel = false;
+  // --step-cache and --step-cache-threshold.
+  StepCacheMode step_cache = StepCacheMode::kNone;
+  double step_cache_threshold = 0.0;
 };
 
 struct GenerationRequest {
@@ -73,6 +77,7 @@ struct StepInfo {
   int64_t timestep;
   const char* expert;  // "transformer" / "transformer_2"
   double seconds;      // of this step
+  bool cached;         // the step cache skipped this step's blocks
 };
 using StepCallback = std::function<void(const StepInfo&)>;
 
@@ -81,6 +86,7 @@ struct GenerationResult {
   std::vector<std::pair<std::string, at::Tensor>> tensors;  // --save-tensors names, float32
   PhaseTimes times;                                         // text_encode, denoise, decode
   int64_t vae_peak_bytes = 0;  // the decode's own peak on this rank (device bytes on a GPU, host RSS growth on the CPU)
+  StepCacheCounts step_cache[2];  // transformer calls computed / skipped per expert (--step-cache)
 };
 
 class WanPipeline {
@@ -131,8 +137,12 @@ class WanPipeline {
   const dist::DeviceMesh* mesh_;
   std::unique_ptr<dist::ProcessGroup> shard_group_;
   std::unique_ptr<dist::ProcessGroup> cfg_group_;
-  std::unique_ptr<SequenceParallel> sp_;           // null when ulysses x ring is 1
-  std::unique_ptr<dist::ProcessGroup> vae_group_;  // --vae-parallel: the ranks of this data-parallel group
+  std::unique_ptr<SequenceParallel> sp_;             // null when ulysses x ring is 1
+  std::unique_ptr<dist::ProcessGroup> local_group_;  // the ranks of this data-parallel group (when > 1)
+  dist::ProcessGroup* vae_group_ = nullptr;          // --vae-parallel: local_group_
+  dist::ProcessGroup* agree_group_ = nullptr;        // --step-cache: the ranks that must skip alike
+  std::unique_ptr<StepCache> step_cache_;
+  int step_ = 0, num_steps_ = 0;  // the denoising step being run, for the step cache
   std::shared_ptr<hsdp::BufferPool> pool_;
   std::shared_ptr<hsdp::HsdpStats> stats_;
 

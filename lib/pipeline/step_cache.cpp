@@ -1,0 +1,208 @@
+#include "pipeline/step_cache.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/tensor_dump.h"
+#include "models/wan_transformer.h"
+
+namespace omni::pipeline {
+namespace {
+
+// TeaCache4Wan2.1's polynomials for the relative L1 change of e0 (its "use_ret_steps" mode), highest power
+// first: fitted on Wan2.1 T2V 14B and 1.3B. Wan2.2 has no published fit; its experts have the 14B's width.
+const std::vector<double> kTeaCache14B = {-3.03318725e+05, 4.90537029e+04, -2.65530556e+03, 5.87365115e+01,
+                                          -3.15583525e-01};
+const std::vector<double> kTeaCache1_3B = {-5.21862437e+04, 9.23041404e+03, -5.28275948e+02, 1.36987616e+01,
+                                           -4.99875664e-02};
+
+double polynomial(const std::vector<double>& c, double x) {
+  double y = 0;
+  for (double a : c) y = y * x + a;  // Horner
+  return y;
+}
+
+}  // namespace
+
+StepCacheMode parse_step_cache_mode(const std::string& name) {
+  if (name == "none") return StepCacheMode::kNone;
+  if (name == "teacache") return StepCacheMode::kTeaCache;
+  if (name == "fbcache") return StepCacheMode::kFirstBlock;
+  OMNI_FAIL_USAGE("--step-cache must be none, teacache or fbcache, got '", name, "'");
+}
+
+const char* step_cache_mode_name(StepCacheMode mode) {
+  switch (mode) {
+    case StepCacheMode::kTeaCache:
+      return "teacache";
+    case StepCacheMode::kFirstBlock:
+      return "fbcache";
+    default:
+      return "none";
+  }
+}
+
+double default_step_cache_threshold(StepCacheMode mode) {
+  // TeaCache4Wan2.1 runs its 14B models at 0.2 (e0 mode); first-block caches commonly at 0.05-0.1.
+  return mode == StepCacheMode::kTeaCache ? 0.2 : mode == StepCacheMode::kFirstBlock ? 0.08 : 0.0;
+}
+
+StepCache::StepCache(StepCacheMode mode, double threshold, int64_t hidden_size, dist::ProcessGroup* sp_group,
+                     dist::ProcessGroup* agree_group, bool keep_gathers)
+    : mode_(mode),
+      threshold_(threshold),
+      coefficients_(hidden_size >= 3072 ? kTeaCache14B : kTeaCache1_3B),
+      sp_group_(sp_group),
+      agree_group_(agree_group),
+      keep_gathers_(keep_gathers) {}
+
+void StepCache::reset() {
+  branches_.clear();
+  expert_ = -1;
+  counts_[0] = counts_[1] = StepCacheCounts{};
+  last_skipped_ = false;
+}
+
+void StepCache::begin_call(int expert, int step, int num_steps, std::vector<int> row_branches) {
+  const bool switched = expert != expert_;
+  if (switched) branches_.clear();  // a new expert starts from nothing
+  expert_ = expert;
+  step_ = step;
+  num_steps_ = num_steps;
+  rows_ = std::move(row_branches);
+  forced_ = switched || step == 0 || step + 1 == num_steps;
+}
+
+at::Tensor StepCache::rows_of(const at::Tensor& t, int branch) const {
+  std::vector<int64_t> idx;
+  for (size_t r = 0; r < rows_.size(); ++r)
+    if (rows_[r] == branch) idx.push_back(static_cast<int64_t>(r));
+  if (static_cast<int64_t>(idx.size()) == t.size(0)) return t;
+  return t.index_select(0, at::tensor(idx, at::kLong).to(t.device()));
+}
+
+std::vector<double> StepCache::relative_changes(const at::Tensor& now, const std::vector<at::Tensor>& before) {
+  // Per branch: sum |now - before| and sum |before|, in float64, summed over the sp group's token slices.
+  std::vector<at::Tensor> sums;
+  for (size_t b = 0; b < before.size(); ++b) {
+    const at::Tensor a = rows_of(now, static_cast<int>(b)).to(at::kDouble), p = before[b].to(at::kDouble);
+    sums.push_back((a - p).abs().sum());
+    sums.push_back(p.abs().sum());
+  }
+  at::Tensor all = at::stack(sums).contiguous();  // [2 * branches]
+  if (sp_group_ != nullptr) sp_group_->all_reduce(all)->wait();
+  all = all.cpu();
+  std::vector<double> out;
+  for (size_t b = 0; b < before.size(); ++b) {
+    const double diff = all[static_cast<int64_t>(2 * b)].item<double>(),
+                 base = all[static_cast<int64_t>(2 * b + 1)].item<double>();
+    out.push_back(base > 0 ? diff / base : 1.0);
+  }
+  return out;
+}
+
+bool StepCache::agreed_skip(bool wish) {
+  if (agree_group_ == nullptr) return wish;
+  at::Tensor must_compute = at::full({1}, wish ? 0.0f : 1.0f, at::TensorOptions().device(agree_group_->device()));
+  agree_group_->all_reduce(must_compute, dist::ReduceOp::kMax)->wait();
+  return must_compute.item<float>() == 0.0f;
+}
+
+at::Tensor StepCache::add_residuals(const at::Tensor& x) {
+  // Row r takes the next row of its branch's residual.
+  std::map<int, int64_t> next;
+  std::vector<at::Tensor> parts;
+  for (int b : rows_) parts.push_back(branches_.at(b).residual.narrow(0, next[b]++, 1));
+  return x + at::cat(parts, 0);
+}
+
+at::Tensor StepCache::run_blocks(const models::WanTransformer3DModel& model, const at::Tensor& x,
+                                 const at::Tensor& context, const at::Tensor& timestep_proj,
+                                 const models::RotaryEmbedding& rope, models::AttentionBackend* backend,
+                                 models::UnitHooks* hooks) {
+  const int n = model.num_blocks();
+  auto run = [&](int first, int end, at::Tensor y) {  // blocks [first, end)
+    for (int i = first; i < end; ++i) {
+      if (hooks) hooks->before(i);
+      y = model.run_block(i, y, context, timestep_proj, rope, backend);
+      if (debug::dumps_enabled()) debug::dump("blocks." + std::to_string(i), y);  // [B, S, D]
+      if (hooks) hooks->after(i);
+    }
+    return y;
+  };
+  // Skipped blocks [first, n): their gathers still made where other groups share them, else the prefetch of
+  // `first` (started by the previous unit's hook) drained.
+  auto pass_over = [&](int first) {
+    if (hooks == nullptr || first >= n) return;
+    if (!keep_gathers_) return hooks->skip(first);
+    for (int i = first; i < n; ++i) {
+      hooks->before(i);
+      hooks->after(i);
+    }
+  };
+  last_skipped_ = false;
+  if (!enabled() || n == 0) return run(0, n, x);
+
+  std::vector<int> branch_ids;
+  for (int b : rows_)
+    if (std::find(branch_ids.begin(), branch_ids.end(), b) == branch_ids.end()) branch_ids.push_back(b);
+  const bool have_state = std::all_of(branch_ids.begin(), branch_ids.end(), [&](int b) {
+    auto it = branches_.find(b);
+    return it != branches_.end() && it->second.previous.defined() && it->second.residual.defined();
+  });
+  // Every rank evaluates the same tensors (summed over the sp group); the threshold 0 never skips.
+  auto wishes = [&](const at::Tensor& now, bool accumulate) {
+    bool wish = !forced_ && have_state && threshold_ > 0;
+    if (!have_state) return false;
+    std::vector<at::Tensor> before;
+    for (int b : branch_ids) before.push_back(branches_.at(b).previous);
+    const std::vector<double> rel = relative_changes(now, before);
+    for (size_t k = 0; k < branch_ids.size(); ++k) {
+      Branch& br = branches_.at(branch_ids[k]);
+      const double change = accumulate ? (br.accumulated += polynomial(coefficients_, rel[k])) : rel[k];
+      wish = wish && change < threshold_;
+    }
+    return wish;
+  };
+
+  const int expert = std::max(expert_, 0);
+  if (mode_ == StepCacheMode::kTeaCache) {
+    const bool skip = agreed_skip(wishes(timestep_proj, /*accumulate=*/true));
+    for (int b : branch_ids) branches_[b].previous = rows_of(timestep_proj, b).clone();  // e0 of every call
+    if (skip) {
+      pass_over(0);
+      ++counts_[expert].skipped;
+      last_skipped_ = true;
+      return add_residuals(x);
+    }
+    at::Tensor out = run(0, n, x);
+    const at::Tensor added = out - x;
+    for (int b : branch_ids) {
+      branches_[b].residual = rows_of(added, b).clone();
+      branches_[b].accumulated = 0;
+    }
+    ++counts_[expert].computed;
+    return out;
+  }
+
+  // First-block cache.
+  const at::Tensor first = run(0, 1, x);
+  const at::Tensor first_residual = first - x;
+  const bool skip = agreed_skip(wishes(first_residual, /*accumulate=*/false));
+  if (skip) {
+    pass_over(1);
+    ++counts_[expert].skipped;
+    last_skipped_ = true;
+    return add_residuals(first);
+  }
+  at::Tensor out = run(1, n, first);
+  const at::Tensor added = out - first;
+  for (int b : branch_ids) {
+    branches_[b].previous = rows_of(first_residual, b).clone();
+    branches_[b].residual = rows_of(added, b).clone();
+  }
+  ++counts_[expert].computed;
+  return out;
+}
+
+}  // namespace omni::pipeline

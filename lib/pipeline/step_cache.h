@@ -1,0 +1,107 @@
+// Step caching (docs/DESIGN.md section 10): a transformer call whose input has barely changed since the last
+// computed step of the same expert and CFG branch reuses that step's residual instead of running the blocks.
+//
+//   teacache  TeaCache (ali-vilab): the relative L1 change of the timestep modulation (the blocks' e0 input)
+//             since the previous step, rescaled by TeaCache's fitted polynomial for Wan and accumulated over
+//             the skipped steps; skip while the sum is under the threshold. x += cached (out - in) of all blocks.
+//   fbcache   First-block cache: block 0 always runs; when its residual changed by less than the threshold
+//             (relative L1) since the last computed step, blocks 1.. are skipped and their cached residual
+//             added.
+//
+// The first and last steps, and the first step of each expert, are always computed; the expert switch resets
+// the state. Every rank of a data-parallel group (the ranks that share the transformer's sequence-parallel and
+// CFG collectives) takes the same decision: a call is skipped only when every rank's every branch would skip
+// it. Relative changes are summed over the sequence-parallel group, so they describe whole tensors, not token
+// slices. Groups decide apart, so a video's steps do not depend on the layout; where HSDP shard groups span
+// several data-parallel groups, a group that skips still joins every block's gather (keep_gathers).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dist/process_group.h"
+#include "models/module.h"
+#include "models/wan_rotary_pos_embed.h"
+
+namespace omni::models {
+class WanTransformer3DModel;
+class AttentionBackend;
+}  // namespace omni::models
+
+namespace omni::pipeline {
+
+enum class StepCacheMode { kNone, kTeaCache, kFirstBlock };
+
+// "none", "teacache", "fbcache" (a usage error naming --step-cache otherwise).
+StepCacheMode parse_step_cache_mode(const std::string& name);
+const char* step_cache_mode_name(StepCacheMode mode);
+// The threshold a mode uses when --step-cache-threshold is not given.
+double default_step_cache_threshold(StepCacheMode mode);
+
+struct StepCacheCounts {
+  int computed = 0;
+  int skipped = 0;
+};
+
+class StepCache {
+ public:
+  // `hidden_size` picks TeaCache's polynomial (Wan2.1 14B's for 3072 and up, 1.3B's below). `sp_group` (null:
+  // no sequence parallelism) sums the relative changes; `agree_group` (null: this rank alone) agrees the
+  // decisions; `keep_gathers`: skipped blocks still pass through the hooks (gather and release, no compute).
+  StepCache(StepCacheMode mode, double threshold, int64_t hidden_size, dist::ProcessGroup* sp_group,
+            dist::ProcessGroup* agree_group, bool keep_gathers);
+
+  StepCacheMode mode() const { return mode_; }
+  bool enabled() const { return mode_ != StepCacheMode::kNone; }
+  // A new video: forget everything, counts included.
+  void reset();
+  // Before a transformer call: its expert (0, 1), step and step count, and the CFG branch of each batch row
+  // (0 cond, 1 uncond).
+  void begin_call(int expert, int step, int num_steps, std::vector<int> row_branches);
+
+  // The blocks of one call with the cache's decisions: x [B, S', D] (this rank's tokens) -> after the last
+  // block. Calls hooks->before / after around every block that runs and hooks->skip for a prefetched one that
+  // does not. Without a cache (or mode none) it is the plain loop.
+  at::Tensor run_blocks(const models::WanTransformer3DModel& model, const at::Tensor& x, const at::Tensor& context,
+                        const at::Tensor& timestep_proj, const models::RotaryEmbedding& rope,
+                        models::AttentionBackend* backend, models::UnitHooks* hooks);
+
+  // Whether the last call skipped its blocks (for the progress line).
+  bool last_skipped() const { return last_skipped_; }
+  // Calls computed and skipped, per expert.
+  const StepCacheCounts& counts(int expert) const { return counts_[expert]; }
+
+ private:
+  struct Branch {
+    at::Tensor previous;  // teacache: the last call's e0; fbcache: the last computed step's block-0 residual
+    at::Tensor residual;  // what the skipped blocks added at the last computed step
+    double accumulated = 0;
+  };
+  // Sum over the sp group of |a - b| and |b| for each branch's rows; returns the relative change per row-branch.
+  std::vector<double> relative_changes(const at::Tensor& now, const std::vector<at::Tensor>& before);
+  // True when every rank of the agreement group may skip (a collective; every rank calls it).
+  bool agreed_skip(bool wish);
+  at::Tensor rows_of(const at::Tensor& t, int branch) const;  // the batch rows of `branch`
+  at::Tensor add_residuals(const at::Tensor& x);
+
+  StepCacheMode mode_;
+  double threshold_;
+  std::vector<double> coefficients_;  // TeaCache's polynomial, highest power first
+  dist::ProcessGroup* sp_group_;
+  dist::ProcessGroup* agree_group_;
+  bool keep_gathers_;
+  std::map<int, Branch> branches_;  // by CFG branch, for the current expert
+  int expert_ = -1;
+  int step_ = 0;
+  int num_steps_ = 0;
+  std::vector<int> rows_;
+  bool forced_ = true;  // this call must compute
+  bool last_skipped_ = false;
+  StepCacheCounts counts_[2];
+};
+
+}  // namespace omni::pipeline
