@@ -155,14 +155,31 @@ c10::Device select_device(const std::string& spec, const Communicator& world, bo
   return mine.device;
 }
 
-int64_t peak_device_bytes(const c10::Device& device) {
+namespace {
+
+// The caching allocator's aggregate allocated-bytes statistic on `device`: its peak or its current value (0 on
+// the CPU).
+int64_t allocated_stat(const c10::Device& device, bool peak) {
 #ifdef OMNI_WITH_CUDA
   if (device.is_cuda()) {
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
-    return stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
+    const auto& s = stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)];
+    return peak ? s.peak : s.current;
   }
 #endif
+  (void)device;
+  (void)peak;
   return 0;
+}
+
+}  // namespace
+
+int64_t peak_device_bytes(const c10::Device& device) {
+  return allocated_stat(device, /*peak=*/true);
+}
+
+int64_t allocated_device_bytes(const c10::Device& device) {
+  return allocated_stat(device, /*peak=*/false);
 }
 
 void reset_peak_device_bytes(const c10::Device& device) {
@@ -170,17 +187,6 @@ void reset_peak_device_bytes(const c10::Device& device) {
   if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
 #endif
   (void)device;
-}
-
-int64_t allocated_device_bytes(const c10::Device& device) {
-#ifdef OMNI_WITH_CUDA
-  if (device.is_cuda()) {
-    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
-    return stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current;
-  }
-#endif
-  (void)device;
-  return 0;
 }
 
 std::string version_report(const std::string& tool_version) {
