@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -38,9 +39,23 @@ constexpr size_t kTempPathMax = 4096;
 std::atomic<bool> g_slot_used[kTempSlots];
 char g_slot_path[kTempSlots][kTempPathMax];
 
+// The interrupt message, double-buffered: the handler reads the buffer g_message_current names, which is
+// switched only after the other buffer is complete.
+constexpr size_t kMessageMax = 1024;
+char g_message[2][kMessageMax];
+std::atomic<int> g_message_current{-1};
+
 void remove_temp_files_and_reraise(int sig) {
   for (int i = 0; i < kTempSlots; ++i)
     if (g_slot_used[i].load()) ::unlink(g_slot_path[i]);  // unlink is async-signal-safe
+  const int m = g_message_current.load();
+  if (m >= 0) {
+    const char* name = sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGHUP";
+    const char* parts[] = {"omni-generate: stopped by ", name, ": ", g_message[m], "\n"};
+    for (const char* p : parts) {
+      if (::write(2, p, std::strlen(p)) < 0) break;  // write and strlen are async-signal-safe
+    }
+  }
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }
@@ -77,6 +92,18 @@ std::string temp_sibling(const std::string& path, const char* tag) {
   const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   return dir + "." + name + "." + tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+}
+
+void set_interrupt_message(const std::string& line) {
+  if (line.empty()) {
+    g_message_current.store(-1);
+    return;
+  }
+  const int next = g_message_current.load() == 0 ? 1 : 0;
+  const size_t n = std::min(line.size(), kMessageMax - 1);
+  std::memcpy(g_message[next], line.data(), n);
+  g_message[next][n] = '\0';
+  g_message_current.store(next);
 }
 
 void install_temp_file_cleanup() {

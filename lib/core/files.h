@@ -34,9 +34,13 @@ class TempFile {
 // A hidden name beside `path` that nothing else uses: "DIR/.NAME.TAG-PID-N".
 std::string temp_sibling(const std::string& path, const char* tag);
 
-// Installs handlers for SIGTERM, SIGINT and SIGHUP that remove the live TempFiles and then end the process by
-// the same signal (its default action). Call once, early in main().
+// Installs handlers for SIGTERM, SIGINT and SIGHUP that remove the live TempFiles, print the interrupt
+// message (if any) and then end the process by the same signal (its default action: exit status 128 + signal,
+// 143 for SIGTERM, 130 for SIGINT). Call once, early in main().
 void install_temp_file_cleanup();
+// The one line the handler prints to stderr when a signal ends the process (say what is kept and how to
+// resume); "" prints nothing. Safe to call at any time from the main thread.
+void set_interrupt_message(const std::string& line);
 
 // The last step of every atomic write: renames the finished `tmp` onto `path`. Without `overwrite` an existing
 // `path` is never replaced, even one that appeared after the up-front checks (RENAME_NOREPLACE; filesystems

@@ -170,6 +170,7 @@ void GenerationJob::prepare() {
       for (auto& r : records) std::getline(lines, r.sha256);
   }
   const int skipped = static_cast<int>(std::count(status_.begin(), status_.end(), Status::kSkipped));
+  update_interrupt_message();
   OMNI_INFO("model ", model_->root(), " (", model_->index().class_name, ", task ", task_name(tasks_[0]), "); ",
             videos_.size(), " video(s) over ", mesh_.layout().dp, " data-parallel group(s)",
             skipped ? str_cat(", ", skipped, " already written") : "");
@@ -326,12 +327,23 @@ int GenerationJob::run() {
     try {
       write_outputs(a.video, result, t.seconds());
       status_[static_cast<size_t>(a.video)] = Status::kGenerated;
+      update_interrupt_message();
     } catch (const std::exception& e) {
       status_[static_cast<size_t>(a.video)] = Status::kFailed;
       log::write_all_ranks(log::Level::kError, str_cat("failed to write ", v.output, ": ", e.what()));
     }
   }
   return finish();
+}
+
+void GenerationJob::update_interrupt_message() const {
+  // Rank 0 says it once for the job (every rank removes its own temporary files).
+  if (mesh_.rank() != 0) return;
+  const auto n = [&](Status s) { return std::count(status_.begin(), status_.end(), s); };
+  std::string line = str_cat("the video in progress is abandoned (no partial file is left); ", n(Status::kSkipped),
+                             " video(s) written by earlier runs and ", n(Status::kGenerated), " by this rank are kept");
+  if (!opts_.prompts_file.empty()) line += "; run the same command again to make the rest (written videos are skipped)";
+  set_interrupt_message(line);
 }
 
 nlohmann::json GenerationJob::lora_json() const {

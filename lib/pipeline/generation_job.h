@@ -58,6 +58,8 @@ class GenerationJob {
   // Gathers every video's status to rank 0, prints the summary, writes the report; the exit code for all.
   int finish();
   nlohmann::json lora_json() const;
+  // What a signal's handler prints if it ends the run now (core/files.h set_interrupt_message).
+  void update_interrupt_message() const;
   // --overwrite, or `path` is a partial output of `video` left by an interrupted run of ours.
   bool may_replace(int video, const std::string& path) const;
 
