@@ -289,7 +289,13 @@ int GenerationJob::run() {
     GenerationRequest req;
     req.prompt = o.prompt;
     req.negative_prompt = o.negative_prompt;
-    if (!o.image.empty()) req.image = io::load_conditioning_image(o.image, o.height, o.width);  // [1, 3, H, W]
+    if (!o.image.empty()) {
+      // One --image over a whole list is read and resized once.
+      const std::string key = str_cat(o.image, "@", o.height, "x", o.width);
+      if (key != image_key_) image_ = io::load_conditioning_image(o.image, o.height, o.width);  // [1, 3, H, W]
+      image_key_ = key;
+      req.image = image_;
+    }
     req.height = o.height;
     req.width = o.width;
     req.num_frames = o.num_frames;

@@ -73,8 +73,10 @@ class GenerationJob {
   std::vector<Task> tasks_;                         // per video (TI2V-5B: image mode where the video has an image)
   std::vector<std::set<std::string>> replaceable_;  // per video: our partial outputs left by a killed run
   std::vector<std::pair<int, int>> image_hw_;       // per video: the conditioning image's size, or 0x0
-  std::vector<LoraRecord> lora_records_[2];         // --lora, --lora-2 with their SHA-256
-  at::Device device_ = at::kCPU;                    // what --device resolved to on this rank
+  std::string image_key_;  // path@HxW of image_, the last conditioning image loaded (one --image for a list)
+  at::Tensor image_;
+  std::vector<LoraRecord> lora_records_[2];  // --lora, --lora-2 with their SHA-256
+  at::Device device_ = at::kCPU;             // what --device resolved to on this rank
   std::unique_ptr<WanPipeline> pipeline_;
   PhaseTimes times_;
   Timer total_;
