@@ -14,6 +14,7 @@ PACKAGES=(
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg
   libstb-dev
   libgtest-dev googletest
+  slurm-wlm munge                   # tools/slurm/selftest.sh: a one-node Slurm for the slurm-labelled test
 )
 
 missing=()
