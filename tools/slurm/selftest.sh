@@ -7,9 +7,9 @@
 #   1. 4 tasks started by srun (PMIx), HSDP shard 4, a 3-line prompts file: the job COMPLETED with exit code
 #      0:0, 3 videos that ffprobe reads, and a report saying 3 generated;
 #   2. the same started by mpirun inside the allocation;
-#   3. a 5-line prompts file preempted after 2 videos (scontrol requeue: SIGTERM to every task, then the job
-#      runs again): it ends COMPLETED after one restart with exactly 5 videos and no stray file, the preempted
-#      run's tasks exiting 143 (the job completion records, jobcomp/filetxt, hold both runs).
+#   3. a 5-line prompts file preempted after 2 videos (scancel --signal=TERM: SIGTERM to every task; the job
+#      ends with exit code 143; then scontrol requeue): it ends COMPLETED after one restart with exactly 5
+#      videos and no stray file (the job completion records, jobcomp/filetxt, hold both runs).
 # Stops everything it started. Exit 0 when all pass, 1 on a failure (with the daemons' logs), 77 with one line
 # saying why when Slurm cannot run here (not root, no apt, a daemon that does not start).
 set -uo pipefail
@@ -150,6 +150,12 @@ for _ in $(seq 1200); do
   [ "$(find "$work/out-preempt" -maxdepth 1 -name '*.mp4' 2>/dev/null | wc -l)" -ge 2 ] && break
   sleep 0.2
 done
+# Preemption as Slurm does it: SIGTERM to every task (scancel --signal=TERM); the job ends; it is requeued.
+scancel --signal=TERM "$id" || fail "scancel --signal=TERM $id"
+first=$(wait_done "$id")
+first_code=$(field "$id" ExitCode)
+echo "slurm selftest: after SIGTERM: job $id $first, exit code $first_code (143 = 128 + SIGTERM)"
+[ "$first_code" = 143:0 ] || fail "the signalled job $id ended with exit code $first_code, expected 143:0"
 scontrol requeue "$id" || fail "scontrol requeue $id"
 # A requeued job waits before it is eligible again (Slurm's requeue delay); no need to here.
 for _ in $(seq 100); do [ "$(field "$id" JobState)" = PENDING ] && break; sleep 0.2; done
@@ -168,10 +174,9 @@ s = json.load(open(sys.argv[1]))["summary"]
 assert s["skipped"] >= 2 and s["generated"] + s["skipped"] == 5 and s["failed"] == 0, s
 print(f"slurm selftest: the restart skipped {s['skipped']} and generated {s['generated']}")
 PY
-# The job completion records: the preempted run (its tasks ended by SIGTERM: derived exit code 0:15, which a
-# shell reports as 143), then the completed restart.
+# The job completion records: the preempted run, then the completed restart.
 records=$(grep "JobId=$id " "$work/jobcomp.txt" | sed -E 's/.*(JobState=[A-Z_]+).*(DerivedExitCode=[0-9:]+) (ExitCode=[0-9:]+).*/\1 \2 \3/')
 echo "$records" | sed 's/^/slurm selftest: job record: /'
-grep -q "DerivedExitCode=0:15" <<<"$records" || fail "no record of tasks ended by SIGTERM (0:15) for job $id"
+grep -q "ExitCode=143:0" <<<"$records" || fail "no record of the run ended by SIGTERM (143:0) for job $id"
 grep -q "JobState=COMPLETED DerivedExitCode=[0-9:]* ExitCode=0:0" <<<"$records" || fail "no COMPLETED record for job $id"
 echo "slurm selftest: ok: preempted after 2 videos, requeued, 5 videos, no stray file"
