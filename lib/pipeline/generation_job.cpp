@@ -73,6 +73,18 @@ bool is_partial_output(const std::string& path, const std::string& video) {
   }
 }
 
+// A run report of ours (what finish() writes): JSON with world_size, layout and the videos' statuses.
+bool is_earlier_report(const std::string& path) {
+  if (!is_file(path)) return false;
+  try {
+    std::ifstream in(path);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    return j.is_object() && j.contains("world_size") && j.contains("layout") && j.contains("videos");
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 const char* status_name(int s) {
   switch (s) {
     case 1:
@@ -155,7 +167,11 @@ void GenerationJob::prepare() {
         io::check_output_writable(path, may_replace(static_cast<int>(i), path));
       }
     }
-    if (!opts_.report.empty()) io::check_output_writable(opts_.report, opts_.overwrite);
+    if (!opts_.report.empty()) {
+      // A resumed list rewrites its own earlier report (the same command, run again).
+      replace_report_ = resumable && is_earlier_report(opts_.report);
+      io::check_output_writable(opts_.report, opts_.overwrite || replace_report_);
+    }
     // The LoRA files' digests, for the sidecars and the MP4 metadata: rank 0 reads them, all get them.
     if (mesh_.rank() == 0 && has_work())
       for (auto& records : lora_records_)
@@ -533,7 +549,7 @@ int GenerationJob::finish() {
                          {"transformer", {{"computed", c[0].computed}, {"skipped", c[0].skipped}}},
                          {"transformer_2", {{"computed", c[1].computed}, {"skipped", c[1].skipped}}}};
     }
-    write_file_atomically(opts_.report, r.dump(2) + "\n", opts_.overwrite);
+    write_file_atomically(opts_.report, r.dump(2) + "\n", opts_.overwrite || replace_report_);
     OMNI_INFO("wrote report ", opts_.report);
   }
   return code;

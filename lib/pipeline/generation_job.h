@@ -71,6 +71,7 @@ class GenerationJob {
   std::vector<VideoSpec> videos_;
   std::vector<Status> status_;
   std::vector<Task> tasks_;                         // per video (TI2V-5B: image mode where the video has an image)
+  bool replace_report_ = false;                     // --report names this list's report from an earlier run
   std::vector<std::set<std::string>> replaceable_;  // per video: our partial outputs left by a killed run
   std::vector<std::pair<int, int>> image_hw_;       // per video: the conditioning image's size, or 0x0
   std::string image_key_;  // path@HxW of image_, the last conditioning image loaded (one --image for a list)

@@ -63,10 +63,11 @@ one 2 "A city at night" 3 --negative-prompt daylight
 one 3 "A kite over a hill" 4 --guidance-scale 6
 one 4 "Rain on a window" 5 --height 48
 
-# 4. Everything written: nothing to load.
-"${batch[@]}" > "$work/run3.log" 2>&1 || { cat "$work/run3.log"; exit 1; }
+# 4. Everything written: nothing to load. The same command again rewrites its own report.
+"${batch[@]}" --report "$work/report2.json" > "$work/run3.log" 2>&1 || { cat "$work/run3.log"; exit 1; }
 grep -q "summary: 0 generated, 5 skipped" "$work/run3.log" && ! grep -q "loaded in" "$work/run3.log" ||
   { echo "FAIL: the finished batch loaded or generated"; cat "$work/run3.log"; exit 1; }
+grep -q '"skipped": 5' "$work/report2.json" || { echo "FAIL: the report was not rewritten"; exit 1; }
 
 # 5. Lines that break the lockstep, or are not options: usage errors naming the line, before any model is read.
 bad() {  # bad NAME LINE TEXT
