@@ -165,41 +165,34 @@ at::Tensor StepCache::run_blocks(const models::WanTransformer3DModel& model, con
     return wish;
   };
 
+  // A skip replaces blocks [from, n) by their cached residual: all of them (TeaCache, judged by the timestep
+  // modulation) or all after the first (first-block cache, judged by block 0's residual).
   const int expert = std::max(expert_, 0);
-  if (mode_ == StepCacheMode::kTeaCache) {
-    const bool skip = agreed_skip(wishes(timestep_proj, /*accumulate=*/true));
+  const bool tea = mode_ == StepCacheMode::kTeaCache;
+  const int from = tea ? 0 : 1;
+  at::Tensor base = x, first_residual;
+  bool wish;
+  if (tea) {
+    wish = wishes(timestep_proj, /*accumulate=*/true);
     for (int b : branch_ids) branches_[b].previous = rows_of(timestep_proj, b).clone();  // e0 of every call
-    if (skip) {
-      pass_over(0);
-      ++counts_[expert].skipped;
-      last_skipped_ = true;
-      return add_residuals(x);
-    }
-    at::Tensor out = run(0, n, x);
-    const at::Tensor added = out - x;
-    for (int b : branch_ids) {
-      branches_[b].residual = rows_of(added, b).clone();
-      branches_[b].accumulated = 0;
-    }
-    ++counts_[expert].computed;
-    return out;
+  } else {
+    base = run(0, 1, x);
+    first_residual = base - x;
+    wish = wishes(first_residual, /*accumulate=*/false);
   }
-
-  // First-block cache.
-  const at::Tensor first = run(0, 1, x);
-  const at::Tensor first_residual = first - x;
-  const bool skip = agreed_skip(wishes(first_residual, /*accumulate=*/false));
-  if (skip) {
-    pass_over(1);
+  if (agreed_skip(wish)) {
+    pass_over(from);
     ++counts_[expert].skipped;
     last_skipped_ = true;
-    return add_residuals(first);
+    return add_residuals(base);
   }
-  at::Tensor out = run(1, n, first);
-  const at::Tensor added = out - first;
+  at::Tensor out = run(from, n, base);
+  const at::Tensor added = out - base;
   for (int b : branch_ids) {
-    branches_[b].previous = rows_of(first_residual, b).clone();
-    branches_[b].residual = rows_of(added, b).clone();
+    Branch& br = branches_[b];
+    br.residual = rows_of(added, b).clone();
+    br.accumulated = 0;
+    if (!tea) br.previous = rows_of(first_residual, b).clone();  // compared with the next computed step's
   }
   ++counts_[expert].computed;
   return out;
