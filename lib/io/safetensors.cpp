@@ -270,7 +270,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
                          "': shape must be a list of non-negative integers, found ", sh->dump());
         info.shape.push_back(dim);
         if (dim != 0 && numel > std::numeric_limits<int64_t>::max() / 8 / dim) overflow = true;
-        numel *= dim;
+        if (!overflow) numel *= dim;  // past the guard the product is never formed (it would overflow)
       }
       bool has_zero = std::find(info.shape.begin(), info.shape.end(), 0) != info.shape.end();
       OMNI_CHECK_INPUT(!overflow || has_zero, path, ": tensor '", name, "': shape ", sh->dump(), " is too large");

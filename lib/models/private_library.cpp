@@ -5,10 +5,21 @@
 #include "core/error.h"
 
 namespace omni::models {
+namespace {
+
+#if defined(__SANITIZE_ADDRESS__)
+// AddressSanitizer refuses RTLD_DEEPBIND (google/sanitizers#611): a sanitizer build (-DOMNI_SANITIZE=ON) binds
+// the library through the global scope instead, which is what a clash with LibTorch's symbols would show.
+constexpr int kDeepBind = 0;
+#else
+constexpr int kDeepBind = RTLD_DEEPBIND;
+#endif
+
+}  // namespace
 
 PrivateLibrary::PrivateLibrary(std::initializer_list<const char*> names) {
   for (const char* name : names) {
-    handle_ = ::dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+    handle_ = ::dlopen(name, RTLD_NOW | RTLD_LOCAL | kDeepBind);
     if (handle_ != nullptr) {
       error_.clear();
       return;
