@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 export BUILD_DIR=${BUILD_DIR:-build-asan}
 CMAKE_ARGS="-DOMNI_SANITIZE=ON ${CMAKE_ARGS:-}" bash tools/build.sh
 export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1:detect_odr_violation=0
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$PWD/tools/ubsan.supp
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # The GoogleTest and MPI unit tests (names without a dot) and one pipeline case on 4 ranks (HSDP over all).
 tests=${1:-'^[^.]+$|^pipeline\.t2v\.hsdp4$'}
 cd "$BUILD_DIR"
