@@ -213,7 +213,7 @@ LoraSet::LoraSet(const std::vector<LoraSource>& sources, const std::vector<Param
       bool kohya = false, wan_first = false;
       if (body.rfind("lora_unet_", 0) == 0) {
         body = body.substr(10);
-        kohya = wan_first = true;
+        kohya = true;
       } else if (body.rfind("text_encoder", 0) == 0 || body.rfind("lora_te", 0) == 0) {
         OMNI_FAIL_INPUT(where, ": key '", key, "' is a text-encoder LoRA; only the transformers take LoRA here");
       } else {
@@ -243,8 +243,9 @@ LoraSet::LoraSet(const std::vector<LoraSource>& sources, const std::vector<Param
           break;
         }
       }
-      const auto& first = kohya ? (wan_first ? wan_u : ours_u) : (wan_first ? wan : ours);
-      const auto& second = kohya ? (wan_first ? ours_u : wan_u) : (wan_first ? ours : wan);
+      // Kohya keys are underscored and name Wan's modules first (musubi-tuner's convention).
+      const auto& first = kohya ? wan_u : (wan_first ? wan : ours);
+      const auto& second = kohya ? ours_u : (wan_first ? ours : wan);
       auto it = first.find(body);
       const bool found = it != first.end() || (it = second.find(body)) != second.end();
       if (!part || !found) {
