@@ -23,6 +23,7 @@
 #include "dist/device.h"
 #include "dist/device_mesh.h"
 #include "io/model_dir.h"
+#include "pipeline/auto_layout.h"
 #include "pipeline/default_model.h"
 #include "pipeline/generation_job.h"
 
@@ -43,10 +44,12 @@ std::string group_listing(const Layout& layout, const std::string& kind) {
   return os.str();
 }
 
-void print_plan(const GenerateOptions& opts, const Layout& layout, const std::string& preset) {
+void print_plan(const GenerateOptions& opts, const Layout& layout, const std::string& preset,
+                const std::string& layout_line) {
   std::ostringstream os;
   os << "omni-generate dry run: configuration is valid\n";
   os << "layout: " << layout.summary() << "\n";
+  os << "layout choice: " << layout_line << "\n";
   if (layout.use_hsdp) {
     os << "hsdp: replicate " << layout.hsdp_replicate << " x shard " << layout.hsdp_shard << " (each rank holds 1/"
        << layout.hsdp_shard << " of the sharded weights)\n";
@@ -106,19 +109,25 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
   const std::string preset = choose_preset(model_name_of(cli));
   GenerateOptions opts = omni::config::resolve_options(cli, preset);
   omni::log::set_level(omni::log::parse_level(opts.log_level));
+  // The compute degrees: given, or chosen from the work (the model's configs and the prompt list).
+  phase = Phase::kAgreed;
+  const auto decision = omni::pipeline::decide_layout(opts, omni::dist::Communicator::world());
+  phase = Phase::kUniform;
+  opts.parallel = decision.parallel;
   Layout layout = omni::config::resolve_layout(opts.parallel, world);
+  OMNI_INFO("layout ", decision.line);
   OMNI_INFO("layout ", layout.summary());
   // The mesh is built in a dry run too: the communicators of every group are split, so a dry run proves the
   // layout on the real launcher (mpirun / srun) before any model is read.
   omni::dist::DeviceMesh mesh(layout, omni::dist::Communicator::world());
   OMNI_DEBUG("mesh: ", mesh.describe());
+  phase = Phase::kAgreed;
+  omni::pipeline::GenerationJob job(opts, preset, mesh, decision.line);
   if (opts.dry_run) {
-    if (rank == 0) print_plan(opts, layout, preset);
-    return 0;
+    if (rank == 0) print_plan(opts, layout, preset, decision.line);
+    return job.dry_run();  // the model's configs and headers, every rank's memory plan
   }
 
-  phase = Phase::kAgreed;
-  omni::pipeline::GenerationJob job(opts, preset, mesh);
   job.prepare();
   if (job.has_work()) job.load();  // every output already written (a finished batch): nothing to load
   phase = Phase::kRunning;

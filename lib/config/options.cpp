@@ -201,6 +201,10 @@ const std::vector<Binding>& bindings() {
     par("hsdp-shard-size", "ranks that split one copy of the weights (-1: automatic)", "-1",
         &ParallelConfig::hsdp_shard_size);
     par("hsdp-replicate-size", "number of weight copies (shard groups)", "-1", &ParallelConfig::hsdp_replicate_size);
+    str("layout",
+        "auto: choose --ulysses-degree, --ring-degree and --cfg-parallel-size from the work (videos, guidance, "
+        "heads, tokens) when none is given; manual: use them as given (1 when not given)",
+        "auto", &G::layout);
     par("ulysses-degree", "Ulysses sequence-parallel degree", "1", &ParallelConfig::ulysses_degree);
     par("ring-degree", "ring-attention sequence-parallel degree", "1", &ParallelConfig::ring_degree);
     par("cfg-parallel-size", "1, or 2 to run cond and uncond on different ranks", "1",
@@ -231,7 +235,14 @@ const std::vector<Binding>& bindings() {
     str("dtype", "transformer and text encoder dtype: bfloat16, float16 or float32", "bfloat16", &G::dtype);
     str("vae-dtype", "VAE dtype: float32, bfloat16 or float16", "float32", &G::vae_dtype);
     str("log-level", "debug, info, warn, error or off", "info", &G::log_level);
-    flag("dry-run", "validate, build the mesh, print the plan and exit without loading a model", &G::dry_run);
+    flag("strict-memory",
+         "stop before loading when the memory plan exceeds the device's memory (GPU, or the node's host memory "
+         "split between its ranks), instead of warning",
+         &G::strict_memory);
+    flag("dry-run",
+         "validate, build the mesh, print the layout and the per-rank memory plan (from configs and checkpoint "
+         "headers only) and exit without loading a model; with --report, write the plan there",
+         &G::dry_run);
     return t;
   }();
   return table;
@@ -419,6 +430,13 @@ void apply_layer(GenerateOptions& opts, const std::map<std::string, std::string>
   }
 }
 
+bool set_by_user(const GenerateOptions& o, const std::string& key) {
+  auto it = o.sources.find(key);
+  if (it == o.sources.end()) return false;
+  const std::string& s = it->second;
+  return s == "flag" || s.rfind("config ", 0) == 0 || s.rfind("--prompts-file ", 0) == 0;
+}
+
 void validate_options(const GenerateOptions& o) {
   OMNI_CHECK_USAGE(o.height > 0 && o.height % 16 == 0, "--height must be a positive multiple of 16, got ", o.height);
   OMNI_CHECK_USAGE(o.width > 0 && o.width % 16 == 0, "--width must be a positive multiple of 16, got ", o.width);
@@ -444,6 +462,7 @@ void validate_options(const GenerateOptions& o) {
                        (o.device.size() > 5 && o.device.rfind("cuda:", 0) == 0 &&
                         o.device.find_first_not_of("0123456789", 5) == std::string::npos),
                    "--device must be auto, cpu, cuda or cuda:N, got '", o.device, "'");
+  OMNI_CHECK_USAGE(o.layout == "auto" || o.layout == "manual", "--layout must be auto or manual, got '", o.layout, "'");
   OMNI_CHECK_USAGE(o.step_cache == "none" || o.step_cache == "teacache" || o.step_cache == "fbcache",
                    "--step-cache must be none, teacache or fbcache, got '", o.step_cache, "'");
   OMNI_CHECK_USAGE(!o.step_cache_threshold || *o.step_cache_threshold >= 0,

@@ -59,6 +59,7 @@ struct GenerateOptions {
 
   // Parallelism.
   ParallelConfig parallel;
+  std::string layout;                          // auto or manual (how the compute degrees are chosen)
   bool vae_parallel{};                         // decode each video over the ranks of its data-parallel group
   std::string step_cache;                      // none, teacache, fbcache
   std::optional<double> step_cache_threshold;  // unset: the mode's default
@@ -70,11 +71,15 @@ struct GenerateOptions {
   std::string dtype;
   std::string vae_dtype;
   std::string log_level;
+  bool strict_memory{};  // a memory plan over the device's memory is an error, not a warning
   bool dry_run{};
 
   // Which layer set each key ("default", "preset <name>", "config <file>", "flag"), for --dry-run and reports.
   std::map<std::string, std::string> sources;
 };
+
+// Whether the user set `key` (a flag, a --config file, a prompts-file line), not a default or a preset.
+bool set_by_user(const GenerateOptions& o, const std::string& key);
 
 // One option of the table that the command line, the YAML files and the presets share.
 struct OptionSpec {

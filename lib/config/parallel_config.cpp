@@ -1,10 +1,48 @@
 #include "config/parallel_config.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "core/error.h"
 
 namespace omni::config {
+
+ParallelConfig choose_parallel(const ParallelConfig& given, int world, const LayoutWork& work, std::string* reason) {
+  OMNI_CHECK(world >= 1 && work.heads >= 1, "choose_parallel: world ", world, ", heads ", work.heads);
+  // The largest divisor of n that is at most `limit` and satisfies `ok`.
+  auto largest_divisor = [](int n, int64_t limit, auto ok) {
+    int best = 1;
+    for (int d = 1; d <= n; ++d)
+      if (n % d == 0 && d <= limit && ok(d)) best = d;
+    return best;
+  };
+  const auto any = [](int) { return true; };
+  ParallelConfig pc = given;
+  int dp = largest_divisor(world, std::max(work.videos, 1), any);
+  int rest = world / dp;
+  pc.cfg_parallel_size = work.guidance && rest % 2 == 0 ? 2 : 1;
+  rest /= pc.cfg_parallel_size;
+  const int64_t tokens = std::max<int64_t>(work.min_tokens, 1);
+  pc.ulysses_degree = largest_divisor(rest, tokens, [&](int u) { return work.heads % u == 0; });
+  rest /= pc.ulysses_degree;
+  pc.ring_degree = largest_divisor(rest, tokens / pc.ulysses_degree, any);
+  dp *= rest / pc.ring_degree;  // ranks no degree could use: more groups (repeating videos) rather than none
+
+  if (reason != nullptr) {
+    std::string parts;
+    auto add = [&](const char* name, int v) {
+      if (v > 1) parts += (parts.empty() ? "" : " x ") + std::string(name) + " " + std::to_string(v);
+    };
+    add("dp", dp);
+    add("cfg", pc.cfg_parallel_size);
+    add("ulysses", pc.ulysses_degree);
+    add("ring", pc.ring_degree);
+    *reason = str_cat("auto: ", work.videos, work.videos == 1 ? " video" : " videos", " on ", world,
+                      world == 1 ? " rank: " : " ranks: ", parts.empty() ? "one rank" : parts, "; ", work.heads,
+                      " heads", work.guidance ? "" : ", no guidance");
+  }
+  return pc;
+}
 
 Layout resolve_layout(const ParallelConfig& pc, int world) {
   OMNI_CHECK(world >= 1, "world size must be positive, got ", world);

@@ -2,6 +2,7 @@
 // computes the same verdict from the same inputs, so no rank waits on one that already exited.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,22 @@ struct Layout {
   // One line: "world 4: dp 4 x cfg 1 x ring 1 x ulysses 1; hsdp replicate 1 x shard 4".
   std::string summary() const;
 };
+
+// What an automatic layout is chosen for.
+struct LayoutWork {
+  int videos = 1;          // videos in this run (the prompt list's length)
+  bool guidance = false;   // classifier-free guidance runs for some video (guidance scale above 1)
+  int heads = 1;           // the transformer's attention heads (Ulysses splits them)
+  int64_t min_tokens = 1;  // the smallest video's transformer tokens (sequence parallelism splits them)
+};
+
+// The compute degrees for `world` ranks chosen from `work` (--layout auto): one video per data-parallel group
+// while videos remain to fill the groups (dp: the largest divisor of the world not above the video count);
+// then cfg 2 when guidance runs; then Ulysses up to the largest degree that divides the heads; ring for the
+// rest. A degree is never above the tokens it splits; what no degree can use becomes more data-parallel groups.
+// The HSDP fields of `given` are kept (its automatic shard size follows the chosen degrees). `reason` gets one
+// line: "auto: 1 video on 4 ranks: cfg 2 x ulysses 2; 40 heads".
+ParallelConfig choose_parallel(const ParallelConfig& given, int world, const LayoutWork& work, std::string* reason);
 
 // Validates `pc` for `world_size` ranks and resolves the layout; throws a usage error (exit 2) whose one
 // line names the flags and numbers involved.

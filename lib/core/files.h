@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,7 +10,8 @@
 namespace omni {
 
 bool is_dir(const std::string& path);
-bool is_file(const std::string& path);  // a regular file
+bool is_file(const std::string& path);       // a regular file
+int64_t file_size(const std::string& path);  // bytes of a regular file, 0 when it is none
 bool ends_with(const std::string& s, const std::string& suffix);
 
 // A temporary file being written: removed when the object goes away uncommitted (an exception), and - while it

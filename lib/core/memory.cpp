@@ -4,24 +4,32 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 
 namespace omni {
 
 void keep_freed_host_memory() {
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // the largest glibc accepts on 64-bit
+  mallopt(M_MMAP_THRESHOLD, static_cast<int>(kHostHeapMaxAllocation));  // the largest glibc accepts on 64-bit
   mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
   mallopt(M_TOP_PAD, 64 << 20);
 }
 
+namespace {
+// The process's high-water mark before the last reset_peak_rss(): the reset lowers the kernel's mark, which
+// getrusage's ru_maxrss reads too, so the whole run's peak must be kept here.
+int64_t peak_before_reset = 0;
+}  // namespace
+
 int64_t peak_rss_bytes() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports kilobytes
+  return std::max(peak_before_reset, static_cast<int64_t>(usage.ru_maxrss) * 1024);  // Linux reports kilobytes
 }
 
 void reset_peak_rss() {
+  peak_before_reset = peak_rss_bytes();
   FILE* f = std::fopen("/proc/self/clear_refs", "w");
   if (!f) return;
   std::fputs("5", f);  // "reset the peak resident set size to the current one" (proc(5))
@@ -35,6 +43,17 @@ int64_t peak_rss_since_reset_bytes() {
   int64_t kib = 0;
   while (std::fgets(line, sizeof(line), f))
     if (std::sscanf(line, "VmHWM: %ld kB", &kib) == 1) break;
+  std::fclose(f);
+  return kib * 1024;
+}
+
+int64_t host_memory_bytes() {
+  FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  int64_t kib = 0;
+  while (std::fgets(line, sizeof(line), f))
+    if (std::sscanf(line, "MemTotal: %ld kB", &kib) == 1) break;
   std::fclose(f);
   return kib * 1024;
 }

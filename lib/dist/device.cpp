@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/memory.h"
 
 #ifdef OMNI_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -153,6 +154,41 @@ c10::Device select_device(const std::string& spec, const Communicator& world, bo
 #endif
               ")");
   return mine.device;
+}
+
+MemoryBudget memory_budget(const std::string& spec, const Communicator& world) {
+  MPI_Comm node_comm = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split_type(world.comm(), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node_comm));
+  Communicator node(node_comm, /*owned=*/true);
+  MemoryBudget out;
+  const int gpus = visible_gpu_count();
+  const bool cuda = spec != "cpu" && gpus > 0;
+#ifdef OMNI_WITH_CUDA
+  if (cuda) {
+    // The GPU select_device() will pick: cuda:N, else node-local rank % visible GPUs.
+    int index = node.rank() % gpus;
+    if (spec.rfind("cuda:", 0) == 0) index = std::atoi(spec.c_str() + 5);
+    int sharing = 0;  // node ranks that land on the same GPU (--allow-shared-gpu)
+    for (int r = 0; r < node.size(); ++r) sharing += (spec.rfind("cuda:", 0) == 0 || r % gpus == index) ? 1 : 0;
+    cudaDeviceProp prop{};
+    if (index >= 0 && index < gpus && cudaGetDeviceProperties(&prop, index) == cudaSuccess) {
+      out.bytes = static_cast<int64_t>(prop.totalGlobalMem) / std::max(sharing, 1);
+      out.what = str_cat("GPU ", index, " (", prop.name, ") ", format_bytes(static_cast<int64_t>(prop.totalGlobalMem)),
+                         sharing > 1 ? str_cat(" / ", sharing, " ranks sharing it") : "");
+    } else {
+      cudaGetLastError();
+    }
+    return out;
+  }
+#endif
+  (void)cuda;
+  const int64_t host = host_memory_bytes();
+  if (host > 0) {
+    out.bytes = host / node.size();
+    out.what = str_cat("host memory ", format_bytes(host),
+                       node.size() > 1 ? str_cat(" / ", node.size(), " ranks on this node") : "");
+  }
+  return out;
 }
 
 namespace {

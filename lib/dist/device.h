@@ -24,6 +24,15 @@ int visible_gpu_count();
 // (same UUID, whatever CUDA_VISIBLE_DEVICES says) are a usage error naming both, unless `allow_shared_gpu`.
 c10::Device select_device(const std::string& spec, const Communicator& world, bool allow_shared_gpu);
 
+// The memory one rank may plan with under --device `spec` (auto, cpu, cuda, cuda:N), read without creating a
+// CUDA context: on a GPU its total memory (split between the node's ranks that would share it), on the CPU the
+// node's physical memory split between the node's ranks. `what` says which ("GPU 0 (NVIDIA H200): 139.8 GiB",
+// "host memory 23.4 GiB / 2 ranks on this node"). bytes 0: unknown. Collective over `world` (node ranks).
+struct MemoryBudget {
+  int64_t bytes = 0;
+  std::string what;
+};
+MemoryBudget memory_budget(const std::string& spec, const Communicator& world);
 // Peak bytes LibTorch's caching allocator had allocated on `device` so far (0 for the CPU).
 int64_t peak_device_bytes(const c10::Device& device);
 // A phase's own device peak: reset the allocator's peak to what is allocated now, then read the peak above that

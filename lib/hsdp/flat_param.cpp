@@ -48,7 +48,7 @@ FlatParamUnit::FlatParamUnit(std::string name, std::vector<ParamSlot> params, di
     g->numel += p.numel();
     g->params.push_back(std::move(p));
   }
-  for (auto& g : groups_) g.padded = (g.numel + shard_size_ - 1) / shard_size_ * shard_size_;
+  for (auto& g : groups_) g.padded = padded_numel(g.numel, shard_size_);
 }
 
 void FlatParamUnit::load_shard(const ShardReader& reader) {

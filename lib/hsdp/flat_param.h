@@ -54,6 +54,12 @@ class BufferPool {
 
 class FlatParamUnit {
  public:
+  // Elements of one dtype's flat buffer: `numel` padded up to a multiple of `shard_size` (each rank's slice
+  // is padded / shard_size). The memory plan sizes units with it before any exists.
+  static int64_t padded_numel(int64_t numel, int shard_size) {
+    return (numel + shard_size - 1) / shard_size * shard_size;
+  }
+
   // `group` is the shard group (nullptr or size 1: the unit is held whole, nothing is gathered).
   FlatParamUnit(std::string name, std::vector<ParamSlot> params, dist::ProcessGroup* group, at::Device device);
 

@@ -34,11 +34,6 @@ std::string parent_dir(const std::string& path) {
   return path.substr(0, slash);
 }
 
-std::string base_name(const std::string& path) {
-  auto slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 // Owners of the libav objects, so that every early return (an exception) frees them.
 struct Encoder {
   AVFormatContext* fmt = nullptr;

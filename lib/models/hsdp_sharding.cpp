@@ -1,5 +1,6 @@
 #include "models/hsdp_sharding.h"
 
+#include <map>
 #include <set>
 
 #include "core/error.h"
@@ -20,6 +21,43 @@ std::vector<hsdp::ParamSlot> slots_of(const std::vector<ParamRef>& params, at::S
 
 }  // namespace
 
+UnitParams split_units(const Module& model, const std::vector<const Module*>& blocks) {
+  // By slot identity: a block's parameters are the slots its module registered.
+  std::vector<std::set<const at::Tensor*>> block_slots(blocks.size());
+  for (size_t b = 0; b < blocks.size(); ++b)
+    for (const auto& p : blocks[b]->parameters()) block_slots[b].insert(p.tensor);
+  UnitParams out;
+  out.blocks.resize(blocks.size());
+  for (const auto& p : model.parameters()) {
+    bool placed = false;
+    for (size_t b = 0; b < blocks.size() && !placed; ++b) {
+      if (block_slots[b].count(p.tensor)) {
+        out.blocks[b].push_back(p);
+        placed = true;
+      }
+    }
+    if (!placed) out.root.push_back(p);
+  }
+  return out;
+}
+
+UnitBytes unit_bytes(const std::vector<ParamRef>& params, at::ScalarType model_dtype, int shard_size) {
+  // FlatParamUnit's layout: one flat buffer per dtype, each padded to a multiple of the shard size.
+  std::map<at::ScalarType, int64_t> numel;
+  for (const auto& p : params) {
+    int64_t n = 1;
+    for (int64_t d : p.shape) n *= d;
+    numel[resolve_param_dtype(p.dtype_rule, model_dtype)] += n;
+  }
+  UnitBytes out;
+  for (const auto& [dtype, n] : numel) {
+    const int64_t padded = hsdp::FlatParamUnit::padded_numel(n, shard_size);
+    out.full += padded * static_cast<int64_t>(c10::elementSize(dtype));
+    out.resident += padded / shard_size * static_cast<int64_t>(c10::elementSize(dtype));
+  }
+  return out;
+}
+
 std::unique_ptr<hsdp::ShardedModel> shard_model(const std::string& name, const Module& model,
                                                 const std::vector<const Module*>& blocks, const io::Checkpoint& ckpt,
                                                 dist::ProcessGroup* shard_group, at::ScalarType model_dtype,
@@ -28,22 +66,9 @@ std::unique_ptr<hsdp::ShardedModel> shard_model(const std::string& name, const M
   const std::vector<ParamRef> all = model.parameters();
   check_state(all, ckpt);
 
-  // Split the model's parameters (full checkpoint names) into blocks and root by slot identity.
-  std::vector<std::set<const at::Tensor*>> block_slots(blocks.size());
-  for (size_t b = 0; b < blocks.size(); ++b)
-    for (const auto& p : blocks[b]->parameters()) block_slots[b].insert(p.tensor);
-  std::vector<std::vector<ParamRef>> block_params(blocks.size());
-  std::vector<ParamRef> root_params;
-  for (const auto& p : all) {
-    bool placed = false;
-    for (size_t b = 0; b < blocks.size() && !placed; ++b) {
-      if (block_slots[b].count(p.tensor)) {
-        block_params[b].push_back(p);
-        placed = true;
-      }
-    }
-    if (!placed) root_params.push_back(p);
-  }
+  UnitParams units_params = split_units(model, blocks);
+  const std::vector<ParamRef>& root_params = units_params.root;
+  const std::vector<std::vector<ParamRef>>& block_params = units_params.blocks;
 
   const int64_t read_before = ckpt.bytes_read();
   io::ReadAdjust merge_lora;

@@ -18,6 +18,31 @@ namespace omni::models {
 
 class LoraSet;
 
+// The HSDP blocks of a model (WanTransformer3DModel, Umt5Encoder: anything with num_blocks() and block(i)), in
+// forward order.
+template <typename Model>
+std::vector<const Module*> blocks_of(const Model& m) {
+  std::vector<const Module*> out;
+  for (int i = 0; i < m.num_blocks(); ++i) out.push_back(&m.block(i));
+  return out;
+}
+
+// A model's parameters split into HSDP units: the root (everything outside `blocks`) and each block's, in
+// registration order. One rule for loading (shard_model) and for the memory plan.
+struct UnitParams {
+  std::vector<ParamRef> root;
+  std::vector<std::vector<ParamRef>> blocks;
+};
+UnitParams split_units(const Module& model, const std::vector<const Module*>& blocks);
+
+// Bytes of one unit (its parameters in the dtypes they are held in for `model_dtype`) on one rank of a shard
+// group of `shard_size`: `resident` its slice, `full` the gathered buffer (padding included).
+struct UnitBytes {
+  int64_t resident = 0;
+  int64_t full = 0;
+};
+UnitBytes unit_bytes(const std::vector<ParamRef>& params, at::ScalarType model_dtype, int shard_size);
+
 // `blocks` are the model's HSDP blocks in forward order (children of `model`); everything else in `model` is
 // the root unit. Names and shapes are checked against `ckpt` first (missing / unexpected / wrong shape are
 // input errors naming them). `shard_group` null or of size 1 holds every unit whole (still loaded through

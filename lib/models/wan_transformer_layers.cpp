@@ -22,7 +22,9 @@ FeedForward::FeedForward(int64_t dim, int64_t inner_dim)
       out_(child("net.2", std::make_unique<Linear>(inner_dim, dim))) {}
 
 at::Tensor FeedForward::forward(const at::Tensor& x) const {
-  return out_->forward(at::gelu(proj_->forward(x), "tanh"));
+  // gelu in place: one [B, S, ffn_dim] tensor live instead of two (the widest activation of a block).
+  at::Tensor h = proj_->forward(x);  // [B, S, ffn_dim]
+  return out_->forward(at::gelu_(h, "tanh"));
 }
 
 at::Tensor layer_norm_fp32(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps) {

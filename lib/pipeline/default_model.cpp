@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <utility>
 
 #include "core/files.h"
 #include "core/log.h"
@@ -43,7 +44,8 @@ std::string default_model_dir() {
 
 std::string ensure_default_model(const dist::Communicator& world) {
   const std::string dir = default_model_dir();
-  if (world.rank() == 0)
+  static bool warned = false;  // once per run (the layout choice and the job both ask)
+  if (world.rank() == 0 && !std::exchange(warned, true))
     OMNI_WARN(
         "no --model given: using the built-in default model (random weights: it produces noise and exists to "
         "try the tool) at ",

@@ -29,12 +29,7 @@
 namespace omni::pipeline {
 namespace {
 
-bool set_by_user(const config::GenerateOptions& o, const std::string& key) {
-  auto it = o.sources.find(key);
-  if (it == o.sources.end()) return false;
-  const std::string& s = it->second;
-  return s == "flag" || s.rfind("config ", 0) == 0 || s.rfind("--prompts-file ", 0) == 0;
-}
+using config::set_by_user;
 
 // Test hook for the abort path: OMNI_FAULT_INJECT="RANK:STEP" makes that rank fail after that denoising step,
 // while the others are inside collectives, as a real failure (out of memory, a bad device) would.
@@ -100,14 +95,14 @@ const char* status_name(int s) {
 
 }  // namespace
 
-GenerationJob::GenerationJob(config::GenerateOptions options, std::string preset, const dist::DeviceMesh& mesh)
-    : opts_(std::move(options)), preset_(std::move(preset)), mesh_(mesh) {}
+GenerationJob::GenerationJob(config::GenerateOptions options, std::string preset, const dist::DeviceMesh& mesh,
+                             std::string layout_line)
+    : opts_(std::move(options)), preset_(std::move(preset)), layout_line_(std::move(layout_line)), mesh_(mesh) {}
 
 GenerationJob::~GenerationJob() = default;
 
-bool GenerationJob::is_writer() const {
+bool GenerationJob::is_writer(int r) const {
   const auto& l = mesh_.layout();
-  const int r = mesh_.rank();
   return l.cfg_index(r) == 0 && l.ring_index(r) == 0 && l.ulysses_index(r) == 0;
 }
 
@@ -119,12 +114,12 @@ bool GenerationJob::has_work() const {
   return std::count(status_.begin(), status_.end(), Status::kPending) > 0;
 }
 
-void GenerationJob::prepare() {
+void GenerationJob::resolve() {
   // The built-in default model is generated (once) by rank 0 before anyone looks for it.
   if (opts_.model.empty()) model_path_ = ensure_default_model(mesh_.world());
   dist::run_agreed(mesh_.world(), [&] {
     model_ = std::make_unique<io::ModelDir>(io::ModelDir::open(model_path_.empty() ? opts_.model : model_path_));
-    videos_ = read_video_list(opts_);
+    videos_ = opts_.dry_run ? planned_video_list(opts_) : read_video_list(opts_);
     for (const auto& v : videos_) {
       int h = 0, w = 0;
       with_origin(v.origin, [&] {
@@ -136,11 +131,53 @@ void GenerationJob::prepare() {
         }
       });
       image_hw_.emplace_back(h, w);
+      status_.push_back(Status::kPending);
+      replaceable_.emplace_back();
     }
+    std::vector<std::string> lora_files;
     for (int e = 0; e < 2; ++e)
-      for (const auto& l : e == 0 ? opts_.lora : opts_.lora_2)
+      for (const auto& l : e == 0 ? opts_.lora : opts_.lora_2) {
         lora_records_[e].push_back({models::lora_file_path(l.path, e == 0 ? "--lora" : "--lora-2"), l.scale, ""});
+        lora_files.push_back(lora_records_[e].back().path);
+      }
+
+    // The model's shapes for the memory plan: configs and safetensors headers, no weight.
+    MemoryPlanSettings ps;
+    ps.dtype = parse_dtype(opts_.dtype, "--dtype");
+    ps.vae_dtype = parse_dtype(opts_.vae_dtype, "--vae-dtype");
+    ps.cuda = opts_.device != "cpu" && dist::visible_gpu_count() > 0;
+    const auto& l = mesh_.layout();
+    ps.shard = l.use_hsdp ? l.hsdp_shard : 1;
+    ps.ulysses = l.ulysses;
+    ps.ring = l.ring;
+    ps.cfg = l.cfg;
+    ps.step_cache = parse_step_cache_mode(opts_.step_cache) != StepCacheMode::kNone;
+    ps.lora_files = lora_files;
+    planner_ = std::make_unique<MemoryPlanner>(*model_, ps);
+
+    // Without explicit sizes, an image decides them: its aspect ratio within the preset's area, snapped to
+    // what the model needs (Wan2.2's rule).
+    for (size_t i = 0; i < videos_.size(); ++i) {
+      auto& o = videos_[i].opts;
+      if (o.image.empty() || set_by_user(o, "height") || set_by_user(o, "width")) continue;
+      auto hw = io::derive_size(image_hw_[i].first, image_hw_[i].second, static_cast<int64_t>(o.height) * o.width,
+                                planner_->spatial_multiple());
+      o.height = static_cast<int>(hw.first);
+      o.width = static_cast<int>(hw.second);
+      if (mesh_.rank() == 0)
+        OMNI_INFO("size ", o.height, "x", o.width, " from the image (", image_hw_[i].first, "x", image_hw_[i].second,
+                  ")", videos_.size() > 1 ? " for " + videos_[i].output : "");
+    }
   });
+}
+
+void GenerationJob::compute_plans() {
+  plans_.clear();
+  for (int r = 0; r < mesh_.world_size(); ++r) plans_.push_back(planner_->plan(work_of(r)));
+}
+
+void GenerationJob::prepare() {
+  resolve();
 
   // Resume: rank 0 decides, for every rank, which videos are already written (one view of the filesystem).
   const bool resumable = !opts_.prompts_file.empty() && !opts_.overwrite;
@@ -149,9 +186,8 @@ void GenerationJob::prepare() {
     for (const auto& v : videos_) done += resumable && is_file(v.output) ? '1' : '0';
   done = mesh_.world().broadcast(done);
   for (size_t i = 0; i < videos_.size(); ++i) {
-    status_.push_back(done[i] == '1' ? Status::kSkipped : Status::kPending);
-    replaceable_.emplace_back();
-    if (status_.back() == Status::kSkipped && mesh_.rank() == 0)
+    status_[i] = done[i] == '1' ? Status::kSkipped : Status::kPending;
+    if (status_[i] == Status::kSkipped && mesh_.rank() == 0)
       OMNI_INFO("skipping ", videos_[i].output, ": already written (--overwrite regenerates it)");
   }
 
@@ -190,7 +226,147 @@ void GenerationJob::prepare() {
   OMNI_INFO("model ", model_->root(), " (", model_->index().class_name, ", task ", task_name(tasks_[0]), "); ",
             videos_.size(), " video(s) over ", mesh_.layout().dp, " data-parallel group(s)",
             skipped ? str_cat(", ", skipped, " already written") : "");
+  compute_plans();
+  check_memory_plan();
 }
+
+RankWork GenerationJob::work_of(int rank) const {
+  const auto& l = mesh_.layout();
+  RankWork w;
+  const int group = l.cfg * l.ring * l.ulysses;
+  w.gathers_video = is_writer(rank);
+  w.decode_group = opts_.vae_parallel ? group : 1;
+  for (const auto& a : assignments_of(l.dp_index(rank))) {
+    const auto& o = videos_[static_cast<size_t>(a.video)].opts;
+    PlannedVideo v;
+    v.height = o.height;
+    v.width = o.width;
+    v.num_frames = o.num_frames;
+    v.guidance = o.guidance_scale > 1.0;  // the pipeline's do_cfg
+    v.image = !o.image.empty();
+    v.max_sequence_length = o.max_sequence_length;
+    v.decoded = a.real && (w.gathers_video || w.decode_group > 1);
+    w.videos.push_back(v);
+  }
+  return w;
+}
+
+std::string GenerationJob::memory_advice(const MemoryPlan& plan) const {
+  const auto& l = mesh_.layout();
+  const std::string& part = plan.largest_part().name;
+  const bool float32 = opts_.dtype == "float32";
+  std::string shard = l.use_hsdp ? str_cat("a larger --hsdp-shard-size (now ", l.hsdp_shard, ", more ranks per copy)")
+                                 : "--use-hsdp with --hsdp-shard-size N (each rank holds 1/N of the weights)";
+  if (part == "transformer" || part == "transformer_2" || part == "text_encoder" ||
+      part.rfind("checkpoint pages", 0) == 0)
+    return shard + (float32 ? ", or --dtype bfloat16" : "");
+  if (part.rfind("gathered", 0) == 0 && part.find("units") != std::string::npos)
+    return float32 ? "--dtype bfloat16 (a gathered block is whole on every rank)" : shard;
+  if (part == "vae") return opts_.vae_dtype == "float32" ? "--vae-dtype bfloat16" : "a smaller VAE dtype";
+  if (part.find("decode") != std::string::npos || part == "decoded video" || part == "frames" ||
+      part == "gathered video")
+    return str_cat(opts_.vae_parallel || l.cfg * l.ring * l.ulysses == 1 ? "" : "--vae-parallel, or ",
+                   "a lower --height / --width or fewer --num-frames");
+  return str_cat("a lower --height / --width or fewer --num-frames",
+                 l.ring * l.ulysses < mesh_.world_size() ? ", or more --ulysses-degree / --ring-degree ranks" : "");
+}
+
+void GenerationJob::check_memory_plan() {
+  budget_ = dist::memory_budget(opts_.device, mesh_.world());  // collective (node ranks)
+  const MemoryPlan& mine = plans_[static_cast<size_t>(mesh_.rank())];
+  OMNI_DEBUG("memory plan of rank ", mesh_.rank(), ": ", mine.summary());
+  if (mesh_.rank() == 0) OMNI_INFO("memory plan (rank 0): ", mine.summary());
+  // The rank whose plan exceeds its memory the most says so for the job.
+  struct {
+    double excess;
+    int rank;
+  } local{budget_.bytes > 0 ? static_cast<double>(mine.peak_bytes() - budget_.bytes) : -1.0, mesh_.rank()}, worst{};
+  MPI_CHECK(MPI_Allreduce(&local, &worst, 1, MPI_DOUBLE_INT, MPI_MAXLOC, mesh_.world().comm()));
+  if (worst.excess <= 0) return;
+  std::string line;
+  if (mesh_.rank() == worst.rank) {
+    line = str_cat("memory plan: rank ", mesh_.rank(), " needs ", format_bytes(mine.peak_bytes()), " at its ",
+                   mine.peak_phase().name, " peak, more than ", budget_.what, " (", format_bytes(budget_.bytes),
+                   " for this rank); largest part: ", mine.largest_part().name, " ",
+                   format_bytes(mine.largest_part().bytes), "; to fit: ", memory_advice(mine));
+  }
+  line = mesh_.world().broadcast(line, worst.rank);
+  if (opts_.strict_memory) {
+    dist::run_agreed(mesh_.world(), [&] { OMNI_FAIL_USAGE(line, " (--strict-memory)"); });
+  }
+  if (mesh_.rank() == 0) OMNI_WARN(line, " (--strict-memory makes this an error)");
+}
+
+int GenerationJob::dry_run() {
+  resolve();
+  compute_plans();
+  check_memory_plan();
+  if (mesh_.rank() != 0) return 0;
+  const bool cuda = opts_.device != "cpu" && dist::visible_gpu_count() > 0;
+  std::ostringstream os;
+  os << "memory plan per rank (" << (cuda ? "GPU memory allocated" : "host memory above the process's start-up") << ", "
+     << opts_.dtype << " weights; from configs and checkpoint headers):\n";
+  for (int r = 0; r < mesh_.world_size(); ++r) {
+    const MemoryPlan& p = plans_[static_cast<size_t>(r)];
+    int same = -1;
+    for (int q = 0; q < r && same < 0; ++q)
+      if (plans_[static_cast<size_t>(q)].to_json() == p.to_json()) same = q;
+    if (same >= 0) {
+      os << "  rank " << r << ": as rank " << same << "\n";
+      continue;
+    }
+    os << "  rank " << r << (is_writer(r) ? " (writes videos)" : "") << ": peak " << format_bytes(p.peak_bytes())
+       << " at " << p.peak_phase().name << "\n";
+    for (const auto& phase : p.phases) {
+      os << "    " << phase.name << " " << format_bytes(phase.bytes()) << ":";
+      bool first = true;
+      for (const auto& part : phase.parts) {
+        os << (first ? " " : ", ") << part.name << " " << format_bytes(part.bytes);
+        first = false;
+      }
+      os << "\n";
+    }
+  }
+  if (budget_.bytes > 0) {
+    int64_t peak = 0;
+    for (const auto& p : plans_) peak = std::max(peak, p.peak_bytes());
+    os << "memory available per rank (rank 0): " << format_bytes(budget_.bytes) << " (" << budget_.what << "); "
+       << (peak <= budget_.bytes ? "the plan fits" : "the plan does NOT fit") << "\n";
+  }
+  std::fputs(os.str().c_str(), stdout);
+  std::fflush(stdout);
+  if (!opts_.report.empty()) {
+    nlohmann::json r = report_header();
+    r["dry_run"] = true;
+    nlohmann::json ranks = nlohmann::json::array();
+    for (int i = 0; i < mesh_.world_size(); ++i) {
+      nlohmann::json entry = {{"rank", i}};
+      entry.update(plans_[static_cast<size_t>(i)].to_json());
+      ranks.push_back(entry);
+    }
+    r["ranks"] = ranks;
+    write_file_atomically(opts_.report, r.dump(2) + "\n", opts_.overwrite);
+    OMNI_INFO("wrote memory plan ", opts_.report);
+  }
+  return 0;
+}
+
+nlohmann::json GenerationJob::report_header() const {
+  nlohmann::json r;
+  const auto& l = mesh_.layout();
+  r["world_size"] = mesh_.world_size();
+  r["device"] = device_.str();
+  r["layout"] = {{"dp", l.dp},
+                 {"cfg", l.cfg},
+                 {"ring", l.ring},
+                 {"ulysses", l.ulysses},
+                 {"hsdp_shard", l.hsdp_shard},
+                 {"hsdp_replicate", l.hsdp_replicate},
+                 {"choice", layout_line_}};
+  if (budget_.bytes > 0) r["memory_budget"] = {{"bytes", budget_.bytes}, {"what", budget_.what}};
+  return r;
+}
+
 void GenerationJob::load() {
   ScopedPhase phase(times_, "load");
   // The device first, agreed on its own: every rank's GPU is current and every rank knows that all the
@@ -200,6 +376,7 @@ void GenerationJob::load() {
     device_ = dist::select_device(opts_.device, mesh_.world(), opts_.allow_shared_gpu);
     dist::set_collective_timeout(opts_.collective_timeout);
   });
+  baseline_rss_ = current_rss_bytes();  // before any weight is read (a GPU's context included)
   dist::run_agreed(mesh_.world(), [&] {
     PipelineSettings s;
     s.device = device_;
@@ -241,16 +418,6 @@ void GenerationJob::load() {
       if (status_[i] != Status::kPending) continue;
       auto& o = videos_[i].opts;
       with_origin(videos_[i].origin, [&] {
-        if (!o.image.empty() && !set_by_user(o, "height") && !set_by_user(o, "width")) {
-          // Without explicit sizes, the image decides them: its aspect ratio within the preset's area,
-          // snapped to what the model needs (Wan2.2's rule).
-          auto hw = io::derive_size(image_hw_[i].first, image_hw_[i].second, static_cast<int64_t>(o.height) * o.width,
-                                    pipeline_->spatial_multiple());
-          o.height = static_cast<int>(hw.first);
-          o.width = static_cast<int>(hw.second);
-          OMNI_INFO("size ", o.height, "x", o.width, " from the image (", image_hw_[i].first, "x", image_hw_[i].second,
-                    ")", videos_.size() > 1 ? " for " + videos_[i].output : "");
-        }
         GenerationRequest sizes;
         sizes.height = o.height;
         sizes.width = o.width;
@@ -272,6 +439,10 @@ void GenerationJob::load() {
 }
 
 std::vector<GenerationJob::Assignment> GenerationJob::my_assignments() const {
+  return assignments_of(mesh_.layout().dp_index(mesh_.rank()));
+}
+
+std::vector<GenerationJob::Assignment> GenerationJob::assignments_of(int me) const {
   // The videos left to generate, video k of them to dp group k % dp. Every group runs the same number of
   // rounds so that the gathers of shard groups spanning several dp groups stay in step; a group out of
   // videos repeats its last one.
@@ -280,7 +451,6 @@ std::vector<GenerationJob::Assignment> GenerationJob::my_assignments() const {
     if (status_[i] == Status::kPending) pending.push_back(static_cast<int>(i));
   const int n = static_cast<int>(pending.size());
   const int dp = mesh_.layout().dp;
-  const int me = mesh_.layout().dp_index(mesh_.rank());
   const int rounds = (n + dp - 1) / dp;
   std::vector<Assignment> out;
   int last = n == 0 ? -1 : pending[static_cast<size_t>(std::min(me, n - 1))];
@@ -338,6 +508,10 @@ int GenerationJob::run() {
     gathered_per_step_ = pipeline_->gathered_bytes_last_step();
     for (const auto& [phase, sec] : result.times.all()) times_.add(phase, sec);
     vae_peak_bytes_ = std::max(vae_peak_bytes_, result.vae_peak_bytes);
+    // Work that makes a video (a repeat run that only keeps the gathers in step is not).
+    if (a.real)
+      compute_seconds_ += result.times.get("text_encode") + result.times.get("image_encode") +
+                          result.times.get("denoise") + result.times.get("decode");
     if (a.real)
       for (int e = 0; e < 2; ++e) {
         step_cache_counts_[e].computed += result.step_cache[e].computed;
@@ -431,6 +605,7 @@ void GenerationJob::write_outputs(int index, const GenerationResult& result, dou
   timings["generate"] = seconds;
   side["timings"] = timings;
   side["layout"] = mesh_.layout().summary();
+  side["layout_choice"] = layout_line_;
   const std::string side_text = side.dump(2) + "\n";
   vo.before_commit = [&] {
     write_file_atomically(v.output + ".json", side_text, may_replace(index, v.output + ".json"));
@@ -458,7 +633,7 @@ int GenerationJob::finish() {
 
   hsdp::HsdpStats none;
   const auto& st = pipeline_ ? pipeline_->hsdp_stats() : none;
-  constexpr int kFields = 11;
+  constexpr int kFields = 13;
   double mine[kFields] = {static_cast<double>(st.param_bytes_resident),
                           static_cast<double>(st.gathered_bytes_peak),
                           static_cast<double>(pipeline_ ? pipeline_->disk_bytes_read() : 0),
@@ -469,7 +644,9 @@ int GenerationJob::finish() {
                           static_cast<double>(load_peak_rss_),
                           static_cast<double>(load_peak_device_),
                           static_cast<double>(vae_peak_bytes_),
-                          times_.get("decode")};
+                          times_.get("decode"),
+                          static_cast<double>(baseline_rss_),
+                          compute_seconds_};
   const int world = mesh_.world_size();
   std::vector<double> all(static_cast<size_t>(kFields * world));
   MPI_CHECK(MPI_Gather(mine, kFields, MPI_DOUBLE, all.data(), kFields, MPI_DOUBLE, 0, mesh_.world().comm()));
@@ -494,16 +671,7 @@ int GenerationJob::finish() {
     log::write(log::Level::kError, str_cat(failed, " of ", videos_.size(), " video(s) failed: ", failed_list));
 
   if (!opts_.report.empty()) {
-    nlohmann::json r;
-    const auto& l = mesh_.layout();
-    r["world_size"] = world;
-    r["device"] = device_.str();
-    r["layout"] = {{"dp", l.dp},
-                   {"cfg", l.cfg},
-                   {"ring", l.ring},
-                   {"ulysses", l.ulysses},
-                   {"hsdp_shard", l.hsdp_shard},
-                   {"hsdp_replicate", l.hsdp_replicate}};
+    nlohmann::json r = report_header();
     r["param_bytes_total"] = pipeline_ ? pipeline_->param_bytes_total() : 0;
     nlohmann::json ranks = nlohmann::json::array();
     for (int i = 0; i < world; ++i) {
@@ -519,7 +687,11 @@ int GenerationJob::finish() {
                        {"load_peak_rss_bytes", static_cast<int64_t>(f[7])},
                        {"load_peak_device_bytes", static_cast<int64_t>(f[8])},
                        {"vae_peak_bytes", static_cast<int64_t>(f[9])},
-                       {"decode_seconds", f[10]}});
+                       {"decode_seconds", f[10]},
+                       {"baseline_rss_bytes", static_cast<int64_t>(f[11])},
+                       {"compute_seconds", f[12]}});
+      if (device_.is_cuda()) ranks.back()["cuda_peak_allocated_bytes"] = static_cast<int64_t>(f[6]);
+      if (static_cast<size_t>(i) < plans_.size()) ranks.back().update(plans_[static_cast<size_t>(i)].to_json());
     }
     r["ranks"] = ranks;
     nlohmann::json timings;

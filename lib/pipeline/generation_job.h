@@ -21,8 +21,10 @@
 #include <vector>
 
 #include "config/options.h"
+#include "dist/device.h"
 #include "dist/device_mesh.h"
 #include "io/model_dir.h"
+#include "pipeline/memory_plan.h"
 #include "pipeline/video_list.h"
 #include "pipeline/wan_pipeline.h"
 
@@ -31,10 +33,18 @@ namespace omni::pipeline {
 class GenerationJob {
  public:
   // `preset` is the model preset the options were resolved with (kept for the sidecar).
-  GenerationJob(config::GenerateOptions options, std::string preset, const dist::DeviceMesh& mesh);
+  // `layout_line` says how the layout was chosen (pipeline/auto_layout.h), for the sidecars and the report.
+  GenerationJob(config::GenerateOptions options, std::string preset, const dist::DeviceMesh& mesh,
+                std::string layout_line = "");
   ~GenerationJob();
 
+  // The model and the video list (configs and headers only), and every rank's memory plan; what --dry-run
+  // needs. prepare() calls it.
+  void resolve();
   void prepare();
+  // --dry-run: resolve(), every rank's memory plan against its device's memory (a warning, or an error with
+  // --strict-memory), printed by rank 0 and, with --report, written there alone. Returns the exit code.
+  int dry_run();
   // Whether any video is left to generate (false: every output already exists; nothing needs loading).
   bool has_work() const;
   void load();
@@ -52,8 +62,19 @@ class GenerationJob {
     double scale;
     std::string sha256;
   };
+  // The videos data-parallel group `dp_index` generates, in order.
+  std::vector<Assignment> assignments_of(int dp_index) const;
   std::vector<Assignment> my_assignments() const;
-  bool is_writer() const;
+  bool is_writer(int rank) const;
+  bool is_writer() const { return is_writer(mesh_.rank()); }
+  RankWork work_of(int rank) const;
+  // Compares this rank's plan with the device's memory: a warning, or with --strict-memory an agreed error,
+  // naming the rank, its largest part and what would make it fit.
+  void check_memory_plan();
+  void compute_plans();
+  // The report's layout, world size, device and memory budget (shared by the run and the dry-run report).
+  nlohmann::json report_header() const;
+  std::string memory_advice(const MemoryPlan& plan) const;
   void write_outputs(int video, const GenerationResult& result, double seconds);
   // Gathers every video's status to rank 0, prints the summary, writes the report; the exit code for all.
   int finish();
@@ -65,6 +86,7 @@ class GenerationJob {
 
   config::GenerateOptions opts_;
   std::string preset_;
+  std::string layout_line_;
   const dist::DeviceMesh& mesh_;
   std::string model_path_;
   std::unique_ptr<io::ModelDir> model_;
@@ -86,6 +108,12 @@ class GenerationJob {
   int64_t load_peak_device_ = 0;          // peak device allocation at the end of load() (0 on the CPU)
   int64_t vae_peak_bytes_ = 0;            // the largest decode peak of this rank's videos
   StepCacheCounts step_cache_counts_[2];  // over this rank's videos, per expert
+  std::unique_ptr<MemoryPlanner> planner_;
+  std::vector<MemoryPlan> plans_;  // every rank's
+  dist::MemoryBudget budget_;      // this rank's device memory
+  int64_t baseline_rss_ = 0;
+  double compute_seconds_ = 0;  // text encoding, denoising and decoding of the videos this rank helped make // this
+                                // process's resident bytes before any weight was read
 };
 
 }  // namespace omni::pipeline

@@ -95,6 +95,13 @@ const std::vector<std::string>& per_video_options() {
   return keys;
 }
 
+std::vector<VideoSpec> planned_video_list(const config::GenerateOptions& run) {
+  if (!run.prompt.empty() || !run.prompts_file.empty()) return read_video_list(run);
+  config::GenerateOptions one = run;
+  one.prompt = "(no prompt given)";
+  return read_video_list(one);
+}
+
 std::string indexed_path(const std::string& path, int index, int count) {
   if (count <= 1) return path;
   char suffix[16];

@@ -35,6 +35,10 @@ const std::vector<std::string>& per_video_options();
 // videos writing one path is an error naming both lines.
 std::vector<VideoSpec> read_video_list(const config::GenerateOptions& run);
 
+// For planning before a run (the layout choice, --dry-run): read_video_list, or without any prompt one video
+// of the run's settings (the prompt's text changes neither layout nor memory).
+std::vector<VideoSpec> planned_video_list(const config::GenerateOptions& run);
+
 // "cat.mp4", 3 prompts -> "cat-0000.mp4", "cat-0001.mp4", "cat-0002.mp4"; one prompt keeps the path.
 std::string indexed_path(const std::string& path, int index, int count);
 

@@ -24,14 +24,6 @@ namespace {
 
 const char* const kExpertNames[2] = {"transformer", "transformer_2"};
 
-// The HSDP blocks of a model (WanTransformer3DModel, Umt5Encoder), in forward order.
-template <typename Model>
-std::vector<const models::Module*> blocks_of(Model& m) {
-  std::vector<const models::Module*> out;
-  for (int i = 0; i < m.num_blocks(); ++i) out.push_back(&m.block(i));
-  return out;
-}
-
 // "call03", "step05": the two-digit names of the reference fixtures.
 std::string numbered(const char* prefix, int index) {
   char buf[32];
@@ -154,7 +146,7 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
     auto te_config = models::Umt5Config::from_json(model.component_config_path("text_encoder"));
     te_config.resolve_embedding(ckpt);
     text_encoder_ = std::make_unique<models::Umt5Encoder>(te_config, settings_.dtype);
-    text_encoder_sharded_ = models::shard_model("text_encoder", *text_encoder_, blocks_of(*text_encoder_), ckpt,
+    text_encoder_sharded_ = models::shard_model("text_encoder", *text_encoder_, models::blocks_of(*text_encoder_), ckpt,
                                                 shard_group_.get(), settings_.dtype, settings_.device, pool_, stats_);
     param_bytes_total_ += text_encoder_sharded_->full_bytes();
   }
@@ -162,7 +154,7 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
   // The experts' weights, each rank its own slice, LoRA merged into it as it is read.
   for (size_t e = 0; e < experts_.size(); ++e) {
     auto ckpt = io::Checkpoint::open(expert_dirs[e]);
-    experts_sharded_.push_back(models::shard_model(expert_names[e], *experts_[e], blocks_of(*experts_[e]), ckpt,
+    experts_sharded_.push_back(models::shard_model(expert_names[e], *experts_[e], models::blocks_of(*experts_[e]), ckpt,
                                                    shard_group_.get(), settings_.dtype, settings_.device, pool_, stats_,
                                                    loras[e].get()));
     param_bytes_total_ += experts_sharded_.back()->full_bytes();
@@ -445,6 +437,9 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
 
   // 5. Decode: the writing rank alone, or with --vae-parallel every rank of the group its band of rows, the
   //    writing rank (group rank 0) getting the whole video.
+  // The transformer's gathered buffers wait in the pool for the next video; the decode needs the memory more
+  // (the next video gathers them again: three allocations).
+  pool_->clear();
   const bool banded = vae_group_ != nullptr && req.decode_band;
   if (req.decode || banded) {
     ScopedPhase phase(result.times, "decode", dev);
@@ -463,8 +458,9 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
       OMNI_CHECK(video.defined(), "--vae-parallel: the writing rank is not rank 0 of its decode group");
       debug::dump("vae_decode.in", z);
       debug::dump("vae_decode.out", video);
-      at::Tensor frames = (video * 0.5 + 0.5).clamp(0.0, 1.0);        // [1, 3, F, H, W]
-      result.frames = to_float_cpu(frames.permute({0, 2, 3, 4, 1}));  // [1, F, H, W, 3]
+      // In place: the decoded video becomes the frames (the same operations, one video-sized tensor fewer).
+      at::Tensor frames = video.mul_(0.5).add_(0.5).clamp_(0.0, 1.0);  // [1, 3, F, H, W]
+      result.frames = to_float_cpu(frames.permute({0, 2, 3, 4, 1}));   // [1, F, H, W, 3]
       keep("frames", result.frames);
     }
     result.vae_peak_bytes = dev.is_cpu() ? std::max<int64_t>(0, peak_rss_since_reset_bytes() - host_before)

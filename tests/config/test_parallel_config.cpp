@@ -121,3 +121,65 @@ TEST(ParallelConfig, WithoutHsdpEveryRankHoldsEverything) {
   EXPECT_EQ(l.groups("shard"), (Groups{{0}, {1}, {2}}));
   EXPECT_EQ(l.dp, 3);
 }
+
+// --layout auto (issue 14): dp while videos fill the groups, then cfg 2, then Ulysses dividing the heads, ring
+// for the rest; never a degree above the tokens it splits.
+namespace {
+omni::config::ParallelConfig choose(int world, int videos, bool guidance, int heads, int64_t tokens,
+                                    std::string* reason = nullptr) {
+  omni::config::LayoutWork w;
+  w.videos = videos;
+  w.guidance = guidance;
+  w.heads = heads;
+  w.min_tokens = tokens;
+  return omni::config::choose_parallel(omni::config::ParallelConfig{}, world, w, reason);
+}
+// "dp x cfg x ring x ulysses" of a choice (dp is what the degrees leave).
+std::string degrees(int world, const omni::config::ParallelConfig& pc) {
+  const int product = pc.cfg_parallel_size * pc.ring_degree * pc.ulysses_degree;
+  return std::to_string(world / product) + "x" + std::to_string(pc.cfg_parallel_size) + "x" +
+         std::to_string(pc.ring_degree) + "x" + std::to_string(pc.ulysses_degree);
+}
+}  // namespace
+
+TEST(AutoLayout, PrefersDataThenCfgThenUlyssesThenRing) {
+  std::string reason;
+  EXPECT_EQ(degrees(4, choose(4, 1, true, 40, 10000, &reason)), "1x2x1x2");
+  EXPECT_EQ(reason, "auto: 1 video on 4 ranks: cfg 2 x ulysses 2; 40 heads");
+  EXPECT_EQ(degrees(4, choose(4, 8, true, 40, 10000)), "4x1x1x1");
+  EXPECT_EQ(degrees(4, choose(4, 4, true, 40, 10000)), "4x1x1x1");
+  EXPECT_EQ(degrees(4, choose(4, 3, true, 40, 10000)), "2x2x1x1");
+  EXPECT_EQ(degrees(4, choose(4, 2, true, 40, 10000)), "2x2x1x1");
+  EXPECT_EQ(degrees(4, choose(4, 2, false, 40, 10000)), "2x1x1x2");
+  EXPECT_EQ(degrees(4, choose(4, 1, false, 40, 10000, &reason)), "1x1x1x4");
+  EXPECT_EQ(reason, "auto: 1 video on 4 ranks: ulysses 4; 40 heads, no guidance");
+  EXPECT_EQ(degrees(8, choose(8, 1, true, 40, 10000)), "1x2x1x4");
+  EXPECT_EQ(degrees(8, choose(8, 1, true, 24, 10000)), "1x2x1x4");
+  EXPECT_EQ(degrees(16, choose(16, 1, true, 24, 10000)), "1x2x1x8");
+  EXPECT_EQ(degrees(32, choose(32, 1, true, 24, 10000)), "1x2x2x8");  // 24 heads: Ulysses 8 at most, ring 2
+  EXPECT_EQ(degrees(6, choose(6, 1, true, 40, 10000)), "1x2x3x1");    // 3 does not divide 40: ring 3
+  EXPECT_EQ(degrees(4, choose(4, 1, false, 6, 10000)), "1x1x2x2");
+  EXPECT_EQ(degrees(1, choose(1, 5, true, 40, 10000, &reason)), "1x1x1x1");
+  EXPECT_EQ(reason, "auto: 5 videos on 1 rank: one rank; 40 heads");
+}
+
+TEST(AutoLayout, NeverSplitsBelowOneTokenPerRank) {
+  // 2 tokens: Ulysses 2 at most; the other 2 ranks become a second (repeating) group.
+  EXPECT_EQ(degrees(8, choose(8, 1, true, 40, 2)), "2x2x1x2");
+  EXPECT_EQ(degrees(4, choose(4, 1, false, 3, 2)), "2x1x2x1");  // 3 heads: no Ulysses; ring 2
+  EXPECT_EQ(degrees(4, choose(4, 1, true, 40, 1)), "2x2x1x1");
+}
+
+TEST(AutoLayout, ResolvesToAValidLayout) {
+  for (int world : {1, 2, 3, 4, 6, 8, 12, 16})
+    for (int videos : {1, 2, 3, 5, 8, 100})
+      for (bool guidance : {false, true})
+        for (int heads : {1, 8, 12, 24, 40})
+          for (int64_t tokens : {1, 3, 64, 100000}) {
+            auto pc = choose(world, videos, guidance, heads, tokens);
+            const auto l = omni::config::resolve_layout(pc, world);
+            EXPECT_EQ(heads % l.ulysses, 0);
+            EXPECT_LE(l.ulysses * l.ring, tokens);
+            EXPECT_LE(l.cfg, guidance ? 2 : 1);
+          }
+}

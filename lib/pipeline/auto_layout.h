@@ -1,0 +1,24 @@
+// The compute layout of a run (--layout, docs/DESIGN.md section 4): with --layout auto (the default) and none
+// of --ulysses-degree, --ring-degree, --cfg-parallel-size given (flag or --config file), the degrees are chosen
+// from the work: the prompt list's length, whether guidance runs, the transformer's heads and the smallest
+// video's tokens (config::choose_parallel). The choice depends only on options, model configs and the prompt
+// list, so every rank makes the same one.
+#pragma once
+
+#include <string>
+
+#include "config/options.h"
+#include "dist/communicator.h"
+
+namespace omni::pipeline {
+
+struct LayoutDecision {
+  config::ParallelConfig parallel;  // the degrees in force
+  std::string line;                 // "auto: 1 video on 4 ranks: cfg 2 x ulysses 2; 40 heads", "manual: ..."
+};
+
+// Reads the model's configs and the video list when the layout is automatic (agreed over `world`: a bad
+// file is one error on every rank). Generates the built-in default model first when no --model is given.
+LayoutDecision decide_layout(const config::GenerateOptions& opts, const dist::Communicator& world);
+
+}  // namespace omni::pipeline

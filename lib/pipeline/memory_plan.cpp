@@ -1,0 +1,389 @@
+#include "pipeline/memory_plan.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "core/memory.h"
+#include "io/safetensors.h"
+#include "models/autoencoder_kl_wan.h"
+#include "models/hsdp_sharding.h"
+#include "models/umt5_encoder.h"
+#include "models/wan_transformer.h"
+
+namespace omni::pipeline {
+namespace {
+
+int64_t esize(c10::ScalarType t) {
+  return static_cast<int64_t>(c10::elementSize(t));
+}
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// One sharded model's units on this rank and what its checkpoint costs to read.
+struct ModelUnits {
+  std::string name;
+  int64_t resident = 0;        // this rank's slices of every unit
+  int64_t root_full = 0;       // the gathered root
+  int64_t block_full = 0;      // the largest gathered block
+  int64_t mapped = 0;          // checkpoint bytes this rank reads (its slices, as stored)
+  int64_t read_piece = 0;      // the largest piece read at once (stored + converted copies)
+};
+
+// The stored bytes of `name` in `ckpt`, and its element count.
+int64_t stored_bytes(const io::Checkpoint& ckpt, const std::string& name) {
+  const auto& info = ckpt.info(name);
+  return info.data_end - info.data_begin;
+}
+
+ModelUnits units_of(const std::string& name, const models::Module& model,
+                    const std::vector<const models::Module*>& blocks, const io::Checkpoint& ckpt,
+                    c10::ScalarType dtype, int shard) {
+  ModelUnits out;
+  out.name = name;
+  const models::UnitParams split = models::split_units(model, blocks);
+  const auto root = models::unit_bytes(split.root, dtype, shard);
+  out.resident = root.resident;
+  out.root_full = root.full;
+  for (const auto& b : split.blocks) {
+    const auto u = models::unit_bytes(b, dtype, shard);
+    out.resident += u.resident;
+    out.block_full = std::max(out.block_full, u.full);
+  }
+  int64_t stored = 0;
+  for (const auto& p : model.parameters()) {
+    if (!ckpt.contains(p.name)) continue;  // check_state reports it when the model loads
+    const int64_t bytes = stored_bytes(ckpt, p.name);
+    stored += bytes;
+    // Checkpoint::read_flat reads each tensor's part of a slice as one piece: the stored copy, then the copy
+    // converted to the unit's dtype.
+    const int64_t numel = ckpt.info(p.name).numel();
+    const int64_t piece = std::min(numel, ceil_div(numel, shard));
+    const int64_t held = esize(models::resolve_param_dtype(p.dtype_rule, dtype));
+    const int64_t as_stored = numel > 0 ? bytes / numel : 0;
+    out.read_piece = std::max(out.read_piece, piece * (as_stored + (as_stored == held ? 0 : held)));
+  }
+  out.mapped = ceil_div(stored, shard);
+  return out;
+}
+
+// A VAE level as its convolutions see it: channels, frames per chunk, spatial divisor from the full size.
+struct VaeLevel {
+  int64_t channels;
+  int64_t frames;
+  int64_t divisor;
+};
+
+// Live working-set multiple of the largest level's activation: a residual block holds its input (the
+// shortcut), the normalized and activated copies, the cached frames concatenated in front of the conv input
+// (n + 2 frames) and the conv output.
+constexpr double kVaeLevelMultiple = 6.0;
+// Measured against that structure (float32 decodes on the CPU of Wan2.1-sized VAEs, 96 x 1,2,4,4 with 2
+// residual blocks and narrower ones, at 256x448 and 480x832, 17 frames: tools/bench/memory_plan.sh): the
+// decode's peak is 1.15 x the structural figure plus a fixed 384 MiB on the host (convolution workspaces and
+// the heap's share), within 7% at every point.
+constexpr double kVaeMeasuredScale = 1.15;
+constexpr int64_t kVaeHostOverhead = int64_t{384} << 20;
+
+// Peak bytes of a VAE pass (decode or encode) over one chunk at a time at `height` x `width` pixels of the
+// patchified frame (after / before the patch), with `res_blocks` residual blocks per level: the largest
+// level's working set plus every causal conv's cache of its last two input frames at every level.
+int64_t vae_working_set(const std::vector<VaeLevel>& levels, int64_t height, int64_t width, int64_t res_blocks,
+                        int64_t elem, bool host) {
+  double largest = 0, caches = 0;
+  for (const auto& l : levels) {
+    const double area = static_cast<double>(height / l.divisor) * static_cast<double>(width / l.divisor);
+    largest = std::max(largest, static_cast<double>(l.channels * l.frames) * area);
+    // Two causal convs per residual block, (res_blocks + 1) blocks per level, two cached frames each.
+    caches += static_cast<double>(2 * (res_blocks + 1) * 2 * l.channels) * area;
+  }
+  const double structural = (kVaeLevelMultiple * largest + caches) * static_cast<double>(elem);
+  return static_cast<int64_t>(kVaeMeasuredScale * structural) + (host ? kVaeHostOverhead : 0);
+}
+
+}  // namespace
+
+struct MemoryPlanner::Shapes {
+  std::vector<ModelUnits> models;  // text_encoder, then each expert, in load order
+  models::WanTransformerConfig transformer;
+  models::Umt5Config text;
+  models::WanVaeConfig vae;
+  bool expand_timesteps = false;
+  bool image_to_video = false;
+  int64_t vae_resident = 0;
+  int64_t vae_mapped = 0;
+  int64_t lora_mapped = 0;
+};
+
+MemoryPlanner::MemoryPlanner(const io::ModelDir& model, const MemoryPlanSettings& settings)
+    : settings_(settings), shapes_(std::make_unique<Shapes>()) {
+  auto& s = *shapes_;
+  s.expand_timesteps = model.index().expand_timesteps;
+  s.image_to_video = model.index().image_to_video;
+  {
+    const auto ckpt = io::Checkpoint::open(model.component_dir("text_encoder"));
+    s.text = models::Umt5Config::from_json(model.component_config_path("text_encoder"));
+    s.text.resolve_embedding(ckpt);
+    const models::Umt5Encoder encoder(s.text, settings.dtype);
+    s.models.push_back(
+        units_of("text_encoder", encoder, models::blocks_of(encoder), ckpt, settings.dtype, settings.shard));
+  }
+  for (const char* name : {"transformer", "transformer_2"}) {
+    if (!model.has(name)) continue;
+    const std::string dir = model.component_dir(name);
+    const auto config = models::WanTransformerConfig::load(dir);
+    if (s.models.size() == 1) s.transformer = config;
+    const models::WanTransformer3DModel expert(config, settings.dtype);
+    const auto ckpt = io::Checkpoint::open(dir);
+    s.models.push_back(units_of(name, expert, models::blocks_of(expert), ckpt, settings.dtype, settings.shard));
+  }
+  OMNI_CHECK_INPUT(s.models.size() > 1, model.root(), ": no transformer component");
+  s.vae = models::WanVaeConfig::from_file(model.component_config_path("vae"));
+  const models::AutoencoderKLWan vae(s.vae);
+  for (const auto& p : vae.parameters()) {
+    int64_t n = 1;
+    for (int64_t d : p.shape) n *= d;
+    s.vae_resident += n * esize(settings.vae_dtype);
+  }
+  s.vae_mapped = io::Checkpoint::open(model.component_dir("vae")).total_bytes();
+  for (const auto& f : settings.lora_files) s.lora_mapped += file_size(f);
+}
+
+MemoryPlanner::~MemoryPlanner() = default;
+
+int MemoryPlanner::spatial_multiple() const {
+  const auto& p = shapes_->transformer.patch_size;
+  return static_cast<int>(shapes_->vae.scale_factor_spatial * std::max(p[1], p[2]));
+}
+
+int MemoryPlanner::temporal_factor() const {
+  return static_cast<int>(shapes_->vae.scale_factor_temporal);
+}
+
+MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
+  const auto& s = *shapes_;
+  const auto& set = settings_;
+  const bool host = !set.cuda;
+  const int64_t e = esize(set.dtype), ev = esize(set.vae_dtype), f32 = 4;
+  MemoryPlan plan;
+  for (const auto& m : s.models) plan.resident.push_back({m.name, m.resident});
+  plan.resident.push_back({"vae", s.vae_resident});
+
+  // Load, in the pipeline's order: each component at the end of its reading, with what it costs on top.
+  {
+    MemoryPhase best{"load", {}};
+    std::vector<MemoryPart> loaded;
+    auto consider = [&](std::vector<MemoryPart> extra) {
+      MemoryPhase p{"load", loaded};
+      for (auto& x : extra) p.parts.push_back(std::move(x));
+      if (p.bytes() > best.bytes()) best = p;
+    };
+    for (size_t i = 0; i < s.models.size(); ++i) {
+      const auto& m = s.models[i];
+      loaded.push_back({m.name, m.resident});
+      std::vector<MemoryPart> extra;
+      if (host) {
+        extra.push_back({"checkpoint pages read (" + m.name + ")", m.mapped});
+        extra.push_back({"read buffer", m.read_piece});
+        if (i > 0 && s.lora_mapped > 0) extra.push_back({"LoRA files", s.lora_mapped});
+      }
+      consider(extra);
+    }
+    loaded.push_back({"vae", s.vae_resident});
+    consider(host ? std::vector<MemoryPart>{{"checkpoint pages read (vae)", s.vae_mapped}} : std::vector<MemoryPart>{});
+    plan.phases.push_back(best);
+  }
+
+  const int sp = set.ulysses * set.ring;
+  const auto& tc = s.transformer;
+  const int64_t dim = tc.inner_dim(), ffn = tc.ffn_dim, head_dim = tc.attention_head_dim;
+  const int64_t sf = s.vae.scale_factor_spatial, tf = s.vae.scale_factor_temporal, patch = s.vae.patch();
+  const ModelUnits& te = s.models[0];
+  int64_t max_text = 0;
+  for (const auto& v : work.videos) max_text = std::max(max_text, v.max_sequence_length);
+
+  if (!work.videos.empty()) {
+    // UMT5 over one prompt of max_sequence_length tokens: hidden states and q/k/v/out projections, the
+    // gated feed-forward's three d_ff tensors, and per head the scores, the relative position bias and the
+    // softmax in float32.
+    const int64_t len = max_text, heads = s.text.num_heads;
+    MemoryPhase p{"text_encode", plan.resident};
+    if (set.shard > 1) p.parts.push_back({"gathered text_encoder units", te.root_full + 2 * te.block_full});
+    p.parts.push_back({"text_encoder activations", e * len * (6 * s.text.d_model + 3 * s.text.d_ff) +
+                                                       f32 * 3 * heads * len * len});
+    plan.phases.push_back(p);
+  }
+
+  // Denoise: the largest video of this rank.
+  MemoryPhase denoise{"denoise", plan.resident};
+  int64_t best_act = -1;
+  std::vector<MemoryPart> best_parts;
+  for (const auto& v : work.videos) {
+    const int64_t frames = (v.num_frames - 1) / tf * tf + 1;
+    const int64_t lat_t = (frames - 1) / tf + 1, lat_h = v.height / sf, lat_w = v.width / sf;
+    const int64_t tokens = (lat_t / tc.patch_size[0]) * (lat_h / tc.patch_size[1]) * (lat_w / tc.patch_size[2]);
+    const int64_t batch = v.guidance && set.cfg == 1 ? 2 : 1;  // cond and uncond batched on one rank
+    const int64_t local = batch * ceil_div(tokens, sp);          // this rank's token rows in a block
+    const int64_t full = batch * tokens;
+    const bool per_token = s.expand_timesteps;
+
+    std::vector<MemoryPart> parts;
+    // prepare() runs on every token (the sequence split happens after it): the patch-embedded tokens, the
+    // text context, the rotary tables and, with per-token timesteps (TI2V), temb [B, S, D] and its 6-way
+    // projection [B, S, 6, D].
+    int64_t state = e * full * dim + e * batch * max_text * dim + f32 * 2 * tokens * head_dim;
+    if (per_token) state += e * full * 7 * dim;
+    parts.push_back({"transformer forward state", state});
+    // One block on this rank's tokens. Attention: the block input, the normalized input, q, k, v, the
+    // attention output, its flattened copy and the output projection, plus the rotary products in float32;
+    // Ulysses adds the all-to-all buffers of q, k, v and the output, ring the received key/value blocks and
+    // the float32 accumulator. Feed-forward: input, residual, normalized input, the gelu'd d_ff projection
+    // and its output; its tail adds the float32 gate product and sum.
+    int64_t attention = e * local * 8 * dim + f32 * local * 2 * dim;
+    if (set.ulysses > 1) attention += e * local * 4 * dim;
+    if (set.ring > 1) attention += e * local * 4 * dim + f32 * local * dim;
+    const int64_t feed_forward = std::max(e * local * (4 * dim + ffn), e * local * 4 * dim + f32 * local * 2 * dim);
+    int64_t block = std::max(attention, feed_forward);
+    // On the host, token tensors up to glibc's mmap threshold come from the heap, which keeps freed chunks
+    // and fragments as the block's differently sized temporaries come and go: measured (tools/bench/
+    // memory_plan.sh), the heap then grows by about the block's working set again.
+    if (host && e * local * dim <= kHostHeapMaxAllocation) parts.push_back({"host heap fragmentation", block});
+    // The block's modulation table in float32: [B, 6, D], or per token [B, S, 6, D] (plus the float32 copy
+    // of a bfloat16 projection).
+    if (per_token) block += f32 * local * 6 * dim * (e == f32 ? 1 : 2);
+    // finish() on all tokens (gathered from the sequence-parallel ranks): the gathered tokens, the float32
+    // layer norm, its modulation and the modulated input.
+    const int64_t finish = e * full * dim + f32 * full * dim * (per_token ? 5 : 3);
+    parts.push_back({"transformer block activations", std::max(block, finish)});
+    if (set.step_cache) parts.push_back({"step cache residuals", 2 * e * local * dim});
+    // Latents, the noise predictions and the scheduler's history (UniPC keeps a few model outputs).
+    const int64_t channels = tc.in_channels;
+    parts.push_back({"latents and scheduler", f32 * 10 * batch * channels * lat_t * lat_h * lat_w});
+    int64_t act = 0;
+    for (const auto& x : parts) act += x.bytes;
+    if (act > best_act) {
+      best_act = act;
+      best_parts = parts;
+    }
+  }
+  if (!work.videos.empty()) {
+    const ModelUnits& tr = s.models[1];
+    if (set.shard > 1) denoise.parts.push_back({"gathered transformer units", tr.root_full + 2 * tr.block_full});
+    for (auto& x : best_parts) denoise.parts.push_back(x);
+    plan.phases.push_back(denoise);
+  }
+
+  // The VAE's levels.
+  const auto& vc = s.vae;
+  const int64_t levels = static_cast<int64_t>(vc.dim_mult.size());
+  // Image encode: the conditioning clip through the encoder (I2V: the image and num_frames - 1 zero frames;
+  // TI2V: the image alone), chunks of 4 frames at full resolution, halved per level.
+  MemoryPhase encode{"image_encode", {}};
+  for (const auto& v : work.videos) {
+    if (!v.image) continue;
+    std::vector<VaeLevel> enc;
+    int64_t frames = 4;
+    for (int64_t l = 0; l < levels; ++l) {
+      enc.push_back({vc.base_dim * vc.dim_mult[static_cast<size_t>(l)], frames, int64_t{1} << l});
+      if (l + 1 < levels && vc.temperal_downsample[static_cast<size_t>(l)]) frames = std::max<int64_t>(1, frames / 2);
+    }
+    const int64_t clip_frames = s.image_to_video ? v.num_frames : 1;
+    MemoryPhase p{"image_encode", plan.resident};
+    p.parts.push_back({"conditioning clip", (f32 + ev) * 3 * clip_frames * v.height * v.width});
+    p.parts.push_back(
+        {"vae encode working set", vae_working_set(enc, v.height / patch, v.width / patch, vc.num_res_blocks, ev, host)});
+    if (p.bytes() > encode.bytes()) encode = p;
+  }
+  if (!encode.parts.empty()) plan.phases.push_back(encode);
+
+  // Decode: one latent frame at a time; a later chunk is tf frames at the top levels.
+  if (std::any_of(work.videos.begin(), work.videos.end(), [](const PlannedVideo& v) { return v.decoded; })) {
+    const int64_t dec_dim = vc.decoder_base_dim.value_or(vc.base_dim);
+    std::vector<VaeLevel> dec;  // from the full resolution down
+    int64_t frames = tf;
+    for (int64_t i = levels - 1; i >= 0; --i) {
+      // Up block i works at 2^i x the latent size on dec_dim x dim_mult[levels - 1 - i] channels.
+      const int64_t ch = dec_dim * vc.dim_mult[static_cast<size_t>(levels - 1 - i)];
+      dec.push_back({ch, frames, int64_t{1} << (levels - 1 - i)});
+      // Block i - 1 has half the frames when it upsamples in time: the decoder's temporal upsampling is the
+      // encoder's downsampling reversed, temporal_upsample[i - 1] = temperal_downsample[levels - 1 - i].
+      if (i > 0 && vc.temperal_downsample[static_cast<size_t>(levels - 1 - i)]) frames = std::max<int64_t>(1, frames / 2);
+    }
+    MemoryPhase best{"decode", {}};
+    for (const auto& v : work.videos) {
+      if (!v.decoded) continue;
+      const int64_t frames_out = (v.num_frames - 1) / tf * tf + 1;
+      const int64_t rows = work.decode_group > 1 ? ceil_div(v.height / sf, work.decode_group) * sf + 2 * sf : v.height;
+      const int64_t video = 3 * frames_out * v.height * v.width;
+      MemoryPhase p{"decode", plan.resident};
+      p.parts.push_back({"vae decode working set", vae_working_set(dec, rows / patch, v.width / patch,
+                                                                    vc.num_res_blocks, ev, host)});
+      p.parts.push_back({"decoded video", ev * 3 * frames_out * rows * v.width});
+      if (work.decode_group > 1 && work.gathers_video) p.parts.push_back({"gathered video", ev * video});
+      // The frames in [0, 1] as float32 [F, H, W, 3] for the writer, next to the decoded video.
+      if (work.decode_group == 1 || work.gathers_video) p.parts.push_back({"frames", f32 * video});
+      if (p.bytes() > best.bytes()) best = p;
+    }
+    plan.phases.push_back(best);
+  }
+  return plan;
+}
+
+int64_t MemoryPhase::bytes() const {
+  int64_t total = 0;
+  for (const auto& p : parts) total += p.bytes;
+  return total;
+}
+
+const MemoryPhase& MemoryPlan::peak_phase() const {
+  OMNI_CHECK(!phases.empty(), "memory plan without phases");
+  const MemoryPhase* best = &phases[0];
+  for (const auto& p : phases)
+    if (p.bytes() > best->bytes()) best = &p;
+  return *best;
+}
+
+int64_t MemoryPlan::peak_bytes() const {
+  return peak_phase().bytes();
+}
+
+const MemoryPart& MemoryPlan::largest_part() const {
+  const auto& parts = peak_phase().parts;
+  OMNI_CHECK(!parts.empty(), "memory plan phase without parts");
+  return *std::max_element(parts.begin(), parts.end(),
+                           [](const MemoryPart& a, const MemoryPart& b) { return a.bytes < b.bytes; });
+}
+
+nlohmann::json MemoryPlan::to_json() const {
+  nlohmann::json phases_json = nlohmann::json::object();
+  for (const auto& p : phases) {
+    nlohmann::json parts = nlohmann::json::object();
+    for (const auto& x : p.parts) parts[x.name] = x.bytes;
+    phases_json[p.name] = {{"bytes", p.bytes()}, {"parts", parts}};
+  }
+  int64_t resident = 0;
+  for (const auto& x : this->resident) resident += x.bytes;
+  return {{"planned_peak_bytes", peak_bytes()},
+          {"planned_peak_phase", peak_phase().name},
+          {"planned_resident_bytes", resident},
+          {"planned_phases", phases_json}};
+}
+
+std::string MemoryPlan::summary() const {
+  const auto& peak = peak_phase();
+  std::vector<MemoryPart> parts = peak.parts;
+  std::stable_sort(parts.begin(), parts.end(), [](const MemoryPart& a, const MemoryPart& b) { return a.bytes > b.bytes; });
+  std::string out = format_bytes(peak.bytes()) + " at " + peak.name + ":";
+  bool first = true;
+  for (const auto& p : parts) {
+    if (p.bytes <= 0) continue;
+    out += (first ? " " : ", ") + p.name + " " + format_bytes(p.bytes);
+    first = false;
+  }
+  return out;
+}
+
+}  // namespace omni::pipeline

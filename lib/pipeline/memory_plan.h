@@ -1,0 +1,109 @@
+// The memory plan (docs/DESIGN.md section 12): what each rank will hold, phase by phase, computed from the
+// model's configs and safetensors headers before any weight is read, so that a run that cannot fit fails or
+// warns in a second instead of after minutes of loading.
+//
+// Parts, per rank (bytes):
+//   resident     each model's slice of its HSDP units (text encoder, transformer, transformer_2; whole units
+//                without HSDP), the VAE (whole on every rank)
+//   load         the resident parts loaded so far, and while a component is read on the CPU the checkpoint
+//                pages this rank touched (mmap: they count as the process's memory until the file is closed),
+//                the read buffer of the largest tensor piece and the LoRA files being merged
+//   text_encode  UMT5's gathered root and two blocks (HSDP), its activations at --max-sequence-length
+//   denoise      the transformer's gathered root and two blocks (the block running and the one prefetched),
+//                the forward's state (tokens, per-token modulation, text context, rotary tables), the largest
+//                block's activation peak (attention with its sequence-parallel buffers, or the feed-forward),
+//                the step cache's residuals
+//   image_encode the VAE encode of the conditioning clip (image-conditioned videos)
+//   decode       the VAE decode's working set at the output resolution and the frames (the writing rank; each
+//                rank of a group its band with --vae-parallel)
+// The peak is the largest phase. Activation figures follow the code's live tensors (wan_transformer_block.cpp,
+// wan_attention.cpp, sequence_parallel.cpp) and, for the VAE, a per-level working set calibrated on this
+// implementation (memory_plan.cpp says how).
+#pragma once
+
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+#include "io/model_dir.h"
+
+namespace omni::pipeline {
+
+// One video as a rank computes it.
+struct PlannedVideo {
+  int64_t height = 0;
+  int64_t width = 0;
+  int64_t num_frames = 0;  // rounded to the VAE's 4k+1 by the planner
+  bool guidance = false;   // classifier-free guidance runs (a scale above 1)
+  bool image = false;      // image-conditioned (a VAE encode)
+  int64_t max_sequence_length = 512;
+  bool decoded = false;  // this rank decodes it (the writer; every rank of its group with --vae-parallel)
+};
+
+// What one rank does: the videos of its data-parallel group (a group out of videos repeats one to keep the
+// gathers in step, without decoding it).
+struct RankWork {
+  std::vector<PlannedVideo> videos;
+  int decode_group = 1;        // ranks that share one decode (--vae-parallel), each a band of rows
+  bool gathers_video = false;  // this rank receives the decoded video (the writer)
+};
+
+struct MemoryPlanSettings {
+  c10::ScalarType dtype = c10::ScalarType::Float;
+  c10::ScalarType vae_dtype = c10::ScalarType::Float;
+  bool cuda = false;  // device memory; on the CPU the process's resident memory (checkpoint pages count)
+  int shard = 1;      // HSDP shard size (1: every unit whole, nothing gathered)
+  int ulysses = 1;
+  int ring = 1;
+  int cfg = 1;
+  bool step_cache = false;
+  std::vector<std::string> lora_files;  // --lora and --lora-2 files (their mapped pages while merging)
+};
+
+struct MemoryPart {
+  std::string name;
+  int64_t bytes = 0;
+};
+
+// One phase at its peak: every part live then (resident ones included).
+struct MemoryPhase {
+  std::string name;
+  std::vector<MemoryPart> parts;
+  int64_t bytes() const;
+};
+
+struct MemoryPlan {
+  std::vector<MemoryPhase> phases;  // load, text_encode, image_encode (when used), denoise, decode (when used)
+  std::vector<MemoryPart> resident;
+  int64_t peak_bytes() const;
+  const MemoryPhase& peak_phase() const;
+  // The largest part of the peak phase (what to shrink first).
+  const MemoryPart& largest_part() const;
+  // {"planned_peak_bytes", "planned_peak_phase", "planned_resident_bytes", "planned": {phase: {part: bytes}}}
+  nlohmann::json to_json() const;
+  // "3.21 GiB at denoise: transformer 835 MiB, gathered transformer units 1.6 GiB, ..." (one line)
+  std::string summary() const;
+};
+
+// The model's shapes, read once (configs, safetensors headers; nothing else).
+class MemoryPlanner {
+ public:
+  MemoryPlanner(const io::ModelDir& model, const MemoryPlanSettings& settings);
+  ~MemoryPlanner();
+
+  MemoryPlan plan(const RankWork& work) const;
+  // Pixels per latent-and-patch step (the size multiple) and the VAE's frame factor, as the pipeline uses them.
+  int spatial_multiple() const;
+  int temporal_factor() const;
+
+ private:
+  struct Shapes;
+  MemoryPlanSettings settings_;
+  std::unique_ptr<Shapes> shapes_;
+};
+
+}  // namespace omni::pipeline

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The memory plan (docs/DESIGN.md section 12) against a real run, on a generated TI2V-5B-layout checkpoint of
+# width 2048 (2 blocks, float32: weights dominate, as in a real run), 2 ranks with HSDP shard 2:
+#   - the dry run answers from configs and headers: its report holds the plan alone, the same plan as the run's;
+#   - each rank's planned resident model bytes and gathered peak equal what the run's HSDP accounting reports;
+#   - each rank's planned peak is within 15% of its measured peak RSS above its baseline;
+#   - a video that cannot fit warns, and with --strict-memory stops every rank before loading with one line
+#     naming the largest part and what would make it fit.
+#   memory_plan.sh GENERATE MAKE_CHECKPOINT WORK_DIR
+set -euo pipefail
+gen=$1; make=$2; work=$3
+rm -rf "$work"; mkdir -p "$work"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi() { local np=$1; shift; mpirun -q --oversubscribe --allow-run-as-root -np "$np" -x OMP_NUM_THREADS=1 "$@"; }
+
+"$make" --kind ti2v-5b --preset tiny --layers 2 --heads 16 --head-dim 128 --ffn-dim 8192 --text-layers 2 \
+  --output "$work/model" >/dev/null
+common=(--model "$work/model" --dtype float32 --device cpu --use-hsdp --hsdp-shard-size 2 --height 256 --width 256
+        --num-frames 9 --num-inference-steps 2 --prompt "A fox in the snow" --max-sequence-length 32)
+
+start=$(date +%s.%N)
+mpi 2 "$gen" "${common[@]}" --output "$work/fox.mp4" --dry-run --report "$work/plan.json" >"$work/dry.out"
+elapsed=$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$start" "$(date +%s.%N)")
+grep -q "^memory plan per rank" "$work/dry.out" || { cat "$work/dry.out"; echo "FAIL: the dry run prints no memory plan"; exit 1; }
+[ ! -e "$work/fox.mp4" ] || { echo "FAIL: the dry run wrote a video"; exit 1; }
+
+mpi 2 "$gen" "${common[@]}" --output "$work/fox.mp4" --report "$work/run.json" 2>"$work/run.log"
+
+python3 - "$work/plan.json" "$work/run.json" "$elapsed" <<'EOF'
+import json, sys
+plan = json.load(open(sys.argv[1])); run = json.load(open(sys.argv[2])); elapsed = float(sys.argv[3])
+fail = []
+if not plan.get("dry_run") or "videos" in plan or len(plan["ranks"]) != 2:
+    fail.append("the dry-run report is not the plan alone: %s" % sorted(plan))
+keys = ("planned_peak_bytes", "planned_peak_phase", "planned_resident_bytes", "planned_phases")
+for p, r in zip(plan["ranks"], run["ranks"]):
+    rank = r["rank"]
+    if any(p[k] != r[k] for k in keys):
+        fail.append("rank %d: the dry run's plan differs from the run's" % rank)
+    phases = r["planned_phases"]
+    # Resident model units: the text encoder's and the transformer's slices, as HSDP holds them.
+    models = sum(phases["denoise"]["parts"][k] for k in ("text_encoder", "transformer"))
+    if models != r["param_bytes_resident"]:
+        fail.append("rank %d: planned resident units %d, HSDP holds %d" % (rank, models, r["param_bytes_resident"]))
+    gathered = max(phases["denoise"]["parts"]["gathered transformer units"],
+                   phases["text_encode"]["parts"]["gathered text_encoder units"])
+    if gathered != r["gathered_bytes_peak"]:
+        fail.append("rank %d: planned gather peak %d, measured %d" % (rank, gathered, r["gathered_bytes_peak"]))
+    measured = r["peak_rss_bytes"] - r["baseline_rss_bytes"]
+    ratio = r["planned_peak_bytes"] / measured
+    print("rank %d: planned %.1f MiB at %s, measured %.1f MiB above a %.1f MiB baseline: %.3f" %
+          (rank, r["planned_peak_bytes"] / 2**20, r["planned_peak_phase"], measured / 2**20,
+           r["baseline_rss_bytes"] / 2**20, ratio))
+    if not 0.85 <= ratio <= 1.15:
+        fail.append("rank %d: planned peak is %.3f x the measured one (outside 15%%)" % (rank, ratio))
+print("dry run: %.1f s" % elapsed)
+if fail:
+    print("FAIL: " + "; ".join(fail)); sys.exit(1)
+EOF
+
+# A video far beyond this machine: a warning without --strict-memory (the dry run still succeeds), an error
+# with it: exit 2 on every rank, one line naming the largest part and the fix, before anything is loaded.
+big=(--height 2048 --width 4096 --num-frames 241)
+mpi 2 "$gen" "${common[@]}" "${big[@]}" --output "$work/big.mp4" --dry-run >"$work/big-dry.out" 2>"$work/big-dry.err"
+grep -q "memory plan: rank .* needs .* more than .*; largest part: .*; to fit: " "$work/big-dry.err" ||
+  { cat "$work/big-dry.err"; echo "FAIL: no memory warning for a video that cannot fit"; exit 1; }
+grep -q "the plan does NOT fit" "$work/big-dry.out" || { echo "FAIL: the dry run does not say the plan does not fit"; exit 1; }
+set +e
+mpi 2 "$gen" "${common[@]}" "${big[@]}" --output "$work/big.mp4" --strict-memory 2>"$work/strict.err" >/dev/null
+rc=$?
+set -e
+[ "$rc" = 2 ] || { cat "$work/strict.err"; echo "FAIL: --strict-memory exit code $rc, expected 2"; exit 1; }
+errors=$(grep -c "error" "$work/strict.err" || true)
+[ "$errors" = 1 ] || { cat "$work/strict.err"; echo "FAIL: $errors error lines, expected one"; exit 1; }
+grep -q "to fit: .*--height" "$work/strict.err" || { cat "$work/strict.err"; echo "FAIL: no fix named"; exit 1; }
+grep -q "loaded in" "$work/strict.err" && { echo "FAIL: --strict-memory stopped after loading"; exit 1; }
+[ ! -e "$work/big.mp4" ] || { echo "FAIL: a video was written"; exit 1; }
+echo "ok: memory plan"
