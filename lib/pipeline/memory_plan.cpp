@@ -26,11 +26,11 @@ int64_t ceil_div(int64_t a, int64_t b) {
 // One sharded model's units on this rank and what its checkpoint costs to read.
 struct ModelUnits {
   std::string name;
-  int64_t resident = 0;        // this rank's slices of every unit
-  int64_t root_full = 0;       // the gathered root
-  int64_t block_full = 0;      // the largest gathered block
-  int64_t mapped = 0;          // checkpoint bytes this rank reads (its slices, as stored)
-  int64_t read_piece = 0;      // the largest piece read at once (stored + converted copies)
+  int64_t resident = 0;    // this rank's slices of every unit
+  int64_t root_full = 0;   // the gathered root
+  int64_t block_full = 0;  // the largest gathered block
+  int64_t mapped = 0;      // checkpoint bytes this rank reads (its slices, as stored)
+  int64_t read_piece = 0;  // the largest piece read at once (stored + converted copies)
 };
 
 // The stored bytes of `name` in `ckpt`, and its element count.
@@ -40,8 +40,8 @@ int64_t stored_bytes(const io::Checkpoint& ckpt, const std::string& name) {
 }
 
 ModelUnits units_of(const std::string& name, const models::Module& model,
-                    const std::vector<const models::Module*>& blocks, const io::Checkpoint& ckpt,
-                    c10::ScalarType dtype, int shard) {
+                    const std::vector<const models::Module*>& blocks, const io::Checkpoint& ckpt, c10::ScalarType dtype,
+                    int shard) {
   ModelUnits out;
   out.name = name;
   const models::UnitParams split = models::split_units(model, blocks);
@@ -212,8 +212,8 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     const int64_t len = max_text, heads = s.text.num_heads;
     MemoryPhase p{"text_encode", plan.resident};
     if (set.shard > 1) p.parts.push_back({"gathered text_encoder units", te.root_full + 2 * te.block_full});
-    p.parts.push_back({"text_encoder activations", e * len * (6 * s.text.d_model + 3 * s.text.d_ff) +
-                                                       f32 * 3 * heads * len * len});
+    p.parts.push_back(
+        {"text_encoder activations", e * len * (6 * s.text.d_model + 3 * s.text.d_ff) + f32 * 3 * heads * len * len});
     plan.phases.push_back(p);
   }
 
@@ -226,7 +226,7 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     const int64_t lat_t = (frames - 1) / tf + 1, lat_h = v.height / sf, lat_w = v.width / sf;
     const int64_t tokens = (lat_t / tc.patch_size[0]) * (lat_h / tc.patch_size[1]) * (lat_w / tc.patch_size[2]);
     const int64_t batch = v.guidance && set.cfg == 1 ? 2 : 1;  // cond and uncond batched on one rank
-    const int64_t local = batch * ceil_div(tokens, sp);          // this rank's token rows in a block
+    const int64_t local = batch * ceil_div(tokens, sp);        // this rank's token rows in a block
     const int64_t full = batch * tokens;
     const bool per_token = s.expand_timesteps;
 
@@ -293,8 +293,8 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     const int64_t clip_frames = s.image_to_video ? v.num_frames : 1;
     MemoryPhase p{"image_encode", plan.resident};
     p.parts.push_back({"conditioning clip", (f32 + ev) * 3 * clip_frames * v.height * v.width});
-    p.parts.push_back(
-        {"vae encode working set", vae_working_set(enc, v.height / patch, v.width / patch, vc.num_res_blocks, ev, host)});
+    p.parts.push_back({"vae encode working set",
+                       vae_working_set(enc, v.height / patch, v.width / patch, vc.num_res_blocks, ev, host)});
     if (p.bytes() > encode.bytes()) encode = p;
   }
   if (!encode.parts.empty()) plan.phases.push_back(encode);
@@ -310,7 +310,8 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
       dec.push_back({ch, frames, int64_t{1} << (levels - 1 - i)});
       // Block i - 1 has half the frames when it upsamples in time: the decoder's temporal upsampling is the
       // encoder's downsampling reversed, temporal_upsample[i - 1] = temperal_downsample[levels - 1 - i].
-      if (i > 0 && vc.temperal_downsample[static_cast<size_t>(levels - 1 - i)]) frames = std::max<int64_t>(1, frames / 2);
+      if (i > 0 && vc.temperal_downsample[static_cast<size_t>(levels - 1 - i)])
+        frames = std::max<int64_t>(1, frames / 2);
     }
     MemoryPhase best{"decode", {}};
     for (const auto& v : work.videos) {
@@ -319,8 +320,8 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
       const int64_t rows = work.decode_group > 1 ? ceil_div(v.height / sf, work.decode_group) * sf + 2 * sf : v.height;
       const int64_t video = 3 * frames_out * v.height * v.width;
       MemoryPhase p{"decode", plan.resident};
-      p.parts.push_back({"vae decode working set", vae_working_set(dec, rows / patch, v.width / patch,
-                                                                    vc.num_res_blocks, ev, host)});
+      p.parts.push_back(
+          {"vae decode working set", vae_working_set(dec, rows / patch, v.width / patch, vc.num_res_blocks, ev, host)});
       p.parts.push_back({"decoded video", ev * 3 * frames_out * rows * v.width});
       if (work.decode_group > 1 && work.gathers_video) p.parts.push_back({"gathered video", ev * video});
       // The frames in [0, 1] as float32 [F, H, W, 3] for the writer, next to the decoded video.
@@ -375,7 +376,8 @@ nlohmann::json MemoryPlan::to_json() const {
 std::string MemoryPlan::summary() const {
   const auto& peak = peak_phase();
   std::vector<MemoryPart> parts = peak.parts;
-  std::stable_sort(parts.begin(), parts.end(), [](const MemoryPart& a, const MemoryPart& b) { return a.bytes > b.bytes; });
+  std::stable_sort(parts.begin(), parts.end(),
+                   [](const MemoryPart& a, const MemoryPart& b) { return a.bytes > b.bytes; });
   std::string out = format_bytes(peak.bytes()) + " at " + peak.name + ":";
   bool first = true;
   for (const auto& p : parts) {

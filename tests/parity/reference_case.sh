@@ -11,7 +11,7 @@
 # 2 x frames - 1 before the clamp: the frames' 1e-4). The random-weight VAE decoders amplify their input's
 # difference up to ~25 fold (given the same input, omni-generate's decoder gives diffusers' output bit for bit).
 # The key lists come from EXPECTED itself (all its callNN, negative_* only when it has them);
-# with --cfg-parallel-size 2 the writing rank runs the cond calls only, so the uncond ones are not in its dump.
+# with CFG parallelism (cfg 2 in the layout that ran) the writing rank runs the cond calls only, so the uncond ones are not in its dump.
 # Pass every setting of the recorded run explicitly (the preset's defaults are not diffusers'): prompt, negative
 # prompt, size, steps, guidance scales (--guidance-scale-2 too when the checkpoint has two experts), seed,
 # max sequence length, solver.
@@ -31,8 +31,9 @@ else
 fi
 echo "omni-generate on $np rank(s): $((($(date +%s%N) - start) / 1000000)) ms"
 
+# The layout that ran (given, or chosen by --layout auto), from the sidecar.
 cfg_parallel=0
-if grep -q -- '--cfg-parallel-size 2' <<<"$*"; then cfg_parallel=1; fi
+if grep -q '"layout": "[^"]*x cfg 2 x' "$work/out.mp4.json"; then cfg_parallel=1; fi
 
 # The reference's keys, by group (python3 reads the safetensors header: 8 bytes of length, then JSON); a
 # reference without NSTEPS steps and their calls fails here.

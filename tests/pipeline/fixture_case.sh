@@ -29,7 +29,8 @@ steps=$(for ((i = 0; i < nsteps; i++)); do printf 'step%02d.latents,' "$i"; done
 # uncond; with cfg parallelism the writing rank runs the cond calls only), the text encoder, the VAE.
 cfg_parallel=0; image=0
 for a in "$@"; do case "$a" in --image) image=1 ;; esac; done
-if grep -q -- '--cfg-parallel-size 2' <<<"$*"; then cfg_parallel=1; fi
+# The layout that ran (given, or chosen by --layout auto), from the sidecar.
+if grep -q '"layout": "[^"]*x cfg 2 x' "$work/out.mp4.json"; then cfg_parallel=1; fi
 keys="prompt.input_ids,prompt.attention_mask,prompt.last_hidden_state,negative.input_ids,negative.attention_mask"
 keys="$keys,vae_decode.in,vae_decode.out"
 [ $image = 1 ] && keys="$keys,vae_encode.in,vae_encode.mean"
