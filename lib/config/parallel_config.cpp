@@ -18,7 +18,17 @@ ParallelConfig choose_parallel(const ParallelConfig& given, int world, const Lay
   };
   const auto any = [](int) { return true; };
   ParallelConfig pc = given;
-  int dp = largest_divisor(world, std::max(work.videos, 1), any);
+  // Data-parallel groups: the fewest group-rounds (ceil(videos / dp) rounds of dp groups: a group without a
+  // video in the last round repeats one for nothing), then the most groups (data parallelism scales perfectly,
+  // splitting one video does not). 8 videos on 4 ranks: dp 4; 3 videos: dp 1 (3 rounds of one video on all
+  // ranks rather than 2 rounds of 2 groups, one idle in the second).
+  const int videos = std::max(work.videos, 1);
+  int dp = 1;
+  for (int d = 1; d <= world; ++d) {
+    if (world % d != 0 || d > videos) continue;
+    const int64_t slots = static_cast<int64_t>((videos + d - 1) / d) * d, best = (videos + dp - 1) / dp * dp;
+    if (slots <= best) dp = d;
+  }
   int rest = world / dp;
   pc.cfg_parallel_size = work.guidance && rest % 2 == 0 ? 2 : 1;
   rest /= pc.cfg_parallel_size;

@@ -54,7 +54,8 @@ struct LayoutWork {
 };
 
 // The compute degrees for `world` ranks chosen from `work` (--layout auto): one video per data-parallel group
-// while videos remain to fill the groups (dp: the largest divisor of the world not above the video count);
+// while videos remain to fill the groups (dp: a divisor of the world not above the video count, the one with
+// the fewest group-rounds ceil(videos / dp) x dp, so that no group idles in a last round, then the largest);
 // then cfg 2 when guidance runs; then Ulysses up to the largest degree that divides the heads; ring for the
 // rest. A degree is never above the tokens it splits; what no degree can use becomes more data-parallel groups.
 // The HSDP fields of `given` are kept (its automatic shard size follows the chosen degrees). `reason` gets one

@@ -134,11 +134,11 @@ void GenerationJob::resolve() {
       status_.push_back(Status::kPending);
       replaceable_.emplace_back();
     }
-    std::vector<std::string> lora_files;
+    std::vector<std::string> lora_files[2];
     for (int e = 0; e < 2; ++e)
       for (const auto& l : e == 0 ? opts_.lora : opts_.lora_2) {
         lora_records_[e].push_back({models::lora_file_path(l.path, e == 0 ? "--lora" : "--lora-2"), l.scale, ""});
-        lora_files.push_back(lora_records_[e].back().path);
+        lora_files[e].push_back(lora_records_[e].back().path);
       }
 
     // The model's shapes for the memory plan: configs and safetensors headers, no weight.
@@ -152,7 +152,7 @@ void GenerationJob::resolve() {
     ps.ring = l.ring;
     ps.cfg = l.cfg;
     ps.step_cache = parse_step_cache_mode(opts_.step_cache) != StepCacheMode::kNone;
-    ps.lora_files = lora_files;
+    for (int e = 0; e < 2; ++e) ps.lora_files[e] = lora_files[e];
     planner_ = std::make_unique<MemoryPlanner>(*model_, ps);
 
     // Without explicit sizes, an image decides them: its aspect ratio within the preset's area, snapped to
@@ -305,7 +305,8 @@ int GenerationJob::dry_run() {
   const bool cuda = opts_.device != "cpu" && dist::visible_gpu_count() > 0;
   std::ostringstream os;
   os << "memory plan per rank (" << (cuda ? "GPU memory allocated" : "host memory above the process's start-up") << ", "
-     << opts_.dtype << " weights; from configs and checkpoint headers):\n";
+     << opts_.dtype << " weights, " << plans_[0].attention_kernel
+     << " attention; from configs and checkpoint headers):\n";
   for (int r = 0; r < mesh_.world_size(); ++r) {
     const MemoryPlan& p = plans_[static_cast<size_t>(r)];
     int same = -1;

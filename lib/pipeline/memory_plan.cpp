@@ -33,7 +33,7 @@ struct ModelUnits {
   int64_t read_piece = 0;  // the largest piece read at once (stored + converted copies)
 };
 
-// The stored bytes of `name` in `ckpt`, and its element count.
+// The stored bytes of `name` in `ckpt`.
 int64_t stored_bytes(const io::Checkpoint& ckpt, const std::string& name) {
   const auto& info = ckpt.info(name);
   return info.data_end - info.data_begin;
@@ -115,7 +115,7 @@ struct MemoryPlanner::Shapes {
   bool image_to_video = false;
   int64_t vae_resident = 0;
   int64_t vae_mapped = 0;
-  int64_t lora_mapped = 0;
+  int64_t lora_mapped[2] = {0, 0};  // per expert
 };
 
 MemoryPlanner::MemoryPlanner(const io::ModelDir& model, const MemoryPlanSettings& settings)
@@ -149,7 +149,8 @@ MemoryPlanner::MemoryPlanner(const io::ModelDir& model, const MemoryPlanSettings
     s.vae_resident += n * esize(settings.vae_dtype);
   }
   s.vae_mapped = io::Checkpoint::open(model.component_dir("vae")).total_bytes();
-  for (const auto& f : settings.lora_files) s.lora_mapped += file_size(f);
+  for (int e = 0; e < 2; ++e)
+    for (const auto& f : settings.lora_files[e]) s.lora_mapped[e] += file_size(f);
 }
 
 MemoryPlanner::~MemoryPlanner() = default;
@@ -169,6 +170,9 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   const bool host = !set.cuda;
   const int64_t e = esize(set.dtype), ev = esize(set.vae_dtype), f32 = 4;
   MemoryPlan plan;
+  // The fused kernels LibTorch picks for our calls (no score matrix is ever materialized): the CPU's flash
+  // kernel; on CUDA flash for bfloat16 / float16, memory-efficient for float32 (docs/DESIGN.md section 3).
+  plan.attention_kernel = host ? "flash (CPU)" : set.dtype == c10::kFloat ? "memory-efficient (CUDA)" : "flash (CUDA)";
   for (const auto& m : s.models) plan.resident.push_back({m.name, m.resident});
   plan.resident.push_back({"vae", s.vae_resident});
 
@@ -188,7 +192,7 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
       if (host) {
         extra.push_back({"checkpoint pages read (" + m.name + ")", m.mapped});
         extra.push_back({"read buffer", m.read_piece});
-        if (i > 0 && s.lora_mapped > 0) extra.push_back({"LoRA files", s.lora_mapped});
+        if (i > 0 && s.lora_mapped[i - 1] > 0) extra.push_back({"LoRA files", s.lora_mapped[i - 1]});
       }
       consider(extra);
     }
@@ -370,6 +374,7 @@ nlohmann::json MemoryPlan::to_json() const {
   return {{"planned_peak_bytes", peak_bytes()},
           {"planned_peak_phase", peak_phase().name},
           {"planned_resident_bytes", resident},
+          {"planned_attention_kernel", attention_kernel},
           {"planned_phases", phases_json}};
 }
 

@@ -61,7 +61,7 @@ struct MemoryPlanSettings {
   int ring = 1;
   int cfg = 1;
   bool step_cache = false;
-  std::vector<std::string> lora_files;  // --lora and --lora-2 files (their mapped pages while merging)
+  std::vector<std::string> lora_files[2];  // --lora, --lora-2 files (their mapped pages while merging)
 };
 
 struct MemoryPart {
@@ -83,7 +83,9 @@ struct MemoryPlan {
   const MemoryPhase& peak_phase() const;
   // The largest part of the peak phase (what to shrink first).
   const MemoryPart& largest_part() const;
-  // {"planned_peak_bytes", "planned_peak_phase", "planned_resident_bytes", "planned": {phase: {part: bytes}}}
+  std::string attention_kernel;  // what the activation figures assume ("flash (CPU)", ...)
+  // {"planned_peak_bytes", "planned_peak_phase", "planned_resident_bytes", "planned_attention_kernel",
+  //  "planned_phases": {phase: {"bytes", "parts": {part: bytes}}}}
   nlohmann::json to_json() const;
   // "3.21 GiB at denoise: transformer 835 MiB, gathered transformer units 1.6 GiB, ..." (one line)
   std::string summary() const;

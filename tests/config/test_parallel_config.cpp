@@ -148,7 +148,10 @@ TEST(AutoLayout, PrefersDataThenCfgThenUlyssesThenRing) {
   EXPECT_EQ(reason, "auto: 1 video on 4 ranks: cfg 2 x ulysses 2; 40 heads");
   EXPECT_EQ(degrees(4, choose(4, 8, true, 40, 10000)), "4x1x1x1");
   EXPECT_EQ(degrees(4, choose(4, 4, true, 40, 10000)), "4x1x1x1");
-  EXPECT_EQ(degrees(4, choose(4, 3, true, 40, 10000)), "2x2x1x1");
+  EXPECT_EQ(degrees(4, choose(4, 3, true, 40, 10000)), "1x2x1x2");  // 2 groups would idle one in round 2
+  EXPECT_EQ(degrees(4, choose(4, 6, true, 40, 10000)), "2x2x1x1");
+  EXPECT_EQ(degrees(4, choose(4, 5, true, 40, 10000)), "1x2x1x2");
+  EXPECT_EQ(degrees(8, choose(8, 100, true, 40, 10000)), "4x2x1x1");  // 25 rounds of 4 rather than 13 of 8
   EXPECT_EQ(degrees(4, choose(4, 2, true, 40, 10000)), "2x2x1x1");
   EXPECT_EQ(degrees(4, choose(4, 2, false, 40, 10000)), "2x1x1x2");
   EXPECT_EQ(degrees(4, choose(4, 1, false, 40, 10000, &reason)), "1x1x1x4");
