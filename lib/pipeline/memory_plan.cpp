@@ -29,8 +29,11 @@ struct ModelUnits {
   int64_t resident = 0;    // this rank's slices of every unit
   int64_t root_full = 0;   // the gathered root
   int64_t block_full = 0;  // the largest gathered block
+  int64_t blocks = 0;
   int64_t mapped = 0;      // checkpoint bytes this rank reads (its slices, as stored)
   int64_t read_piece = 0;  // the largest piece read at once (stored + converted copies)
+  // What a forward has gathered at most: the root, the block running and the next one (prefetched).
+  int64_t gathered_peak() const { return root_full + std::min<int64_t>(blocks, 2) * block_full; }
 };
 
 // The stored bytes of `name` in `ckpt`.
@@ -48,6 +51,7 @@ ModelUnits units_of(const std::string& name, const models::Module& model,
   const auto root = models::unit_bytes(split.root, dtype, shard);
   out.resident = root.resident;
   out.root_full = root.full;
+  out.blocks = static_cast<int64_t>(split.blocks.size());
   for (const auto& b : split.blocks) {
     const auto u = models::unit_bytes(b, dtype, shard);
     out.resident += u.resident;
@@ -215,7 +219,7 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     // softmax in float32.
     const int64_t len = max_text, heads = s.text.num_heads;
     MemoryPhase p{"text_encode", plan.resident};
-    if (set.shard > 1) p.parts.push_back({"gathered text_encoder units", te.root_full + 2 * te.block_full});
+    if (set.shard > 1) p.parts.push_back({"gathered text_encoder units", te.gathered_peak()});
     p.parts.push_back(
         {"text_encoder activations", e * len * (6 * s.text.d_model + 3 * s.text.d_ff) + f32 * 3 * heads * len * len});
     plan.phases.push_back(p);
@@ -275,7 +279,7 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   }
   if (!work.videos.empty()) {
     const ModelUnits& tr = s.models[1];
-    if (set.shard > 1) denoise.parts.push_back({"gathered transformer units", tr.root_full + 2 * tr.block_full});
+    if (set.shard > 1) denoise.parts.push_back({"gathered transformer units", tr.gathered_peak()});
     for (auto& x : best_parts) denoise.parts.push_back(x);
     plan.phases.push_back(denoise);
   }
