@@ -21,7 +21,8 @@ cat > "$work/batch.jsonl" <<JSONL
 {"prompt": "Rain on a window", "seed": 5, "output": "$work/rain.mp4", "height": 48}
 JSONL
 batch=(mpirun -q --oversubscribe --allow-run-as-root -np 2 -x OMP_NUM_THREADS=1 "$gen" "${common[@]}"
-       --prompts-file "$work/batch.jsonl" --use-hsdp --hsdp-shard-size 2 --save-tensors "$work/t.safetensors")
+       --prompts-file "$work/batch.jsonl" --use-hsdp --hsdp-shard-size 2 --layout manual \
+       --save-tensors "$work/t.safetensors")
 
 # 1. Rank 0 (dp group 0: fox, then city) is killed at the first step of its second video; dp group 1 wrote the
 #    boat before it could enter that round's gathers.
