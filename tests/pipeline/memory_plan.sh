@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The memory plan (docs/DESIGN.md section 12) against a real run, on a generated TI2V-5B-layout checkpoint of
-# width 2048 (2 blocks, float32: weights dominate, as in a real run), 2 ranks with HSDP shard 2:
+# width 2048 (2 blocks, float32: weights dominate, as in a real run; an odd FFN width, so that the units need
+# HSDP padding), 2 ranks with HSDP shard 2:
 #   - the dry run answers from configs and headers: its report holds the plan alone, the same plan as the run's;
 #   - each rank's planned resident model bytes and gathered peak equal what the run's HSDP accounting reports;
 #   - each rank's planned peak is within 15% of its measured peak RSS above its baseline;
@@ -16,7 +17,7 @@ rm -rf "$work"; mkdir -p "$work"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi() { local np=$1; shift; mpirun -q --oversubscribe --allow-run-as-root -np "$np" -x OMP_NUM_THREADS=1 "$@"; }
 
-"$make" --kind ti2v-5b --preset tiny --layers 2 --heads 16 --head-dim 128 --ffn-dim 8192 --text-layers 2 \
+"$make" --kind ti2v-5b --preset tiny --layers 2 --heads 16 --head-dim 128 --ffn-dim 8191 --text-layers 2 \
   --output "$work/model" >/dev/null
 common=(--model "$work/model" --dtype float32 --device "$device" --height 256 --width 256 --num-frames 9
         --num-inference-steps 2 --prompt "A fox in the snow" --max-sequence-length 32)
