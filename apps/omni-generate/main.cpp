@@ -114,6 +114,8 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
   const auto decision = omni::pipeline::decide_layout(opts, omni::dist::Communicator::world());
   phase = Phase::kUniform;
   opts.parallel = decision.parallel;
+  if (decision.automatic)  // listings and sidecars say where the degrees came from
+    for (const char* key : {"ulysses-degree", "ring-degree", "cfg-parallel-size"}) opts.sources[key] = "layout auto";
   Layout layout = omni::config::resolve_layout(opts.parallel, world);
   OMNI_INFO("layout ", decision.line);
   OMNI_INFO("layout ", layout.summary());

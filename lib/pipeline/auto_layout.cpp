@@ -48,6 +48,7 @@ LayoutDecision decide_layout(const config::GenerateOptions& opts, const dist::Co
     }
   });
   out.parallel = config::choose_parallel(opts.parallel, world.size(), work, &out.line);
+  out.automatic = true;
   return out;
 }
 

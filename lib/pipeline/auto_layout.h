@@ -15,6 +15,7 @@ namespace omni::pipeline {
 struct LayoutDecision {
   config::ParallelConfig parallel;  // the degrees in force
   std::string line;                 // "auto: 1 video on 4 ranks: cfg 2 x ulysses 2; 40 heads", "manual: ..."
+  bool automatic = false;           // the degrees were chosen (their source: "layout auto")
 };
 
 // Reads the model's configs and the video list when the layout is automatic (agreed over `world`: a bad
