@@ -1,6 +1,7 @@
 #include "pipeline/auto_layout.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 #include "dist/agreement.h"
@@ -27,27 +28,39 @@ LayoutDecision decide_layout(const config::GenerateOptions& opts, const dist::Co
   }
 
   const std::string model = opts.model.empty() ? ensure_default_model(world) : opts.model;
-  config::LayoutWork work;
+  std::vector<VideoSpec> videos;
+  int64_t heads = 0, tf = 1, sf = 1;
+  std::array<int64_t, 3> patch{1, 1, 1};
   dist::run_agreed(world, [&] {
     const auto dir = io::ModelDir::open(model);
     const auto tc = models::WanTransformerConfig::load(dir.component_dir("transformer"));
     const auto vae = models::WanVaeConfig::from_file(dir.component_config_path("vae"));
-    const auto videos = planned_video_list(opts);
-    work.videos = static_cast<int>(videos.size());
-    work.heads = static_cast<int>(tc.num_attention_heads);
-    work.min_tokens = std::numeric_limits<int64_t>::max();
-    for (const auto& v : videos) {
-      const auto& o = v.opts;
-      work.guidance = work.guidance || o.guidance_scale > 1.0;  // the pipeline's do_cfg
-      // Tokens at the requested size (an image-derived size keeps about the same area).
-      const int64_t tf = vae.scale_factor_temporal, sf = vae.scale_factor_spatial;
-      const int64_t frames = (o.num_frames - 1) / tf + 1;
-      const int64_t tokens =
-          frames / tc.patch_size[0] * (o.height / sf / tc.patch_size[1]) * (o.width / sf / tc.patch_size[2]);
-      work.min_tokens = std::min(work.min_tokens, tokens);
-    }
+    videos = planned_video_list(opts);
+    heads = tc.num_attention_heads;
+    patch = tc.patch_size;
+    tf = vae.scale_factor_temporal;
+    sf = vae.scale_factor_spatial;
   });
+  // A resumed list is laid out for the videos it has left (a requeued job with one video left puts every rank
+  // on it); every rank gets rank 0's view of what is written.
+  const std::vector<bool> done = already_written(videos, opts, world);
+  const int left = static_cast<int>(std::count(done.begin(), done.end(), false));
+  config::LayoutWork work;
+  work.videos = left > 0 ? left : static_cast<int>(videos.size());
+  work.heads = static_cast<int>(heads);
+  work.min_tokens = std::numeric_limits<int64_t>::max();
+  for (size_t i = 0; i < videos.size(); ++i) {
+    if (done[i] && left > 0) continue;
+    const auto& o = videos[i].opts;
+    work.guidance = work.guidance || o.guidance_scale > 1.0;  // the pipeline's do_cfg
+    // Tokens at the requested size (an image-derived size keeps about the same area).
+    const int64_t frames = (o.num_frames - 1) / tf + 1;
+    const int64_t tokens = frames / patch[0] * (o.height / sf / patch[1]) * (o.width / sf / patch[2]);
+    work.min_tokens = std::min(work.min_tokens, tokens);
+  }
   out.parallel = config::choose_parallel(opts.parallel, world.size(), work, &out.line);
+  if (left > 0 && left < static_cast<int>(videos.size()))
+    out.line += str_cat(" (", videos.size() - static_cast<size_t>(left), " of ", videos.size(), " already written)");
   out.automatic = true;
   return out;
 }

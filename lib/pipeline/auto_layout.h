@@ -1,8 +1,9 @@
 // The compute layout of a run (--layout, docs/DESIGN.md section 4): with --layout auto (the default) and none
 // of --ulysses-degree, --ring-degree, --cfg-parallel-size given (flag or --config file), the degrees are chosen
 // from the work: the prompt list's length, whether guidance runs, the transformer's heads and the smallest
-// video's tokens (config::choose_parallel). The choice depends only on options, model configs and the prompt
-// list, so every rank makes the same one.
+// video's tokens (config::choose_parallel); a resumed list counts only the videos it has left. The choice
+// depends only on options, model configs, the prompt list and rank 0's view of which outputs exist, so every
+// rank makes the same one.
 #pragma once
 
 #include <string>

@@ -181,12 +181,9 @@ void GenerationJob::prepare() {
 
   // Resume: rank 0 decides, for every rank, which videos are already written (one view of the filesystem).
   const bool resumable = !opts_.prompts_file.empty() && !opts_.overwrite;
-  std::string done;
-  if (mesh_.rank() == 0)
-    for (const auto& v : videos_) done += resumable && is_file(v.output) ? '1' : '0';
-  done = mesh_.world().broadcast(done);
+  const std::vector<bool> done = already_written(videos_, opts_, mesh_.world());
   for (size_t i = 0; i < videos_.size(); ++i) {
-    status_[i] = done[i] == '1' ? Status::kSkipped : Status::kPending;
+    status_[i] = done[i] ? Status::kSkipped : Status::kPending;
     if (status_[i] == Status::kSkipped && mesh_.rank() == 0)
       OMNI_INFO("skipping ", videos_[i].output, ": already written (--overwrite regenerates it)");
   }

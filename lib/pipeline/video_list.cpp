@@ -102,6 +102,18 @@ std::vector<VideoSpec> planned_video_list(const config::GenerateOptions& run) {
   return read_video_list(one);
 }
 
+std::vector<bool> already_written(const std::vector<VideoSpec>& videos, const config::GenerateOptions& run,
+                                  const dist::Communicator& world) {
+  const bool resumable = !run.prompts_file.empty() && !run.overwrite;
+  std::string done;
+  if (world.rank() == 0)
+    for (const auto& v : videos) done += resumable && is_file(v.output) ? '1' : '0';
+  done = world.broadcast(done);
+  std::vector<bool> out;
+  for (char c : done) out.push_back(c == '1');
+  return out;
+}
+
 std::string indexed_path(const std::string& path, int index, int count) {
   if (count <= 1) return path;
   char suffix[16];

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/options.h"
+#include "dist/communicator.h"
 
 namespace omni::pipeline {
 
@@ -38,6 +39,12 @@ std::vector<VideoSpec> read_video_list(const config::GenerateOptions& run);
 // For planning before a run (the layout choice, --dry-run): read_video_list, or without any prompt one video
 // of the run's settings (the prompt's text changes neither layout nor memory).
 std::vector<VideoSpec> planned_video_list(const config::GenerateOptions& run);
+
+// Resume (docs/DESIGN.md section 9): which videos a prompts-file run finds already written (their MP4 exists;
+// never without --prompts-file or with --overwrite). Rank 0 looks, every rank of `world` gets its answer (one
+// view of the filesystem). Collective.
+std::vector<bool> already_written(const std::vector<VideoSpec>& videos, const config::GenerateOptions& run,
+                                  const dist::Communicator& world);
 
 // "cat.mp4", 3 prompts -> "cat-0000.mp4", "cat-0001.mp4", "cat-0002.mp4"; one prompt keeps the path.
 std::string indexed_path(const std::string& path, int index, int count);

@@ -5,7 +5,8 @@
 #   - the frames equal the one-rank run within 1e-5 (float32), and the report's per-rank compute time shows
 #     all four ranks working (with --layout manual, dp 4, three ranks only repeat the video for the gathers);
 #   - the sidecar records the layout and its choice;
-#   - an 8-line prompts file on the same 4 ranks stays dp 4; 2 prompts take dp 2 x cfg 2.
+#   - an 8-line prompts file on the same 4 ranks stays dp 4, and with 7 of its videos written (a resumed job)
+#     puts all 4 ranks on the last one; 2 prompts take dp 2 x cfg 2.
 #   auto_layout.sh GENERATE COMPARE WORK_DIR
 set -euo pipefail
 gen=$1; cmp=$2; work=$3
@@ -48,6 +49,12 @@ mpi 4 "$gen" --use-hsdp --hsdp-shard-size 4 --prompts-file "$work/eight.txt" "${
   --dry-run >"$work/eight.out" 2>/dev/null
 grep -q "^layout: world 4: dp 4 x cfg 1 x ring 1 x ulysses 1" "$work/eight.out" ||
   { grep layout "$work/eight.out"; echo "FAIL: 8 prompts on 4 ranks should stay dp 4"; exit 1; }
+# Resumed with one video left: every rank on it (rank 0's view of what is written).
+touch "$work"/e-000{0,1,2,3,4,5,6}.mp4
+mpi 4 "$gen" --use-hsdp --hsdp-shard-size 4 --prompts-file "$work/eight.txt" "${common[@]}" --output "$work/e.mp4" \
+  --dry-run >"$work/resume.out" 2>/dev/null
+grep -qx "layout choice: auto: 1 video on 4 ranks: cfg 2 x ulysses 2; 8 heads (7 of 8 already written)" "$work/resume.out" ||
+  { grep layout "$work/resume.out"; echo "FAIL: a resumed list with one video left should use every rank on it"; exit 1; }
 printf 'prompt %s\n' 1 2 >"$work/two.txt"
 mpi 4 "$gen" --prompts-file "$work/two.txt" "${common[@]}" --output "$work/t.mp4" --dry-run >"$work/two.out" 2>/dev/null
 grep -q "^layout: world 4: dp 2 x cfg 2 x ring 1 x ulysses 1" "$work/two.out" ||
