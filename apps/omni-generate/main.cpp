@@ -126,8 +126,8 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
   phase = Phase::kAgreed;
   omni::pipeline::GenerationJob job(opts, preset, mesh, decision.line);
   if (opts.dry_run) {
-    if (rank == 0) print_plan(opts, layout, preset, decision.line);
-    return job.dry_run();  // the model's configs and headers, every rank's memory plan
+    // The model's configs and headers, every rank's memory plan; rank 0 prints once all is checked.
+    return job.dry_run([&] { print_plan(opts, layout, preset, decision.line); });
   }
 
   job.prepare();

@@ -294,11 +294,16 @@ void GenerationJob::check_memory_plan() {
   if (mesh_.rank() == 0) OMNI_WARN(line, " (--strict-memory makes this an error)");
 }
 
-int GenerationJob::dry_run() {
+int GenerationJob::dry_run(const std::function<void()>& print_header) {
   resolve();
+  // The plan's report, checked on every rank before rank 0 writes it alone: an existing file is one agreed
+  // error, not a failure of rank 0 after the others exited 0.
+  if (!opts_.report.empty())
+    dist::run_agreed(mesh_.world(), [&] { io::check_output_writable(opts_.report, opts_.overwrite); });
   compute_plans();
   check_memory_plan();
   if (mesh_.rank() != 0) return 0;
+  print_header();
   const bool cuda = opts_.device != "cpu" && dist::visible_gpu_count() > 0;
   std::ostringstream os;
   os << "memory plan per rank (" << (cuda ? "GPU memory allocated" : "host memory above the process's start-up") << ", "

@@ -15,6 +15,7 @@
 // exactly the missing videos. --overwrite regenerates everything.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -43,8 +44,9 @@ class GenerationJob {
   void resolve();
   void prepare();
   // --dry-run: resolve(), every rank's memory plan against its device's memory (a warning, or an error with
-  // --strict-memory), printed by rank 0 and, with --report, written there alone. Returns the exit code.
-  int dry_run();
+  // --strict-memory), printed by rank 0 after `print_header` (once everything is checked) and, with --report,
+  // written there alone. Returns the exit code.
+  int dry_run(const std::function<void()>& print_header);
   // Whether any video is left to generate (false: every output already exists; nothing needs loading).
   bool has_work() const;
   void load();

@@ -2,7 +2,8 @@
 # The memory plan (docs/DESIGN.md section 12) against a real run, on a generated TI2V-5B-layout checkpoint of
 # width 2048 (2 blocks, float32: weights dominate, as in a real run; an odd FFN width, so that the units need
 # HSDP padding), 2 ranks with HSDP shard 2:
-#   - the dry run answers from configs and headers: its report holds the plan alone, the same plan as the run's;
+#   - the dry run answers from configs and headers: its report holds the plan alone, the same plan as the run's,
+#     and an existing report is an error on every rank (no --overwrite);
 #   - each rank's planned resident model bytes and gathered peak equal what the run's HSDP accounting reports;
 #   - each rank's planned peak is within 15% of its measured peak RSS above its baseline;
 #   - a video that cannot fit warns, and with --strict-memory stops every rank before loading with one line
@@ -29,6 +30,14 @@ mpi "$np" "$gen" "${common[@]}" --output "$work/fox.mp4" --dry-run --report "$wo
 elapsed=$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$start" "$(date +%s.%N)")
 grep -q "^memory plan per rank" "$work/dry.out" || { cat "$work/dry.out"; echo "FAIL: the dry run prints no memory plan"; exit 1; }
 [ ! -e "$work/fox.mp4" ] || { echo "FAIL: the dry run wrote a video"; exit 1; }
+# Its report is never replaced without --overwrite: exit 2 on every rank, one line, nothing printed before it.
+set +e
+mpi "$np" "$gen" "${common[@]}" --output "$work/fox.mp4" --dry-run --report "$work/plan.json" >"$work/dry2.out" \
+  2>"$work/dry2.err"
+rc=$?
+set -e
+[ "$rc" = 2 ] && [ "$(grep -c '^omni-generate: error: .*plan.json.* already exists' "$work/dry2.err")" = 1 ] &&
+  [ ! -s "$work/dry2.out" ] || { cat "$work/dry2.err"; echo "FAIL: an existing plan report: rc $rc"; exit 1; }
 
 mpi "$np" "$gen" "${common[@]}" --output "$work/fox.mp4" --report "$work/run.json" 2>"$work/run.log"
 
