@@ -236,12 +236,12 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     const int64_t batch = v.guidance && set.cfg == 1 ? 2 : 1;  // cond and uncond batched on one rank
     const int64_t local = batch * ceil_div(tokens, sp);        // this rank's token rows in a block
     const int64_t full = batch * tokens;
-    const bool per_token = s.expand_timesteps;
+    const bool per_token = s.expand_timesteps && v.image;  // TI2V's image mode (text mode: one per row)
 
     std::vector<MemoryPart> parts;
     // prepare() runs on every token (the sequence split happens after it): the patch-embedded tokens, the
-    // text context, the rotary tables and, with per-token timesteps (TI2V), temb [B, S, D] and its 6-way
-    // projection [B, S, 6, D].
+    // text context, the rotary tables and, with per-token timesteps (TI2V with an image), temb [B, S, D] and
+    // its 6-way projection [B, S, 6, D].
     int64_t state = e * full * dim + e * batch * max_text * dim + f32 * 2 * tokens * head_dim;
     if (per_token) state += e * full * 7 * dim;
     parts.push_back({"transformer forward state", state});

@@ -248,7 +248,7 @@ at::Tensor WanPipeline::guided_prediction(int expert, const at::Tensor& x, const
       debug::DumpScope scope(numbered("call", call));
       out = run_transformer(expert, x, timestep, prompt_embeds);
     }
-    dump_call(call, x, timestep, prompt_embeds, out);
+    dump_call(call, x, recorded(timestep), prompt_embeds, out);
     return out;
   }
   const int64_t b = x.size(0);
@@ -261,7 +261,7 @@ at::Tensor WanPipeline::guided_prediction(int expert, const at::Tensor& x, const
       debug::DumpScope scope(numbered("call", is_cond ? call : call + 1));
       mine = run_transformer(expert, x, timestep, is_cond ? prompt_embeds : negative_embeds).contiguous();
     }
-    dump_call(is_cond ? call : call + 1, x, timestep, is_cond ? prompt_embeds : negative_embeds, mine);
+    dump_call(is_cond ? call : call + 1, x, recorded(timestep), is_cond ? prompt_embeds : negative_embeds, mine);
     at::Tensor both = at::empty({2 * mine.numel()}, mine.options());
     cfg_group_->all_gather_into_flat(both, mine.view({-1}))->wait();
     both = both.view({2, mine.numel()});  // [branch, numel]
@@ -277,8 +277,8 @@ at::Tensor WanPipeline::guided_prediction(int expert, const at::Tensor& x, const
     }
     cond = out.narrow(0, 0, b);
     uncond = out.narrow(0, b, b);
-    dump_call(call, x, timestep, prompt_embeds, cond);
-    dump_call(call + 1, x, timestep, negative_embeds, uncond);
+    dump_call(call, x, recorded(timestep), prompt_embeds, cond);
+    dump_call(call + 1, x, recorded(timestep), negative_embeds, uncond);
   }
   return uncond + scale * (cond - uncond);
 }
@@ -399,12 +399,24 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
       }
       at::Tensor model_input;
       at::Tensor timestep;
-      if (expand) {
-        model_input = image_mode ? (1 - first_frame_mask) * condition + first_frame_mask * latents : latents;
+      recorded_timestep_ = at::Tensor();
+      if (expand && image_mode) {
+        model_input = (1 - first_frame_mask) * condition + first_frame_mask * latents;
         // Per-token timesteps: t on every token, 0 on the conditioning frame's tokens. [1, S]
         at::Tensor m =
             first_frame_mask[0][0].slice(1, 0, lat_h, pcfg.patch_size[1]).slice(2, 0, lat_w, pcfg.patch_size[2]);
         timestep = (m * static_cast<double>(t)).flatten().unsqueeze(0);
+      } else if (expand) {
+        // TI2V text mode: diffusers expands t over every token ([1, S], all equal). One timestep per batch row
+        // is the same arithmetic without the per-token tables: temb [B, S, D], its projection [B, S, 6, D] and
+        // each block's [B, S, 6, D] float32 modulation (gigabytes at 720p). The dumps record diffusers' [1, S].
+        model_input = latents;
+        timestep = at::full({1}, t, at::TensorOptions().dtype(at::kLong).device(dev));
+        if (debug::dumps_enabled()) {
+          const int64_t tokens =
+              lat_frames / pcfg.patch_size[0] * (lat_h / pcfg.patch_size[1]) * (lat_w / pcfg.patch_size[2]);
+          recorded_timestep_ = at::full({1, tokens}, static_cast<double>(t), at::TensorOptions().dtype(at::kFloat));
+        }
       } else {
         model_input = index_.image_to_video ? at::cat({latents, condition}, 1) : latents;
         timestep = at::full({1}, t, at::TensorOptions().dtype(at::kLong).device(dev));

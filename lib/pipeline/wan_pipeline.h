@@ -143,6 +143,12 @@ class WanPipeline {
   dist::ProcessGroup* agree_group_ = nullptr;        // --step-cache: the ranks that must skip alike
   std::unique_ptr<StepCache> step_cache_;
   int step_ = 0, num_steps_ = 0;  // the denoising step being run, for the step cache
+  // The timestep as diffusers passes it, for --dump-tensors, where ours differs in shape (TI2V text mode: [1, S]
+  // there, [1] here); undefined otherwise.
+  at::Tensor recorded_timestep_;
+  const at::Tensor& recorded(const at::Tensor& timestep) const {
+    return recorded_timestep_.defined() ? recorded_timestep_ : timestep;
+  }
   std::shared_ptr<hsdp::BufferPool> pool_;
   std::shared_ptr<hsdp::HsdpStats> stats_;
 
