@@ -36,26 +36,26 @@ void reset_peak_rss() {
   std::fclose(f);
 }
 
-int64_t peak_rss_since_reset_bytes() {
-  FILE* f = std::fopen("/proc/self/status", "r");
+namespace {
+// The "<key>: N kB" line of a /proc file (status, meminfo) in bytes; 0 when absent.
+int64_t proc_kib_line(const char* path, const char* format) {
+  FILE* f = std::fopen(path, "r");
   if (!f) return 0;
   char line[256];
   int64_t kib = 0;
   while (std::fgets(line, sizeof(line), f))
-    if (std::sscanf(line, "VmHWM: %ld kB", &kib) == 1) break;
+    if (std::sscanf(line, format, &kib) == 1) break;
   std::fclose(f);
   return kib * 1024;
 }
+}  // namespace
+
+int64_t peak_rss_since_reset_bytes() {
+  return proc_kib_line("/proc/self/status", "VmHWM: %ld kB");
+}
 
 int64_t host_memory_bytes() {
-  FILE* f = std::fopen("/proc/meminfo", "r");
-  if (!f) return 0;
-  char line[256];
-  int64_t kib = 0;
-  while (std::fgets(line, sizeof(line), f))
-    if (std::sscanf(line, "MemTotal: %ld kB", &kib) == 1) break;
-  std::fclose(f);
-  return kib * 1024;
+  return proc_kib_line("/proc/meminfo", "MemTotal: %ld kB");
 }
 
 int64_t current_rss_bytes() {
