@@ -50,6 +50,19 @@ std::string uuid_hex(const cudaUUID_t& uuid) {
 }
 #endif
 
+// The GPU a rank takes: cuda:N names it, otherwise node-local rank % visible GPUs (may be out of range for
+// cuda:N; the caller checks).
+int gpu_index(const std::string& spec, int local_rank, int gpus) {
+  return spec.rfind("cuda:", 0) == 0 ? std::atoi(spec.c_str() + 5) : local_rank % gpus;
+}
+
+// The ranks of `world` on this node, ordered by world rank.
+Communicator node_of(const Communicator& world) {
+  MPI_Comm node_comm = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split_type(world.comm(), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node_comm));
+  return Communicator(node_comm, /*owned=*/true);
+}
+
 LocalChoice choose(const std::string& spec, int local_rank) {
   LocalChoice out;
   if (spec == "cpu") return out;
@@ -65,9 +78,8 @@ LocalChoice choose(const std::string& spec, int local_rank) {
                         "); use --device cpu or --device auto");
     return out;
   }
-  int index = local_rank % gpus;
+  const int index = gpu_index(spec, local_rank, gpus);
   if (spec.rfind("cuda:", 0) == 0) {
-    index = std::atoi(spec.c_str() + 5);
     if (index < 0 || index >= gpus) {
       out.error = str_cat("--device ", spec, ": this rank sees ", gpus, " GPU(s) (cuda:0 to cuda:", gpus - 1, ")");
       return out;
@@ -107,9 +119,7 @@ int visible_gpu_count() {
 
 c10::Device select_device(const std::string& spec, const Communicator& world, bool allow_shared_gpu) {
   // Ranks of one node, ordered by world rank: the node-local rank picks the GPU.
-  MPI_Comm node_comm = MPI_COMM_NULL;
-  MPI_CHECK(MPI_Comm_split_type(world.comm(), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node_comm));
-  Communicator node(node_comm, /*owned=*/true);
+  const Communicator node = node_of(world);
 
   // No throw before the exchange: a rank that fails here must still enter it, or the others wait forever.
   LocalChoice mine;
@@ -157,19 +167,16 @@ c10::Device select_device(const std::string& spec, const Communicator& world, bo
 }
 
 MemoryBudget memory_budget(const std::string& spec, const Communicator& world) {
-  MPI_Comm node_comm = MPI_COMM_NULL;
-  MPI_CHECK(MPI_Comm_split_type(world.comm(), MPI_COMM_TYPE_SHARED, world.rank(), MPI_INFO_NULL, &node_comm));
-  Communicator node(node_comm, /*owned=*/true);
+  const Communicator node = node_of(world);
   MemoryBudget out;
   const int gpus = visible_gpu_count();
   const bool cuda = spec != "cpu" && gpus > 0;
 #ifdef OMNI_WITH_CUDA
   if (cuda) {
-    // The GPU select_device() will pick: cuda:N, else node-local rank % visible GPUs.
-    int index = node.rank() % gpus;
-    if (spec.rfind("cuda:", 0) == 0) index = std::atoi(spec.c_str() + 5);
-    int sharing = 0;  // node ranks that land on the same GPU (--allow-shared-gpu)
-    for (int r = 0; r < node.size(); ++r) sharing += (spec.rfind("cuda:", 0) == 0 || r % gpus == index) ? 1 : 0;
+    // The GPU select_device() will pick, and the node's ranks that land on it too (--allow-shared-gpu).
+    const int index = gpu_index(spec, node.rank(), gpus);
+    int sharing = 0;
+    for (int r = 0; r < node.size(); ++r) sharing += gpu_index(spec, r, gpus) == index ? 1 : 0;
     cudaDeviceProp prop{};
     if (index >= 0 && index < gpus && cudaGetDeviceProperties(&prop, index) == cudaSuccess) {
       out.bytes = static_cast<int64_t>(prop.totalGlobalMem) / std::max(sharing, 1);

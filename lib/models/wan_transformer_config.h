@@ -24,6 +24,10 @@ struct WanTransformerConfig {
 
   int64_t inner_dim() const { return num_attention_heads * attention_head_dim; }
   int64_t patch_volume() const { return patch_size[0] * patch_size[1] * patch_size[2]; }
+  // Transformer tokens of a latent video of frames x height x width (each divided by its patch size).
+  int64_t token_count(int64_t frames, int64_t height, int64_t width) const {
+    return frames / patch_size[0] * (height / patch_size[1]) * (width / patch_size[2]);
+  }
 
   // Parses and validates `j`; `source` (the file path) prefixes every error. A missing or mistyped key, or a
   // feature Wan2.2 does not use (image_dim, added_kv_proj_dim, pos_embed_seq_len set; a qk_norm other than

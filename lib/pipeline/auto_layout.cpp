@@ -1,7 +1,6 @@
 #include "pipeline/auto_layout.h"
 
 #include <algorithm>
-#include <array>
 #include <limits>
 
 #include "dist/agreement.h"
@@ -29,15 +28,13 @@ LayoutDecision decide_layout(const config::GenerateOptions& opts, const dist::Co
 
   const std::string model = opts.model.empty() ? ensure_default_model(world) : opts.model;
   std::vector<VideoSpec> videos;
-  int64_t heads = 0, tf = 1, sf = 1;
-  std::array<int64_t, 3> patch{1, 1, 1};
+  models::WanTransformerConfig tc;
+  int64_t tf = 1, sf = 1;
   dist::run_agreed(world, [&] {
     const auto dir = io::ModelDir::open(model);
-    const auto tc = models::WanTransformerConfig::load(dir.component_dir("transformer"));
+    tc = models::WanTransformerConfig::load(dir.component_dir("transformer"));
     const auto vae = models::WanVaeConfig::from_file(dir.component_config_path("vae"));
     videos = planned_video_list(opts);
-    heads = tc.num_attention_heads;
-    patch = tc.patch_size;
     tf = vae.scale_factor_temporal;
     sf = vae.scale_factor_spatial;
   });
@@ -47,7 +44,7 @@ LayoutDecision decide_layout(const config::GenerateOptions& opts, const dist::Co
   const int left = static_cast<int>(std::count(done.begin(), done.end(), false));
   config::LayoutWork work;
   work.videos = left > 0 ? left : static_cast<int>(videos.size());
-  work.heads = static_cast<int>(heads);
+  work.heads = static_cast<int>(tc.num_attention_heads);
   work.min_tokens = std::numeric_limits<int64_t>::max();
   for (size_t i = 0; i < videos.size(); ++i) {
     if (done[i] && left > 0) continue;
@@ -55,8 +52,7 @@ LayoutDecision decide_layout(const config::GenerateOptions& opts, const dist::Co
     work.guidance = work.guidance || o.guidance_scale > 1.0;  // the pipeline's do_cfg
     // Tokens at the requested size (an image-derived size keeps about the same area).
     const int64_t frames = (o.num_frames - 1) / tf + 1;
-    const int64_t tokens = frames / patch[0] * (o.height / sf / patch[1]) * (o.width / sf / patch[2]);
-    work.min_tokens = std::min(work.min_tokens, tokens);
+    work.min_tokens = std::min(work.min_tokens, tc.token_count(frames, o.height / sf, o.width / sf));
   }
   out.parallel = config::choose_parallel(opts.parallel, world.size(), work, &out.line);
   if (left > 0 && left < static_cast<int>(videos.size()))

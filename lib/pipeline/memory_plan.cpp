@@ -232,7 +232,7 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   for (const auto& v : work.videos) {
     const int64_t frames = (v.num_frames - 1) / tf * tf + 1;
     const int64_t lat_t = (frames - 1) / tf + 1, lat_h = v.height / sf, lat_w = v.width / sf;
-    const int64_t tokens = (lat_t / tc.patch_size[0]) * (lat_h / tc.patch_size[1]) * (lat_w / tc.patch_size[2]);
+    const int64_t tokens = tc.token_count(lat_t, lat_h, lat_w);
     const int64_t batch = v.guidance && set.cfg == 1 ? 2 : 1;  // cond and uncond batched on one rank
     const int64_t local = batch * ceil_div(tokens, sp);        // this rank's token rows in a block
     const int64_t full = batch * tokens;

@@ -274,8 +274,7 @@ at::Tensor sp_forward(const models::WanTransformer3DModel& model, const at::Tens
              sp.sp ? sp.sp->size() : 0, ", rank ", sp.sp ? sp.sp->rank() : -1, ") does not match ring ", ring,
              " x ulysses ", u, " (rank ", me, ")");
   if (hidden_states.dim() == 5) {
-    const int64_t seq = hidden_states.size(2) / cfg.patch_size[0] * (hidden_states.size(3) / cfg.patch_size[1]) *
-                        (hidden_states.size(4) / cfg.patch_size[2]);
+    const int64_t seq = cfg.token_count(hidden_states.size(2), hidden_states.size(3), hidden_states.size(4));
     OMNI_CHECK_USAGE(seq >= n, "the latent video has ", seq, " transformer tokens, fewer than the sequence-parallel ",
                      "degree ", n, " (--ulysses-degree ", u, " x --ring-degree ", ring,
                      "); use a larger video or smaller degrees");

@@ -413,8 +413,7 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
         model_input = latents;
         timestep = at::full({1}, t, at::TensorOptions().dtype(at::kLong).device(dev));
         if (debug::dumps_enabled()) {
-          const int64_t tokens =
-              lat_frames / pcfg.patch_size[0] * (lat_h / pcfg.patch_size[1]) * (lat_w / pcfg.patch_size[2]);
+          const int64_t tokens = pcfg.token_count(lat_frames, lat_h, lat_w);
           recorded_timestep_ = at::full({1, tokens}, static_cast<double>(t), at::TensorOptions().dtype(at::kFloat));
         }
       } else {
