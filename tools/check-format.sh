@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mapfile -t files < <(git ls-files '*.cpp' '*.h' '*.cu')
-bad=$(clang-format --dry-run "${files[@]}" 2>&1 | grep -o '^[^:]*: warning' | cut -d: -f1 | sort -u || true)
+bad=$(clang-format --dry-run "${files[@]}" 2>&1 | grep -o '^[^:]*:[0-9]*:[0-9]*: warning' | cut -d: -f1 | sort -u || true)
 if [ -n "$bad" ]; then
   echo "check-format: these files are not clang-formatted ($(clang-format --version)):" >&2
   echo "$bad" | sed 's/^/  /' >&2

@@ -69,5 +69,8 @@ void write(Level level, const std::string& message) {
 void write_all_ranks(Level level, const std::string& message) {
   if (level >= g_level) emit(level, message);
 }
+void write_rank0(Level level, const std::string& message) {
+  if (level >= g_level && g_rank == 0) emit(level, message);
+}
 
 }  // namespace omni::log

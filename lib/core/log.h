@@ -18,6 +18,8 @@ bool enabled(Level level);  // level passes the threshold and, for info/debug, t
 void write(Level level, const std::string& message);
 // Prints on every rank regardless of the rank filter (used for per-rank reports at info level).
 void write_all_ranks(Level level, const std::string& message);
+// Prints on rank 0 only, at any level: a warning about an input that every rank reads alike.
+void write_rank0(Level level, const std::string& message);
 
 }  // namespace omni::log
 

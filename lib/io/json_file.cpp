@@ -5,9 +5,11 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace omni::io {
 
@@ -95,6 +97,84 @@ std::string json_string_or(const nlohmann::json& obj, const std::string& key, co
   if (!v) return fallback;
   OMNI_CHECK_INPUT(v->is_string(), source, ": '", key, "' must be a string, found ", v->dump());
   return v->get<std::string>();
+}
+
+ConfigFile::ConfigFile(nlohmann::json j, std::string source, std::string reader)
+    : json_(std::move(j)), source_(std::move(source)), reader_(std::move(reader)) {
+  OMNI_CHECK_INPUT(json_.is_object(), source_, ": expected a JSON object, found ", json_.type_name());
+}
+
+ConfigFile ConfigFile::read(const std::string& path, const std::string& reader) {
+  return ConfigFile(read_json(path), path, reader);
+}
+
+const nlohmann::json* ConfigFile::find(const std::string& key) {
+  known_.insert(key);
+  return find_value(json_, key);
+}
+
+const nlohmann::json* ConfigFile::value(const std::string& key) {
+  known_.insert(key);
+  auto it = json_.find(key);
+  return it == json_.end() ? nullptr : &*it;
+}
+
+int64_t ConfigFile::get_int(const std::string& key) {
+  known_.insert(key);
+  return json_int(json_, key, source_);
+}
+
+int64_t ConfigFile::int_or(const std::string& key, int64_t fallback) {
+  known_.insert(key);
+  return json_int_or(json_, key, fallback, source_);
+}
+
+double ConfigFile::number_or(const std::string& key, double fallback) {
+  known_.insert(key);
+  return json_number_or(json_, key, fallback, source_);
+}
+
+bool ConfigFile::bool_or(const std::string& key, bool fallback) {
+  known_.insert(key);
+  return json_bool_or(json_, key, fallback, source_);
+}
+
+std::string ConfigFile::string_or(const std::string& key, const std::string& fallback) {
+  known_.insert(key);
+  return json_string_or(json_, key, fallback, source_);
+}
+
+void ConfigFile::known(std::initializer_list<const char*> keys) {
+  for (const char* k : keys) known_.insert(k);
+}
+
+std::vector<std::string> ConfigFile::unknown_keys() const {
+  std::vector<std::string> out;
+  for (auto it = json_.begin(); it != json_.end(); ++it) {
+    const std::string& key = it.key();
+    if (!key.empty() && key[0] != '_' && known_.count(key) == 0) out.push_back(key);
+  }
+  return out;
+}
+
+void ConfigFile::warn_unknown() const {
+  warn_unknown_keys(source_, reader_, unknown_keys());
+}
+
+void warn_unknown_keys(const std::string& source, const std::string& reader, const std::vector<std::string>& keys) {
+  if (keys.empty()) return;
+  std::string names;
+  for (const auto& k : keys) names += (names.empty() ? "'" : ", '") + k + "'";
+  // Several readers open the same file in one run (layout choice, memory plan, load): one line per file.
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!warned.insert(source + '\n' + names).second) return;
+  }
+  log::write_rank0(log::Level::kWarn, str_cat(source, ": ignoring ", keys.size() == 1 ? "key " : "keys ", names,
+                                              ", unknown to omni-generate's ", reader,
+                                              " (diffusers and transformers ignore unknown config keys too)"));
 }
 
 }  // namespace omni::io

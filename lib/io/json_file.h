@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,5 +30,52 @@ double json_number_or(const nlohmann::json& obj, const std::string& key, double 
 bool json_bool_or(const nlohmann::json& obj, const std::string& key, bool fallback, const std::string& source);
 std::string json_string_or(const nlohmann::json& obj, const std::string& key, const std::string& fallback,
                            const std::string& source);
+
+// One config file (model_index.json, a component's config.json or scheduler_config.json, tokenizer_config.json,
+// special_tokens_map.json) read by the rule of diffusers' ConfigMixin and transformers' PretrainedConfig
+// (docs/DESIGN.md section 5): every key a reader asks for, or declares known, is checked as that reader says;
+// keys beginning with '_' are bookkeeping (_class_name is checked by the readers that care); any other key is
+// ignored and named in one warning line per file (warn_unknown_keys). The getters mark the key as known.
+class ConfigFile {
+ public:
+  // `j` must be a JSON object (input error naming `source` otherwise); `reader` names what reads it in the
+  // warning ("diffusers' AutoencoderKLWan").
+  ConfigFile(nlohmann::json j, std::string source, std::string reader);
+  // Reads `path` (read_json).
+  static ConfigFile read(const std::string& path, const std::string& reader);
+
+  const std::string& source() const { return source_; }
+  const nlohmann::json& json() const { return json_; }
+  bool contains(const std::string& key) const { return json_.contains(key); }
+
+  // The value of `key`, nullptr when absent or null.
+  const nlohmann::json* find(const std::string& key);
+  // The value of `key`, nullptr when absent (null is returned, for keys where null is a bad value).
+  const nlohmann::json* value(const std::string& key);
+  int64_t get_int(const std::string& key);  // required
+  int64_t int_or(const std::string& key, int64_t fallback);
+  double number_or(const std::string& key, double fallback);
+  bool bool_or(const std::string& key, bool fallback);
+  std::string string_or(const std::string& key, const std::string& fallback);
+  // Keys the reference library reads or stores that cannot change what we compute (dropout rates, training
+  // betas, serialization details): known, so not warned about, and not used.
+  void known(std::initializer_list<const char*> keys);
+
+  // The keys no reader asked for, in file order ('_'-keys excluded).
+  std::vector<std::string> unknown_keys() const;
+  // Logs unknown_keys() once: see warn_unknown_keys.
+  void warn_unknown() const;
+
+ private:
+  nlohmann::json json_;
+  std::string source_;
+  std::string reader_;
+  std::set<std::string> known_;
+};
+
+// The warning for keys a config file carries that omni-generate does not read: one line, from rank 0 (every rank
+// reads the same files), once per file and process (the layout choice, the memory plan and the loaders each
+// read the model's configs). Nothing when `keys` is empty.
+void warn_unknown_keys(const std::string& source, const std::string& reader, const std::vector<std::string>& keys);
 
 }  // namespace omni::io

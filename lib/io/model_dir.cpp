@@ -76,46 +76,41 @@ std::string join_list(const std::vector<std::string>& v) {
 }  // namespace
 
 ModelIndex parse_model_index(const nlohmann::json& j, const std::string& path) {
-  OMNI_CHECK_INPUT(j.is_object(), path, ": model_index.json must be a JSON object");
+  ConfigFile file(j, path, "WanPipeline");
   ModelIndex mi;
-  auto cls = j.find("_class_name");
-  OMNI_CHECK_INPUT(cls != j.end() && cls->is_string(), path, ": missing string \"_class_name\" (the pipeline class)");
+  const nlohmann::json* cls = file.find("_class_name");
+  OMNI_CHECK_INPUT(cls != nullptr && cls->is_string(), path, ": missing string \"_class_name\" (the pipeline class)");
   mi.class_name = cls->get<std::string>();
   OMNI_CHECK_INPUT(mi.class_name == "WanPipeline" || mi.class_name == "WanImageToVideoPipeline", path,
                    ": unsupported pipeline class '", mi.class_name,
                    "' (supported: WanPipeline, WanImageToVideoPipeline)");
   mi.image_to_video = mi.class_name == "WanImageToVideoPipeline";
 
-  if (auto br = j.find("boundary_ratio"); br != j.end() && !br->is_null()) {
+  if (const nlohmann::json* br = file.find("boundary_ratio")) {
     OMNI_CHECK_INPUT(br->is_number(), path, ": \"boundary_ratio\" must be a number or null, found ", br->dump());
     const double r = br->get<double>();
     OMNI_CHECK_INPUT(r >= 0.0 && r <= 1.0, path, ": \"boundary_ratio\" must be in [0, 1], found ", r);
     mi.boundary_ratio = r;
   }
-  if (auto et = j.find("expand_timesteps"); et != j.end() && !et->is_null()) {
-    OMNI_CHECK_INPUT(et->is_boolean(), path, ": \"expand_timesteps\" must be true or false, found ", et->dump());
-    mi.expand_timesteps = et->get<bool>();
-  }
+  mi.expand_timesteps = file.bool_or("expand_timesteps", false);
 
+  // Components are [library, class] pairs. One the Wan pipelines do not take is ignored with the other unknown
+  // keys, as diffusers' from_pretrained ignores keyword arguments the pipeline does not expect.
   const auto& supported = supported_classes();
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& key = it.key();
-    const nlohmann::json& v = it.value();
-    if (key.empty() || key[0] == '_' || key == "boundary_ratio" || key == "expand_timesteps") continue;
-    // Components are [library, class] pairs; any other value is a pipeline config attribute we do not use.
-    if (!v.is_array()) continue;
-    OMNI_CHECK_INPUT(v.size() == 2, path, ": component '", key, "' must be [library, class], found ", v.dump());
-    if (v[0].is_null() && v[1].is_null()) continue;  // optional component left out
-    OMNI_CHECK_INPUT(v[0].is_string() && v[1].is_string(), path, ": component '", key,
-                     "' must be [library, class] strings, found ", v.dump());
-    ComponentSpec spec{v[0].get<std::string>(), v[1].get<std::string>()};
-    auto sup = supported.find(key);
-    OMNI_CHECK_INPUT(sup != supported.end(), path, ": unknown component '", key, "' (", spec.class_name, ")");
+  for (const auto& [key, names] : supported) {
+    const nlohmann::json* v = file.value(key);
+    if (v == nullptr) continue;
+    OMNI_CHECK_INPUT(v->is_array() && v->size() == 2, path, ": component '", key, "' must be [library, class], found ",
+                     v->dump());
+    if ((*v)[0].is_null() && (*v)[1].is_null()) continue;  // optional component left out
+    OMNI_CHECK_INPUT((*v)[0].is_string() && (*v)[1].is_string(), path, ": component '", key,
+                     "' must be [library, class] strings, found ", v->dump());
+    ComponentSpec spec{(*v)[0].get<std::string>(), (*v)[1].get<std::string>()};
     bool ok = false;
-    for (const auto& c : sup->second) ok = ok || c == spec.class_name;
-    OMNI_CHECK_INPUT(ok, path, ": component '", key, "' has unsupported class '", spec.class_name, "'",
-                     sup->second.empty() ? std::string(" (this component is not supported)")
-                                         : " (supported: " + join_list(sup->second) + ")");
+    for (const auto& c : names) ok = ok || c == spec.class_name;
+    OMNI_CHECK_INPUT(
+        ok, path, ": component '", key, "' has unsupported class '", spec.class_name, "'",
+        names.empty() ? std::string(" (this component is not supported)") : " (supported: " + join_list(names) + ")");
     mi.components[key] = spec;
   }
   for (const char* required : {"text_encoder", "tokenizer", "transformer", "vae", "scheduler"})
@@ -123,6 +118,7 @@ ModelIndex parse_model_index(const nlohmann::json& j, const std::string& path) {
   // diffusers switches to transformer_2 below the boundary; a boundary without it cannot run.
   OMNI_CHECK_INPUT(!mi.boundary_ratio || mi.has("transformer_2"), path, ": \"boundary_ratio\" is ",
                    mi.boundary_ratio.value_or(0.0), " but component 'transformer_2' is absent");
+  file.warn_unknown();
   return mi;
 }
 

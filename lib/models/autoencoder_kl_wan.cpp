@@ -28,60 +28,54 @@ int count_true(const std::vector<bool>& flags) {
 }  // namespace
 
 WanVaeConfig WanVaeConfig::from_json(const json& j, const std::string& source) {
-  OMNI_CHECK_INPUT(j.is_object(), source, ": a VAE config must be a JSON object");
+  io::ConfigFile file(j, source, "AutoencoderKLWan");
   WanVaeConfig c;
-  bool have_mean = false, have_std = false;
-  std::optional<int64_t> temporal, spatial;
-  for (const auto& [key, v] : j.items()) {
-    if (key == "_class_name") {
-      OMNI_CHECK_INPUT(v.is_string() && v.get<std::string>() == "AutoencoderKLWan", source,
-                       ": _class_name must be AutoencoderKLWan, got ", v.dump());
-    } else if (!key.empty() && key[0] == '_') {
-      continue;  // bookkeeping (_diffusers_version, _name_or_path)
-    } else if (key == "base_dim") {
-      c.base_dim = io::json_as_positive_int(v, key, source);
-    } else if (key == "decoder_base_dim") {
-      if (!v.is_null()) c.decoder_base_dim = io::json_as_positive_int(v, key, source);
-    } else if (key == "z_dim") {
-      c.z_dim = io::json_as_positive_int(v, key, source);
-    } else if (key == "dim_mult") {
-      OMNI_CHECK_INPUT(v.is_array() && !v.empty(), source, ": 'dim_mult' must be a non-empty list, got ", v.dump());
-      c.dim_mult.clear();
-      for (const auto& e : v) c.dim_mult.push_back(io::json_as_positive_int(e, "dim_mult", source));
-    } else if (key == "num_res_blocks") {
-      c.num_res_blocks = io::json_as_positive_int(v, key, source);
-    } else if (key == "attn_scales") {
-      // Only consulted by the Wan2.1 encoder, and empty in every released Wan VAE.
-      OMNI_CHECK_INPUT(v.is_array() && v.empty(), source, ": 'attn_scales' ", v.dump(),
-                       " is not supported (only [] is)");
-    } else if (key == "temperal_downsample") {
-      OMNI_CHECK_INPUT(v.is_array(), source, ": 'temperal_downsample' must be a list of booleans, got ", v.dump());
-      c.temperal_downsample.clear();
-      for (const auto& e : v) c.temperal_downsample.push_back(io::json_as_bool(e, key, source));
-    } else if (key == "dropout") {
-      io::json_as_number(v, key, source);  // inference: unused, but a malformed value is still a bad file
-    } else if (key == "latents_mean") {
-      c.latents_mean = io::json_as_floats(v, key, source);
-      have_mean = true;
-    } else if (key == "latents_std") {
-      c.latents_std = io::json_as_floats(v, key, source);
-      have_std = true;
-    } else if (key == "is_residual") {
-      c.is_residual = io::json_as_bool(v, key, source);
-    } else if (key == "in_channels") {
-      c.in_channels = io::json_as_positive_int(v, key, source);
-    } else if (key == "out_channels") {
-      c.out_channels = io::json_as_positive_int(v, key, source);
-    } else if (key == "patch_size") {
-      if (!v.is_null()) c.patch_size = io::json_as_positive_int(v, key, source);
-    } else if (key == "scale_factor_temporal") {
-      if (!v.is_null()) temporal = io::json_as_positive_int(v, key, source);
-    } else if (key == "scale_factor_spatial") {
-      if (!v.is_null()) spatial = io::json_as_positive_int(v, key, source);
-    } else {
-      OMNI_FAIL_INPUT(source, ": unsupported key '", key, "' in the AutoencoderKLWan config");
-    }
+  if (const json* cls = file.find("_class_name")) {
+    OMNI_CHECK_INPUT(cls->is_string() && cls->get<std::string>() == "AutoencoderKLWan", source,
+                     ": _class_name must be AutoencoderKLWan, got ", cls->dump());
   }
+  // Absent keys keep diffusers' defaults (the WanVaeConfig initializers); null is a default only where
+  // diffusers' signature allows None.
+  if (const json* v = file.value("base_dim")) c.base_dim = io::json_as_positive_int(*v, "base_dim", source);
+  if (const json* v = file.find("decoder_base_dim"))
+    c.decoder_base_dim = io::json_as_positive_int(*v, "decoder_base_dim", source);
+  if (const json* v = file.value("z_dim")) c.z_dim = io::json_as_positive_int(*v, "z_dim", source);
+  if (const json* v = file.value("dim_mult")) {
+    OMNI_CHECK_INPUT(v->is_array() && !v->empty(), source, ": 'dim_mult' must be a non-empty list, got ", v->dump());
+    c.dim_mult.clear();
+    for (const auto& e : *v) c.dim_mult.push_back(io::json_as_positive_int(e, "dim_mult", source));
+  }
+  if (const json* v = file.value("num_res_blocks"))
+    c.num_res_blocks = io::json_as_positive_int(*v, "num_res_blocks", source);
+  if (const json* v = file.value("attn_scales")) {
+    // Only consulted by the Wan2.1 encoder, and empty in every released Wan VAE.
+    OMNI_CHECK_INPUT(v->is_array() && v->empty(), source, ": 'attn_scales' ", v->dump(),
+                     " is not supported (only [] is)");
+  }
+  if (const json* v = file.value("temperal_downsample")) {
+    OMNI_CHECK_INPUT(v->is_array(), source, ": 'temperal_downsample' must be a list of booleans, got ", v->dump());
+    c.temperal_downsample.clear();
+    for (const auto& e : *v) c.temperal_downsample.push_back(io::json_as_bool(e, "temperal_downsample", source));
+  }
+  // Inference: unused, but a malformed value is still a bad file.
+  if (const json* v = file.value("dropout")) io::json_as_number(*v, "dropout", source);
+  const json* mean = file.value("latents_mean");
+  const json* stdv = file.value("latents_std");
+  const bool have_mean = mean != nullptr, have_std = stdv != nullptr;
+  if (mean) c.latents_mean = io::json_as_floats(*mean, "latents_mean", source);
+  if (stdv) c.latents_std = io::json_as_floats(*stdv, "latents_std", source);
+  if (const json* v = file.value("is_residual")) c.is_residual = io::json_as_bool(*v, "is_residual", source);
+  if (const json* v = file.value("in_channels")) c.in_channels = io::json_as_positive_int(*v, "in_channels", source);
+  if (const json* v = file.value("out_channels")) c.out_channels = io::json_as_positive_int(*v, "out_channels", source);
+  if (const json* v = file.find("patch_size")) c.patch_size = io::json_as_positive_int(*v, "patch_size", source);
+  std::optional<int64_t> temporal, spatial;
+  if (const json* v = file.find("scale_factor_temporal"))
+    temporal = io::json_as_positive_int(*v, "scale_factor_temporal", source);
+  if (const json* v = file.find("scale_factor_spatial"))
+    spatial = io::json_as_positive_int(*v, "scale_factor_spatial", source);
+  // clip_output (diffusers #12004, removed in #12041 a week later; the Wan2.2 Diffusers repositories were
+  // converted in between and carry it) clamped the decode to [-1, 1], which the video post-processing does
+  // anyway: diffusers 0.40 ignores it, and so do we, with the warning (said once the file is known to be good).
   if (!have_mean) c.latents_mean = kDefaultLatentsMean;
   if (!have_std) c.latents_std = kDefaultLatentsStd;
   OMNI_CHECK_INPUT(static_cast<int64_t>(c.latents_mean.size()) == c.z_dim, source, ": 'latents_mean' has ",
@@ -130,6 +124,7 @@ WanVaeConfig WanVaeConfig::from_json(const json& j, const std::string& source) {
                        " -> ", dec_dims[i + 1], " channels) cannot use the residual DupUp3D shortcut");
     }
   }
+  file.warn_unknown();
   return c;
 }
 

@@ -44,8 +44,9 @@ struct WanVaeConfig {
   std::vector<float> latents_mean;  // z_dim values
   std::vector<float> latents_std;   // z_dim values
 
-  // `source` names the file in error messages. Unknown keys and unsupported values (attention scales, a
-  // non-AutoencoderKLWan class, inconsistent scale factors, ...) are input errors naming the key.
+  // `source` names the file in error messages. Unsupported values (attention scales, a non-AutoencoderKLWan
+  // class, inconsistent scale factors, ...) are input errors naming the key; unknown keys are ignored with one
+  // warning (io::ConfigFile).
   static WanVaeConfig from_json(const nlohmann::json& json, const std::string& source);
   static WanVaeConfig from_file(const std::string& path);
 

@@ -16,34 +16,47 @@ const char* const kSharedName = "shared.weight";
 const char* const kEncoderEmbedName = "encoder.embed_tokens.weight";
 const char* const kBlockPrefix = "encoder.block.";
 
-int64_t positive_int(const nlohmann::json& cfg, const std::string& path, const char* key, bool required,
-                     int64_t fallback) {
-  const int64_t value = required ? io::json_int(cfg, key, path) : io::json_int_or(cfg, key, fallback, path);
-  OMNI_CHECK_INPUT(value > 0, path, ": '", key, "' must be positive, found ", value);
+int64_t positive_int(io::ConfigFile& file, const char* key, bool required, int64_t fallback) {
+  const int64_t value = required ? file.get_int(key) : file.int_or(key, fallback);
+  OMNI_CHECK_INPUT(value > 0, file.source(), ": '", key, "' must be positive, found ", value);
   return value;
 }
 
 }  // namespace
 
 Umt5Config Umt5Config::from_json(const std::string& path) {
-  const auto cfg = io::read_json(path);
-  OMNI_CHECK_INPUT(cfg.is_object(), path, ": expected a JSON object (text_encoder/config.json)");
+  io::ConfigFile file = io::ConfigFile::read(path, "UMT5EncoderModel");
   Umt5Config c;
-  c.vocab_size = positive_int(cfg, path, "vocab_size", true, 0);
-  c.d_model = positive_int(cfg, path, "d_model", true, 0);
-  c.d_kv = positive_int(cfg, path, "d_kv", true, 0);
-  c.d_ff = positive_int(cfg, path, "d_ff", true, 0);
-  c.num_layers = positive_int(cfg, path, "num_layers", true, 0);
-  c.num_heads = positive_int(cfg, path, "num_heads", true, 0);
-  c.relative_attention_num_buckets = positive_int(cfg, path, "relative_attention_num_buckets", false, 32);
-  c.relative_attention_max_distance = positive_int(cfg, path, "relative_attention_max_distance", false, 128);
-  c.layer_norm_epsilon = io::json_number_or(cfg, "layer_norm_epsilon", c.layer_norm_epsilon, path);
+  c.vocab_size = positive_int(file, "vocab_size", true, 0);
+  c.d_model = positive_int(file, "d_model", true, 0);
+  c.d_kv = positive_int(file, "d_kv", true, 0);
+  c.d_ff = positive_int(file, "d_ff", true, 0);
+  c.num_layers = positive_int(file, "num_layers", true, 0);
+  c.num_heads = positive_int(file, "num_heads", true, 0);
+  c.relative_attention_num_buckets = positive_int(file, "relative_attention_num_buckets", false, 32);
+  c.relative_attention_max_distance = positive_int(file, "relative_attention_max_distance", false, 128);
+  c.layer_norm_epsilon = file.number_or("layer_norm_epsilon", c.layer_norm_epsilon);
   OMNI_CHECK_INPUT(c.layer_norm_epsilon > 0, path, ": 'layer_norm_epsilon' must be positive");
   // UMT5Config derives the activation from feed_forward_proj ("gated-gelu" means gelu_new, whatever
   // dense_act_fn says), so that is the key that decides.
-  const std::string ff = io::json_string_or(cfg, "feed_forward_proj", "gated-gelu", path);
+  const std::string ff = file.string_or("feed_forward_proj", "gated-gelu");
   OMNI_CHECK_INPUT(ff == "gated-gelu", path, ": feed_forward_proj is '", ff,
                    "'; only 'gated-gelu' (UMT5 as used by Wan) is supported");
+  // The dtype the weights were saved in: transformers 5 writes 'dtype', 4.x 'torch_dtype'. --dtype decides the
+  // compute dtype, as the pipeline's torch_dtype= does in diffusers.
+  for (const char* key : {"dtype", "torch_dtype"}) {
+    const std::string v = file.string_or(key, "float32");
+    OMNI_CHECK_INPUT(v == "float32" || v == "bfloat16" || v == "float16" || v == "float64", path, ": '", key, "' is '",
+                     v, "', expected float32, bfloat16, float16 or float64");
+  }
+  // UMT5Config and PretrainedConfig keys that do not change the encoder's output: derived from
+  // feed_forward_proj (dense_act_fn, is_gated_act), training (dropout_rate, classifier_dropout,
+  // initializer_factor), the decoder and generation (UMT5EncoderModel forces is_decoder false and has no
+  // head, so tie_word_embeddings does not apply), and bookkeeping.
+  file.known({"dense_act_fn", "is_gated_act", "dropout_rate", "classifier_dropout", "initializer_factor",
+              "num_decoder_layers", "is_decoder", "is_encoder_decoder", "decoder_start_token_id", "use_cache",
+              "tie_word_embeddings", "pad_token_id", "eos_token_id", "bos_token_id", "architectures", "model_type",
+              "transformers_version", "tokenizer_class"});
   // Bidirectional buckets: half per direction, half of those exact; the log range must be non-empty.
   OMNI_CHECK_INPUT(c.relative_attention_num_buckets >= 4 && c.relative_attention_num_buckets % 2 == 0, path,
                    ": relative_attention_num_buckets must be an even number >= 4, found ",
@@ -51,6 +64,7 @@ Umt5Config Umt5Config::from_json(const std::string& path) {
   OMNI_CHECK_INPUT(c.relative_attention_max_distance > c.relative_attention_num_buckets / 4, path,
                    ": relative_attention_max_distance (", c.relative_attention_max_distance,
                    ") must exceed a quarter of relative_attention_num_buckets");
+  file.warn_unknown();
   return c;
 }
 
@@ -135,6 +149,11 @@ at::Tensor encode_prompts(const Umt5Tokenizer& tokenizer, const Umt5Encoder& enc
   cleaned.reserve(prompts.size());
   for (const auto& p : prompts) cleaned.push_back(clean_prompt(p));
   const auto tokens = tokenizer(cleaned, max_sequence_length);
+  // Added tokens (<extra_id_N>, a bos new to the vocabulary) can lie past a small encoder's embedding table.
+  const int64_t max_id = tokens.input_ids.max().item<int64_t>();
+  OMNI_CHECK_INPUT(max_id < encoder.config().vocab_size, tokenizer.path(), ": a prompt tokenizes to id ", max_id,
+                   ", past the text encoder's vocabulary of ", encoder.config().vocab_size,
+                   " (an added special token such as <extra_id_N> written in the prompt?)");
   auto ids = tokens.input_ids.to(device);                     // [B, L]
   auto mask = tokens.attention_mask.to(device);               // [B, L]
   auto hidden = encoder.forward(ids, mask, hooks).to(dtype);  // [B, L, D]

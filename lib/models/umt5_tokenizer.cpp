@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -402,17 +403,169 @@ Umt5Tokenizer::Umt5Tokenizer(const std::string& spiece_path) : path_(spiece_path
                    [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
 }
 
-Umt5Tokenizer Umt5Tokenizer::from_dir(const std::string& tokenizer_dir) {
-  const std::string config_path = tokenizer_dir + "/tokenizer_config.json";
-  if (file_exists(config_path)) {
-    const auto cfg = io::read_json(config_path);
-    if (cfg.contains("tokenizer_class") && cfg["tokenizer_class"].is_string()) {
-      const std::string cls = cfg["tokenizer_class"].get<std::string>();
-      OMNI_CHECK_INPUT(cls == "T5Tokenizer" || cls == "T5TokenizerFast", config_path, ": tokenizer_class is '", cls,
-                       "', expected T5Tokenizer or T5TokenizerFast (the UMT5 text encoder's tokenizer)");
+namespace {
+
+// A special token of tokenizer_config.json / special_tokens_map.json: a string, or an AddedToken object
+// {"content": ..., "lstrip": ..., ...}; null when absent or null.
+std::optional<std::string> token_content(io::ConfigFile& file, const std::string& key) {
+  const nlohmann::json* v = file.find(key);
+  if (v == nullptr) return std::nullopt;
+  if (v->is_object()) {
+    const auto it = v->find("content");
+    OMNI_CHECK_INPUT(it != v->end() && it->is_string(), file.source(), ": '", key,
+                     "' must be a token string or an object with a string 'content', found ", v->dump());
+    return it->get<std::string>();
+  }
+  OMNI_CHECK_INPUT(v->is_string(), file.source(), ": '", key, "' must be a token string, found ", v->dump());
+  return v->get<std::string>();
+}
+
+// A list of special tokens, or transformers 5's {"name": token} form of extra_special_tokens (4.48+ write {}).
+std::vector<std::string> token_list(io::ConfigFile& file, const std::string& key) {
+  std::vector<std::string> out;
+  const nlohmann::json* v = file.find(key);
+  if (v == nullptr) return out;
+  OMNI_CHECK_INPUT(v->is_array() || v->is_object(), file.source(), ": '", key, "' must be a list of tokens, found ",
+                   v->dump());
+  for (const auto& e : *v) {
+    if (e.is_object() && e.contains("content") && e["content"].is_string()) {
+      out.push_back(e["content"].get<std::string>());
+    } else {
+      OMNI_CHECK_INPUT(e.is_string(), file.source(), ": '", key, "' must hold token strings, found ", e.dump());
+      out.push_back(e.get<std::string>());
     }
   }
-  return Umt5Tokenizer(tokenizer_dir + "/spiece.model");
+  return out;
+}
+
+// Keys of tokenizer_config.json that transformers stores or uses for decoding, padding sides, the model's
+// length limit (the pipelines pass max_length) and loading: none changes the ids of an encoded prompt.
+constexpr std::initializer_list<const char*> kTokenizerBookkeeping = {"model_max_length",
+                                                                      "clean_up_tokenization_spaces",
+                                                                      "padding_side",
+                                                                      "truncation_side",
+                                                                      "model_input_names",
+                                                                      "name_or_path",
+                                                                      "backend",
+                                                                      "is_local",
+                                                                      "local_files_only",
+                                                                      "spaces_between_special_tokens",
+                                                                      "use_fast",
+                                                                      "processor_class",
+                                                                      "auto_map",
+                                                                      "tokenizer_file",
+                                                                      "vocab_file",
+                                                                      "add_prefix_space",
+                                                                      "legacy"};
+
+}  // namespace
+
+Umt5Tokenizer Umt5Tokenizer::from_dir(const std::string& tokenizer_dir) {
+  Umt5Tokenizer tok(tokenizer_dir + "/spiece.model");
+  const std::string config_path = tokenizer_dir + "/tokenizer_config.json";
+  const std::string map_path = tokenizer_dir + "/special_tokens_map.json";
+  std::optional<io::ConfigFile> config, map;
+  if (file_exists(config_path)) config.emplace(io::ConfigFile::read(config_path, "T5Tokenizer"));
+  if (file_exists(map_path)) map.emplace(io::ConfigFile::read(map_path, "T5Tokenizer"));
+
+  if (config) {
+    const std::string cls = config->string_or("tokenizer_class", "T5Tokenizer");
+    OMNI_CHECK_INPUT(cls == "T5Tokenizer" || cls == "T5TokenizerFast", config_path, ": tokenizer_class is '", cls,
+                     "', expected T5Tokenizer or T5TokenizerFast (the UMT5 text encoder's tokenizer)");
+    // transformers would hand these to SentencePiece (sampling, alpha, ...) or keep special tokens unsplit.
+    if (const nlohmann::json* v = config->find("sp_model_kwargs")) {
+      OMNI_CHECK_INPUT(v->is_object() && v->empty(), config_path, ": sp_model_kwargs ", v->dump(),
+                       " is not supported (only {}: they change how SentencePiece encodes)");
+    }
+    OMNI_CHECK_INPUT(!config->bool_or("split_special_tokens", false), config_path,
+                     ": split_special_tokens = true is not supported (special tokens in a prompt are matched whole)");
+    config->known(kTokenizerBookkeeping);
+  }
+
+  // T5Tokenizer's <extra_id_0> .. <extra_id_{N-1}> (100 unless the config says otherwise) come after the
+  // vocabulary, in reverse: <extra_id_i> is piece_count + N - 1 - i.
+  int64_t extra_ids = 100;
+  if (config) {
+    extra_ids = config->int_or("extra_ids", 100);
+    OMNI_CHECK_INPUT(extra_ids >= 0, config_path, ": 'extra_ids' must not be negative, found ", extra_ids);
+  }
+  const int64_t pieces = tok.sp_->GetPieceSize();
+  for (int64_t i = 0; i < extra_ids; ++i)
+    tok.special_.emplace_back(str_cat("<extra_id_", i, ">"), pieces + extra_ids - 1 - i);
+
+  // The id of a token the files name: a piece of the vocabulary, an extra id, or -1.
+  auto id_of = [&](const std::string& token) -> int64_t {
+    for (const auto& sp : tok.special_)
+      if (sp.first == token) return sp.second;
+    const int id = tok.sp_->PieceToId(token);
+    return tok.sp_->IdToPiece(id) == token ? id : -1;
+  };
+  int64_t next_id = pieces + extra_ids;  // tokens new to the vocabulary are appended, as transformers adds them
+  auto add_special = [&](const std::string& token, const std::string& source, const std::string& key) {
+    OMNI_CHECK_INPUT(!token.empty(), source, ": '", key, "' is an empty token");
+    int64_t id = id_of(token);
+    if (id < 0) id = next_id++;
+    for (const auto& sp : tok.special_)
+      if (sp.first == token) return id;
+    tok.special_.emplace_back(token, id);
+    return id;
+  };
+
+  // The named special tokens: tokenizer_config.json wins over special_tokens_map.json (transformers reads the
+  // map for tokens the config leaves out). Those that set ids must be the SentencePiece model's own.
+  auto named = [&](const char* key) -> std::pair<std::optional<std::string>, std::string> {
+    std::optional<std::string> from_config = config ? token_content(*config, key) : std::nullopt;
+    std::optional<std::string> from_map = map ? token_content(*map, key) : std::nullopt;
+    if (from_config) return {from_config, config_path};
+    return {from_map, map_path};
+  };
+  for (const char* key : {"eos_token", "unk_token"}) {
+    const auto [token, source] = named(key);
+    if (!token) continue;
+    const bool eos = std::string(key) == "eos_token";
+    const int64_t want = eos ? tok.eos_id_ : tok.sp_->unk_id();
+    OMNI_CHECK_INPUT(id_of(*token) == want, source, ": ", key, " '", *token, "' is not '",
+                     tok.sp_->IdToPiece(static_cast<int>(want)), "'", ", the SentencePiece model's ",
+                     eos ? "eos" : "unk", " piece (id ", want, "); another one is not supported");
+  }
+  if (const auto [token, source] = named("pad_token"); token) {
+    const int64_t id = id_of(*token);
+    OMNI_CHECK_INPUT(id >= 0, source, ": pad_token '", *token, "' is not a piece of ", tok.path_,
+                     " (a new padding token is not supported)");
+    tok.pad_id_ = id;
+  }
+  // transformers 5 adds a new bos first, then the additional special tokens in their order.
+  if (const auto [token, source] = named("bos_token"); token) add_special(*token, source, "bos_token");
+  if (config) {
+    // transformers 5 writes extra_special_tokens, 4.x additional_special_tokens; special_tokens_map.json's list
+    // is not read (checked against transformers 5.17).
+    for (const char* key : {"additional_special_tokens", "extra_special_tokens"})
+      for (const auto& token : token_list(*config, key)) add_special(token, config_path, key);
+    // {"<id>": {"content": ...}, ...}: what the tokenizer that saved the folder had at each id; a different
+    // token there would give other ids.
+    if (const nlohmann::json* v = config->find("added_tokens_decoder")) {
+      OMNI_CHECK_INPUT(v->is_object(), config_path, ": 'added_tokens_decoder' must be an object, found ",
+                       v->type_name());
+      for (auto it = v->begin(); it != v->end(); ++it) {
+        OMNI_CHECK_INPUT(it->is_object() && it->contains("content") && (*it)["content"].is_string(), config_path,
+                         ": added_tokens_decoder['", it.key(), "'] must hold a string 'content', found ", it->dump());
+        const std::string token = (*it)["content"].get<std::string>();
+        const int64_t id = id_of(token);
+        OMNI_CHECK_INPUT(std::to_string(id) == it.key(), config_path, ": added_tokens_decoder gives id ", it.key(),
+                         " to '", token, "', but this tokenizer has it at ",
+                         id < 0 ? std::string("no id") : std::to_string(id),
+                         " (an added token outside spiece.model and extra_ids is not supported)");
+      }
+    }
+  }
+  if (map) {
+    token_list(*map, "additional_special_tokens");  // validated only (see above)
+    map->warn_unknown();
+  }
+  if (config) config->warn_unknown();
+  std::stable_sort(tok.special_.begin(), tok.special_.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  return tok;
 }
 
 Umt5Tokenizer::~Umt5Tokenizer() = default;

@@ -52,8 +52,11 @@ class Umt5Tokenizer {
   // `spiece_path`: a SentencePiece model with T5's ids (pad 0, eos 1, unk 2). A missing or unreadable file
   // is an input error naming it.
   explicit Umt5Tokenizer(const std::string& spiece_path);
-  // The tokenizer folder of a diffusers checkpoint: spiece.model, and tokenizer_config.json when present
-  // (its tokenizer_class must be a T5 tokenizer).
+  // The tokenizer folder of a diffusers checkpoint: spiece.model, and tokenizer_config.json and
+  // special_tokens_map.json when present, read as transformers' T5Tokenizer reads them (io::ConfigFile's rule):
+  // a T5 tokenizer_class; <extra_id_N> for extra_ids (default 100); bos / pad / eos / unk and the additional
+  // special tokens matched in the text with transformers' ids; an eos or unk other than the model's, a pad or
+  // added token outside spiece.model, or SentencePiece options are input errors.
   static Umt5Tokenizer from_dir(const std::string& tokenizer_dir);
 
   ~Umt5Tokenizer();

@@ -8,9 +8,9 @@ namespace omni::models {
 namespace {
 
 // Keys that switch on the Wan2.1 CLIP image branch; no Wan2.2 checkpoint sets them and we do not implement it.
-void reject_set(const nlohmann::json& j, const char* key, const std::string& source) {
-  auto it = j.find(key);
-  OMNI_CHECK_INPUT(it == j.end() || it->is_null(), source, ": key '", key, "' is ", it->dump(),
+void reject_set(io::ConfigFile& file, const char* key) {
+  const nlohmann::json* v = file.find(key);
+  OMNI_CHECK_INPUT(v == nullptr, file.source(), ": key '", key, "' is ", v ? v->dump() : "",
                    "; only null is supported (the Wan2.1 CLIP image branch is not implemented; Wan2.2 "
                    "checkpoints leave it null)");
 }
@@ -18,48 +18,42 @@ void reject_set(const nlohmann::json& j, const char* key, const std::string& sou
 }  // namespace
 
 WanTransformerConfig WanTransformerConfig::from_json(const nlohmann::json& j, const std::string& source) {
-  OMNI_CHECK_INPUT(j.is_object(), source, ": expected a JSON object");
-  if (j.contains("_class_name")) {
-    const auto& cls = j["_class_name"];
-    OMNI_CHECK_INPUT(cls.is_string() && cls.get<std::string>() == "WanTransformer3DModel", source,
-                     ": key '_class_name' is ", cls.dump(), ", expected \"WanTransformer3DModel\"");
+  io::ConfigFile file(j, source, "WanTransformer3DModel");
+  if (const auto* cls = file.find("_class_name")) {
+    OMNI_CHECK_INPUT(cls->is_string() && cls->get<std::string>() == "WanTransformer3DModel", source,
+                     ": key '_class_name' is ", cls->dump(), ", expected \"WanTransformer3DModel\"");
   }
   WanTransformerConfig c;
-  if (j.contains("patch_size")) {
-    const auto& p = j["patch_size"];
-    OMNI_CHECK_INPUT(p.is_array() && p.size() == 3, source, ": key 'patch_size' must be a list of 3 integers, found ",
-                     p.dump());
+  if (const auto* p = file.value("patch_size")) {
+    OMNI_CHECK_INPUT(p->is_array() && p->size() == 3, source, ": key 'patch_size' must be a list of 3 integers, found ",
+                     p->dump());
     for (size_t i = 0; i < 3; ++i) {
-      OMNI_CHECK_INPUT(p[i].is_number_integer(), source, ": key 'patch_size' must be a list of 3 integers, found ",
-                       p.dump());
-      c.patch_size[i] = p[i].get<int64_t>();
+      OMNI_CHECK_INPUT((*p)[i].is_number_integer(), source, ": key 'patch_size' must be a list of 3 integers, found ",
+                       p->dump());
+      c.patch_size[i] = (*p)[i].get<int64_t>();
     }
   }
-  c.num_attention_heads = io::json_int(j, "num_attention_heads", source);
-  c.attention_head_dim = io::json_int(j, "attention_head_dim", source);
-  c.in_channels = io::json_int(j, "in_channels", source);
+  c.num_attention_heads = file.get_int("num_attention_heads");
+  c.attention_head_dim = file.get_int("attention_head_dim");
+  c.in_channels = file.get_int("in_channels");
   // diffusers: out_channels = out_channels or in_channels.
-  if (j.contains("out_channels") && !j["out_channels"].is_null()) {
-    c.out_channels = io::json_int(j, "out_channels", source);
-  } else {
-    c.out_channels = c.in_channels;
+  c.out_channels = file.int_or("out_channels", c.in_channels);
+  c.text_dim = file.get_int("text_dim");
+  c.freq_dim = file.int_or("freq_dim", 256);
+  c.ffn_dim = file.get_int("ffn_dim");
+  c.num_layers = file.get_int("num_layers");
+  c.cross_attn_norm = file.bool_or("cross_attn_norm", true);
+  c.eps = file.number_or("eps", 1e-6);
+  c.rope_max_seq_len = file.int_or("rope_max_seq_len", 1024);
+  if (const auto* q = file.value("qk_norm")) {
+    OMNI_CHECK_INPUT(q->is_string() && q->get<std::string>() == "rms_norm_across_heads", source, ": key 'qk_norm' is ",
+                     q->dump(), "; only \"rms_norm_across_heads\" is supported");
   }
-  c.text_dim = io::json_int(j, "text_dim", source);
-  c.freq_dim = io::json_int_or(j, "freq_dim", 256, source);
-  c.ffn_dim = io::json_int(j, "ffn_dim", source);
-  c.num_layers = io::json_int(j, "num_layers", source);
-  c.cross_attn_norm = io::json_bool_or(j, "cross_attn_norm", true, source);
-  c.eps = io::json_number_or(j, "eps", 1e-6, source);
-  c.rope_max_seq_len = io::json_int_or(j, "rope_max_seq_len", 1024, source);
-  if (j.contains("qk_norm")) {
-    const auto& q = j["qk_norm"];
-    OMNI_CHECK_INPUT(q.is_string() && q.get<std::string>() == "rms_norm_across_heads", source, ": key 'qk_norm' is ",
-                     q.dump(), "; only \"rms_norm_across_heads\" is supported");
-  }
-  reject_set(j, "image_dim", source);
-  reject_set(j, "added_kv_proj_dim", source);
-  reject_set(j, "pos_embed_seq_len", source);
+  reject_set(file, "image_dim");
+  reject_set(file, "added_kv_proj_dim");
+  reject_set(file, "pos_embed_seq_len");
   c.validate(source);
+  file.warn_unknown();
   return c;
 }
 

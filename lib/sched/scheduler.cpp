@@ -15,18 +15,11 @@ namespace {
 
 using nlohmann::json;
 
-// A key's value, or nullptr when absent (the getters below also treat a JSON null as absent).
-const json* find_key(const json& config, const char* key) {
-  auto it = config.find(key);
-  return it == config.end() ? nullptr : &*it;
-}
-
 // Keys whose value must equal the one this implementation supports (diffusers' default in parentheses).
-void require_bool(const json& config, const char* key, bool fallback, bool required, const std::string& why,
-                  const std::string& source) {
-  const bool value = io::json_bool_or(config, key, fallback, source);
-  OMNI_CHECK_INPUT(value == required, source, ": ", key, " = ", value ? "true" : "false", " is not supported (need ",
-                   required ? "true" : "false", ": ", why, ")");
+void require_bool(io::ConfigFile& file, const char* key, bool fallback, bool required, const std::string& why) {
+  const bool value = file.bool_or(key, fallback);
+  OMNI_CHECK_INPUT(value == required, file.source(), ": ", key, " = ", value ? "true" : "false",
+                   " is not supported (need ", required ? "true" : "false", ": ", why, ")");
 }
 
 }  // namespace
@@ -35,86 +28,111 @@ FlowSchedulerConfig parse_scheduler_config(const nlohmann::json& config, const s
                                            std::optional<double> flow_shift_override, const std::string& source) {
   OMNI_CHECK_USAGE(solver == "unipc" || solver == "euler", "--sample-solver must be 'unipc' or 'euler', got '", solver,
                    "'");
-  OMNI_CHECK_INPUT(config.is_object(), source, ": expected a JSON object, found ", config.type_name());
+  io::ConfigFile file(config, source, "UniPCMultistepScheduler");
   FlowSchedulerConfig out;
 
-  const std::string cls = io::json_string_or(config, "_class_name", "UniPCMultistepScheduler", source);
+  const std::string cls = file.string_or("_class_name", "UniPCMultistepScheduler");
   OMNI_CHECK_INPUT(cls == "UniPCMultistepScheduler", source, ": _class_name '", cls,
                    "' is not supported (expected 'UniPCMultistepScheduler', the Wan2.2 diffusers layout)");
 
   // Both solvers integrate the velocity on the flow-sigma schedule; these keys select it (the defaults are
   // diffusers' constructor defaults, so a config missing them is rejected as diffusers would compute
   // something else).
-  const std::string prediction = io::json_string_or(config, "prediction_type", "epsilon", source);
+  const std::string prediction = file.string_or("prediction_type", "epsilon");
   OMNI_CHECK_INPUT(prediction == "flow_prediction", source, ": prediction_type '", prediction,
                    "' is not supported (only 'flow_prediction': the Wan models predict the flow velocity)");
-  require_bool(config, "use_flow_sigmas", false, true, "the flow-matching sigma schedule", source);
+  require_bool(file, "use_flow_sigmas", false, true, "the flow-matching sigma schedule");
   // In diffusers these take precedence over use_flow_sigmas.
-  require_bool(config, "use_karras_sigmas", false, false, "only flow sigmas are implemented", source);
-  require_bool(config, "use_exponential_sigmas", false, false, "only flow sigmas are implemented", source);
-  require_bool(config, "use_beta_sigmas", false, false, "only flow sigmas are implemented", source);
+  require_bool(file, "use_karras_sigmas", false, false, "only flow sigmas are implemented");
+  require_bool(file, "use_exponential_sigmas", false, false, "only flow sigmas are implemented");
+  require_bool(file, "use_beta_sigmas", false, false, "only flow sigmas are implemented");
+  // On the flow schedule these replace the shift by a time shift of a resolution-dependent mu (which the Wan
+  // pipelines never pass: diffusers raises) and stretch the sigmas to a terminal value.
+  require_bool(file, "use_dynamic_shifting", false, false, "the Wan pipelines pass no mu for a dynamic shift");
+  if (const json* v = file.find("shift_terminal")) {
+    // diffusers tests its truth: 0 and false are off.
+    const bool off = (v->is_number() && v->get<double>() == 0.0) || (v->is_boolean() && !v->get<bool>());
+    OMNI_CHECK_INPUT(off, source, ": shift_terminal = ", v->dump(),
+                     " is not supported (only null: stretching the flow sigmas to a terminal value is not "
+                     "implemented)");
+  }
   // diffusers validates the spacing before the flow-sigma branch replaces the timesteps.
-  const std::string spacing = io::json_string_or(config, "timestep_spacing", "linspace", source);
+  const std::string spacing = file.string_or("timestep_spacing", "linspace");
   OMNI_CHECK_INPUT(spacing == "linspace" || spacing == "leading" || spacing == "trailing", source,
                    ": timestep_spacing '", spacing, "' is not one of 'linspace', 'leading', 'trailing'");
+  // The constructor builds betas from these before anything else (and refuses an unknown schedule); the flow
+  // branch never uses them, nor the offset of 'leading' timesteps, nor the bounds of the Karras-type schedules.
+  const std::string betas = file.string_or("beta_schedule", "linear");
+  OMNI_CHECK_INPUT(file.find("trained_betas") != nullptr || betas == "linear" || betas == "scaled_linear" ||
+                       betas == "squaredcos_cap_v2",
+                   source, ": beta_schedule '", betas,
+                   "' is not one of 'linear', 'scaled_linear', 'squaredcos_cap_v2' (diffusers refuses it)");
+  file.known({"beta_start", "beta_end", "rescale_betas_zero_snr", "steps_offset", "sigma_min", "sigma_max",
+              "time_shift_type", "dynamic_thresholding_ratio", "sample_max_value"});
 
-  const int64_t train_steps = io::json_int_or(config, "num_train_timesteps", 1000, source);
+  const int64_t train_steps = file.int_or("num_train_timesteps", 1000);
   OMNI_CHECK_INPUT(train_steps > 0 && train_steps <= (1 << 24), source,
                    ": num_train_timesteps must be positive, found ", train_steps);
   out.num_train_timesteps = static_cast<int>(train_steps);
 
+  const json* shift = file.value("flow_shift");
   if (flow_shift_override) {
     out.flow_shift = *flow_shift_override;
     OMNI_CHECK_USAGE(std::isfinite(out.flow_shift) && out.flow_shift > 0, "--flow-shift must be positive, got ",
                      out.flow_shift);
-  } else {
-    const json* v = find_key(config, "flow_shift");
-    if (v != nullptr) {
-      OMNI_CHECK_INPUT(v->is_number(), source, ": flow_shift must be a number, found ", v->dump(),
-                       " (or pass --flow-shift)");
-      out.flow_shift = v->get<double>();
-      OMNI_CHECK_INPUT(std::isfinite(out.flow_shift) && out.flow_shift > 0, source,
-                       ": flow_shift must be positive, found ", out.flow_shift);
-    }
+  } else if (shift != nullptr) {
+    OMNI_CHECK_INPUT(shift->is_number(), source, ": flow_shift must be a number, found ", shift->dump(),
+                     " (or pass --flow-shift)");
+    out.flow_shift = shift->get<double>();
+    OMNI_CHECK_INPUT(std::isfinite(out.flow_shift) && out.flow_shift > 0, source,
+                     ": flow_shift must be positive, found ", out.flow_shift);
   }
 
-  const std::string final_type = io::json_string_or(config, "final_sigmas_type", "zero", source);
+  const std::string final_type = file.string_or("final_sigmas_type", "zero");
   OMNI_CHECK_INPUT(final_type == "zero" || final_type == "sigma_min", source, ": final_sigmas_type '", final_type,
                    "' is not supported (expected 'zero' or 'sigma_min')");
   out.final_sigma_zero = final_type == "zero";
 
-  if (solver == "euler") return out;  // the rest configures UniPC only
-
-  const int64_t order = io::json_int_or(config, "solver_order", 2, source);
+  if (solver == "euler") {  // the rest configures UniPC only
+    file.known({"solver_order", "solver_type", "lower_order_final", "solver_p", "disable_corrector", "predict_x0",
+                "thresholding"});
+    file.warn_unknown();
+    return out;
+  }
+  const int64_t order = file.int_or("solver_order", 2);
+  const std::string type = file.string_or("solver_type", "bh2");
+  const bool lower_order_final = file.bool_or("lower_order_final", true);
+  const json* solver_p = file.value("solver_p");
+  const json* disable_corrector = file.find("disable_corrector");
   OMNI_CHECK_INPUT(order == 1 || order == 2, source, ": solver_order ", order,
                    " is not supported (expected 1 or 2; the Wan checkpoints use 2)");
   out.solver_order = static_cast<int>(order);
-  const std::string type = io::json_string_or(config, "solver_type", "bh2", source);
   // diffusers maps the DPM-Solver names onto bh2.
   const bool is_bh2 = type == "bh2" || type == "midpoint" || type == "heun" || type == "logrho";
   OMNI_CHECK_INPUT(is_bh2 || type == "bh1", source, ": solver_type '", type,
                    "' is not supported (expected 'bh2' or 'bh1')");
   out.bh2 = is_bh2;
-  require_bool(config, "predict_x0", true, true,
-               "flow_prediction is only defined for the data-prediction form of UniPC", source);
-  require_bool(config, "thresholding", false, false, "dynamic thresholding is not implemented", source);
-  out.lower_order_final = io::json_bool_or(config, "lower_order_final", true, source);
+  require_bool(file, "predict_x0", true, true, "flow_prediction is only defined for the data-prediction form of UniPC");
+  require_bool(file, "thresholding", false, false, "dynamic thresholding is not implemented");
+  out.lower_order_final = lower_order_final;
   // A second-order last step onto sigma = 0 divides by an infinite log-SNR step (the reference yields NaN).
   OMNI_CHECK_INPUT(out.lower_order_final || out.solver_order == 1 || !out.final_sigma_zero, source,
                    ": lower_order_final = false with final_sigmas_type 'zero' is not supported (the last step "
                    "would be second order onto sigma 0, which is undefined)");
-  if (const json* v = find_key(config, "solver_p"); v != nullptr) {
-    OMNI_CHECK_INPUT(v->is_null(), source, ": solver_p must be null (an external predictor is not supported), found ",
-                     v->dump());
+  if (solver_p != nullptr) {
+    OMNI_CHECK_INPUT(solver_p->is_null(), source,
+                     ": solver_p must be null (an external predictor is not supported), found ", solver_p->dump());
   }
-  if (const json* v = find_key(config, "disable_corrector"); v != nullptr && !v->is_null()) {
-    OMNI_CHECK_INPUT(v->is_array(), source, ": disable_corrector must be a list of step indices, found ", v->dump());
-    for (const json& e : *v) {
+  if (disable_corrector != nullptr) {
+    OMNI_CHECK_INPUT(disable_corrector->is_array(), source,
+                     ": disable_corrector must be a list of step indices, found ", disable_corrector->dump());
+    for (const json& e : *disable_corrector) {
       OMNI_CHECK_INPUT(e.is_number_integer() || e.is_number_unsigned(), source,
                        ": disable_corrector must hold integers, found ", e.dump());
       out.disable_corrector.push_back(e.get<int64_t>());
     }
   }
+  file.warn_unknown();
   return out;
 }
 

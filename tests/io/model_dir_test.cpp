@@ -118,11 +118,8 @@ TEST(ModelIndex, UnsupportedContentsAreInputErrors) {
         parse_model_index(with([](auto& j) { j["scheduler"] = {"diffusers", "DDIMScheduler"}; }), p);
       },
       {p, "component 'scheduler'", "DDIMScheduler"});
-  expect_input_error(
-      [&] {
-        parse_model_index(with([](auto& j) { j["controlnet"] = {"diffusers", "X"}; }), p);
-      },
-      {p, "unknown component 'controlnet'"});
+  // A component the Wan pipelines do not take is ignored (diffusers' from_pretrained ignores it too).
+  EXPECT_FALSE(parse_model_index(with([](auto& j) { j["controlnet"] = {"diffusers", "X"}; }), p).has("controlnet"));
   expect_input_error(
       [&] {
         parse_model_index(with([](auto& j) { j["vae"] = {nullptr, nullptr}; }), p);
@@ -237,6 +234,48 @@ TEST(ModelDir, MissingModelListsEveryPlace) {
   expect_input_error([&] { resolve_model_path(dir / "no/such/folder"); },
                      {dir / "no/such/folder", "not an ORG/NAME model id"});
   testing::expect_error([&] { resolve_model_path(""); }, ExitCode::kUsage, {"--model"});
+}
+
+}  // namespace
+}  // namespace omni::io
+
+// The config-file rule (docs/DESIGN.md section 5): asked-for and declared keys are known, '_' keys are
+// bookkeeping, the rest is listed in file order; the warning is one line per file, said once.
+namespace omni::io {
+namespace {
+
+TEST(ConfigFile, UnknownKeysAreListedAndWarnedOnce) {
+  const nlohmann::json j = {{"_class_name", "X"},
+                            {"_name_or_path", "org/name"},
+                            {"a", 1},
+                            {"clip_output", true},
+                            {"dropout", 0.0},
+                            {"b", nullptr},
+                            {"zzz", "new"}};
+  ConfigFile file(j, "some/config.json", "Reader");
+  EXPECT_EQ(file.int_or("a", 5), 1);
+  EXPECT_EQ(file.find("b"), nullptr);       // null reads as absent
+  EXPECT_NE(file.value("b"), nullptr);      // but is there for keys where null is a bad value
+  EXPECT_EQ(file.int_or("missing", 7), 7);  // asking for an absent key is fine
+  file.known({"dropout"});
+  EXPECT_EQ(file.unknown_keys(), (std::vector<std::string>{"clip_output", "zzz"}));
+
+  ::testing::internal::CaptureStderr();
+  file.warn_unknown();
+  file.warn_unknown();  // the same file read again in the same run
+  ConfigFile other(j, "other/config.json", "Reader");
+  other.warn_unknown();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("some/config.json: ignoring keys 'clip_output', 'zzz', unknown to omni-generate's Reader"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("some/config.json"), err.rfind("some/config.json")) << "warned twice: " << err;
+  EXPECT_NE(err.find("other/config.json: ignoring keys 'a', 'clip_output', 'dropout', 'b', 'zzz'"), std::string::npos)
+      << err;
+
+  expect_input_error([] { ConfigFile(nlohmann::json::array(), "list.json", "Reader"); }, {"list.json", "JSON object"});
+  ConfigFile bad({{"n", "x"}}, "bad.json", "Reader");
+  expect_input_error([&] { bad.int_or("n", 0); }, {"bad.json", "'n' must be an integer"});
 }
 
 }  // namespace

@@ -52,6 +52,26 @@ TEST(SchedulerConfig, RejectsUnsupportedValues) {
   expect_error(unipc(with("_class_name", "DDIMScheduler")), ExitCode::kInput, {"_class_name", "DDIMScheduler"});
   expect_error(unipc(with("solver_p", "x")), ExitCode::kInput, {"solver_p"});
   expect_error(unipc(with("lower_order_final", false)), ExitCode::kInput, {"lower_order_final"});
+  // Keys diffusers reads that would move the sigmas: a dynamic shift (the Wan pipelines pass no mu: diffusers
+  // raises) and a terminal stretch.
+  expect_error(unipc(with("use_dynamic_shifting", true)), ExitCode::kInput, {"use_dynamic_shifting"});
+  expect_error(unipc(with("shift_terminal", 0.1)), ExitCode::kInput, {"shift_terminal", "0.1"});
+  expect_error(unipc(with("beta_schedule", "cosine")), ExitCode::kInput, {"beta_schedule", "cosine"});
+  EXPECT_NO_THROW(unipc(with("shift_terminal", nullptr))());
+  EXPECT_NO_THROW(unipc(with("shift_terminal", 0))());  // diffusers tests its truth
+  // Known keys that cannot change the flow schedule, and unknown ones (a newer diffusers), leave it as it is.
+  nlohmann::json extra = scheduler_config("t2v-a14b-tiny");
+  extra["steps_offset"] = 1;
+  extra["sigma_min"] = 0.002;
+  extra["rescale_betas_zero_snr"] = true;
+  extra["added_by_a_newer_release"] = {1, 2};
+  extra["_diffusers_version"] = "0.35.0.dev0";
+  const FlowSchedule a =
+      flow_sigma_schedule(7, parse_scheduler_config(extra, "unipc", std::nullopt).flow_shift, 1000, true);
+  const FlowSchedule b = flow_sigma_schedule(
+      7, parse_scheduler_config(scheduler_config("t2v-a14b-tiny"), "unipc", std::nullopt).flow_shift, 1000, true);
+  EXPECT_EQ(a.timesteps, b.timesteps);
+  EXPECT_EQ(a.sigmas, b.sigmas);
   nlohmann::json missing = scheduler_config("t2v-a14b-tiny");
   missing.erase("prediction_type");  // diffusers' default is epsilon
   expect_error(unipc(missing), ExitCode::kInput, {"prediction_type"});

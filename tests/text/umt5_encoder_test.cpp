@@ -13,6 +13,7 @@
 #include <set>
 #include <vector>
 
+#include "io/json_file.h"
 #include "io/safetensors.h"
 #include "models/umt5_tokenizer.h"
 #include "text_test_util.h"
@@ -250,6 +251,37 @@ TEST(Umt5Encoder, BadConfigIsAnInputErrorNamingTheKey) {
   expect_error([&] { Umt5Config::from_json(dir / "config.json"); }, ExitCode::kInput, {"feed_forward_proj", "relu"});
   std::ofstream(dir / "config2.json") << R"({"vocab_size": 160, "d_model": 32, "d_kv": 8, "d_ff": 64, "num_heads": 4})";
   expect_error([&] { Umt5Config::from_json(dir / "config2.json"); }, ExitCode::kInput, {"config2.json", "num_layers"});
+  std::ofstream(dir / "config3.json") << R"({"vocab_size": 160, "d_model": 32, "d_kv": 8, "d_ff": 64,
+      "num_layers": 2, "num_heads": 4, "torch_dtype": "int8"})";
+  expect_error([&] { Umt5Config::from_json(dir / "config3.json"); }, ExitCode::kInput, {"config3.json", "torch_dtype"});
+}
+
+// The text encoder config as transformers 4.51 writes it (torch_dtype where 5.x writes dtype,
+// transformers_version, _name_or_path) reads as the 5.x file does; a key of a newer release is named once.
+TEST(Umt5Encoder, ConfigAsTransformers4WritesIt) {
+  const std::string path = text_encoder_dir("t2v-a14b-tiny") + "/config.json";
+  nlohmann::json j = io::read_json(path);
+  ASSERT_TRUE(j.contains("dtype"));
+  j.erase("dtype");
+  j["torch_dtype"] = "bfloat16";
+  j["transformers_version"] = "4.51.3";
+  j["_name_or_path"] = "google/umt5-xxl";
+  j["added_by_a_newer_release"] = true;
+  text_testing::TempDir dir;
+  std::ofstream(dir / "config.json") << j.dump(2);
+  ::testing::internal::CaptureStderr();
+  const Umt5Config old = Umt5Config::from_json(dir / "config.json");
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(
+      err.find("config.json: ignoring key 'added_by_a_newer_release', unknown to omni-generate's UMT5EncoderModel"),
+      std::string::npos)
+      << err;
+  const Umt5Config now = Umt5Config::from_json(path);
+  EXPECT_EQ(old.vocab_size, now.vocab_size);
+  EXPECT_EQ(old.d_model, now.d_model);
+  EXPECT_EQ(old.num_layers, now.num_layers);
+  EXPECT_EQ(old.relative_attention_num_buckets, now.relative_attention_num_buckets);
+  EXPECT_EQ(old.layer_norm_epsilon, now.layer_norm_epsilon);
 }
 
 }  // namespace

@@ -306,9 +306,21 @@ void expect_config_error(const nlohmann::json& j, const std::string& needle) {
 TEST(WanVae, ConfigErrorsNameTheKey) {
   const auto base = omni::io::read_json(vae_dir("ti2v-5b-tiny") + "/config.json");
   EXPECT_NO_THROW(WanVaeConfig::from_json(base, "vae/config.json"));
+  // clip_output, as the published Wan2.2 Diffusers VAE configs carry it, is ignored like any unknown key
+  // (diffusers 0.40 does the same): the same config, and one warning line naming it.
   auto j = base;
-  j["clip_output"] = true;
-  expect_config_error(j, "clip_output");
+  for (bool clip : {false, true}) {
+    j["clip_output"] = clip;
+    ::testing::internal::CaptureStderr();
+    const WanVaeConfig with_clip =
+        WanVaeConfig::from_json(j, clip ? "vae-clip-true/config.json" : "vae-clip-false/config.json");
+    const std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("config.json: ignoring key 'clip_output'"), std::string::npos) << err;
+    const WanVaeConfig plain = WanVaeConfig::from_json(base, "vae/config.json");
+    EXPECT_EQ(with_clip.latents_mean, plain.latents_mean);
+    EXPECT_EQ(with_clip.dim_mult, plain.dim_mult);
+    EXPECT_EQ(with_clip.scale_factor_spatial, plain.scale_factor_spatial);
+  }
   j = base;
   j["attn_scales"] = {0.5};
   expect_config_error(j, "attn_scales");
