@@ -61,7 +61,7 @@ class ConfigFile {
   // betas, serialization details): known, so not warned about, and not used.
   void known(std::initializer_list<const char*> keys);
 
-  // The keys no reader asked for, in file order ('_'-keys excluded).
+  // The keys no reader asked for, sorted ('_'-keys excluded).
   std::vector<std::string> unknown_keys() const;
   // Logs unknown_keys() once: see warn_unknown_keys.
   void warn_unknown() const;

@@ -480,6 +480,9 @@ Umt5Tokenizer Umt5Tokenizer::from_dir(const std::string& tokenizer_dir) {
     OMNI_CHECK_INPUT(!config->bool_or("split_special_tokens", false), config_path,
                      ": split_special_tokens = true is not supported (special tokens in a prompt are matched whole)");
     config->known(kTokenizerBookkeeping);
+    // transformers 5 writes the Unigram model's unk_id here (2, even for vocabularies whose <unk> is 3: issue
+    // 20); the unknown piece we use is spiece.model's own.
+    config->int_or("unk_id", 0);
   }
 
   // T5Tokenizer's <extra_id_0> .. <extra_id_{N-1}> (100 unless the config says otherwise) come after the
@@ -539,8 +542,17 @@ Umt5Tokenizer Umt5Tokenizer::from_dir(const std::string& tokenizer_dir) {
   if (config) {
     // transformers 5 writes extra_special_tokens, 4.x additional_special_tokens; special_tokens_map.json's list
     // is not read (checked against transformers 5.17).
-    for (const char* key : {"additional_special_tokens", "extra_special_tokens"})
-      for (const auto& token : token_list(*config, key)) add_special(token, config_path, key);
+    for (const char* key : {"additional_special_tokens", "extra_special_tokens"}) {
+      const std::vector<std::string> tokens = token_list(*config, key);
+      // T5Tokenizer: a list naming some <extra_id_N> must name all extra_ids of them; with fewer, transformers'
+      // converted vocabulary keeps the others as ordinary Unigram pieces, which SentencePiece cannot match.
+      int64_t listed = 0;
+      for (const auto& token : tokens) listed += token.find("<extra_id_") != std::string::npos ? 1 : 0;
+      OMNI_CHECK_INPUT(extra_ids == 0 || listed == 0 || listed == extra_ids, config_path, ": '", key, "' lists ",
+                       listed, " <extra_id_N> tokens but extra_ids is ", extra_ids,
+                       " (transformers requires all of them or none)");
+      for (const auto& token : tokens) add_special(token, config_path, key);
+    }
     // {"<id>": {"content": ...}, ...}: what the tokenizer that saved the folder had at each id; a different
     // token there would give other ids.
     if (const nlohmann::json* v = config->find("added_tokens_decoder")) {

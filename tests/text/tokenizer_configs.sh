@@ -30,7 +30,8 @@ cases = {
     "no_extra_ids_key": (base, None),          # T5Tokenizer's default: 100 extra ids
     "extra_ids_0": (dict(base, extra_ids=0), None),
     "bos_from_map_only": (dict(base, extra_ids=2), {"bos_token": "<s>"}),
-    "new_tokens_in_order": (dict(base, extra_ids=2, additional_special_tokens=["<bar>", "<extra_id_1>", "<foo>"], bos_token="<s>"), None),
+    "new_tokens_in_order": (dict(base, extra_ids=2, additional_special_tokens=["<bar>", "<extra_id_1>", "<foo>", "<extra_id_0>"], bos_token="<s>"), None),
+    "extra_listed_without_extra_ids": (dict(base, extra_ids=0, additional_special_tokens=["<extra_id_0>"]), None),
     "pad_is_eos": (dict(base, extra_ids=0, pad_token="</s>"), None),
     "ts5_extra_special_list": (dict(base, extra_ids=1, extra_special_tokens=["<extra_id_0>"]), None),
     "fast_class": (dict(base, tokenizer_class="T5TokenizerFast", extra_ids=5), None),
@@ -73,4 +74,5 @@ bad split split_special_tokens '{"split_special_tokens": true}'
 bad eos eos_token '{"eos_token": "<unk>"}'
 bad class tokenizer_class '{"tokenizer_class": "LlamaTokenizer"}'
 bad pad_new pad_token '{"pad_token": "<mypad>"}'
+bad partial_extras additional_special_tokens '{"extra_ids": 3, "additional_special_tokens": ["<extra_id_0>"]}'
 bad decoder added_tokens_decoder '{"extra_ids": 0, "added_tokens_decoder": {"5": {"content": "<pad>"}}}'
