@@ -4,8 +4,9 @@
 #   reference_case.sh GENERATE COMPARE NP MODEL_DIR EXPECTED CASE_WORK NSTEPS [omni-generate flags...]
 # Runs omni-generate (under mpirun when NP > 1) with --save-tensors and --dump-tensors and checks against
 # EXPECTED: init_latents exactly; the prompt embeddings, every stepNN.latents, the text encoder's ids, masks and
-# last_hidden_state, every transformer call (callNN.hidden_states / .timestep / .encoder_hidden_states / .out)
-# and the VAE encoder's input and mean (image cases) within 1e-5; the frames within 1e-4, and in the VAE
+# last_hidden_state, every transformer call's inputs (callNN.hidden_states / .timestep / .encoder_hidden_states)
+# and the VAE encoder's input and mean (image cases) within 1e-5, the calls' outputs (callNN.out) within 1e-5 of
+# their largest magnitude; the frames within 1e-4, and in the VAE
 # decoder's own scales its input within 1e-4 (vae_decode.in is the final latents times latents_std, up to 3.3
 # in the A14B VAE: 1.1e-5 where the latents agree to 3.5e-6) and its output within 2e-4 (vae_decode.out is
 # 2 x frames - 1 before the clamp: the frames' 1e-4). The random-weight VAE decoders amplify their input's
@@ -37,7 +38,7 @@ if grep -q '"layout": "[^"]*x cfg 2 x' "$work/out.mp4.json"; then cfg_parallel=1
 
 # The reference's keys, by group (python3 reads the safetensors header: 8 bytes of length, then JSON); a
 # reference without NSTEPS steps and their calls fails here.
-saved_1e5='' saved_1e4='' dump_1e5='' dump_1e4='' dump_2e4=''
+saved_1e5='' saved_1e4='' dump_1e5='' dump_out='' dump_1e4='' dump_2e4=''
 groups=$(python3 - "$exp" "$nsteps" "$cfg_parallel" <<'PY'
 import json, re, struct, sys
 path, nsteps, cfg_parallel = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
@@ -58,7 +59,8 @@ groups = {
     "saved_1e5": ["prompt_embeds"] + (["negative_prompt_embeds"] if guided else []) + steps,
     "saved_1e4": ["frames"],
     "dump_1e5": sorted(k for k in keys if re.fullmatch(r"(prompt|negative)\.\w+|vae_encode\.(in|mean)", k))
-                + [f"{c}.{f}" for c in calls for f in fields],
+                + [f"{c}.{f}" for c in calls for f in fields if f != "out"],
+    "dump_out": [f"{c}.out" for c in calls],
     "dump_1e4": ["vae_decode.in"],
     "dump_2e4": ["vae_decode.out"],
 }
@@ -69,12 +71,13 @@ PY
 eval "$groups"
 
 status=0
-# check NAME FILE TOLERANCE KEYS: one omni-compare over KEYS (a key missing from either file fails), its table
-# in CASE_WORK/NAME.txt, one summary line here.
+# check NAME FILE TOLERANCE KEYS [--rel-tolerance]: one omni-compare over KEYS (a key missing from either file
+# fails), its table in CASE_WORK/NAME.txt, one summary line here. The tolerance bounds the max abs difference, or
+# with --rel-tolerance the max abs difference over the reference tensor's largest magnitude.
 check() {
-  local name=$1 file=$2 tol=$3 keys=$4 rc=0
-  "$compare" "$file" "$exp" --keys "$keys" --tolerance "$tol" >"$work/$name.txt" 2>&1 || rc=$?
-  awk -v name="$name" -v tol="$tol" -v rc=$rc '
+  local name=$1 file=$2 tol=$3 keys=$4 kind=${5:---tolerance} rc=0
+  "$compare" "$file" "$exp" --keys "$keys" "$kind" "$tol" >"$work/$name.txt" 2>&1 || rc=$?
+  awk -v name="$name" -v tol="$tol${kind/--rel-tolerance/ rel}" -v rc=$rc '
     $3 ~ /^(F32|I64|F64|I32)$/ { n++; if ($4 + 0 >= worst) { worst = $4 + 0; key = $1 } }
     END { printf "%-12s %-4s %3d tensors, tolerance %-6s worst %s %.3e\n", name, rc ? "FAIL" : "ok", n, tol, key, worst }
   ' "$work/$name.txt"
@@ -87,6 +90,10 @@ check init_latents "$work/tensors.safetensors" 0 init_latents
 check saved_1e5 "$work/tensors.safetensors" 1e-5 "$saved_1e5"
 check saved_1e4 "$work/tensors.safetensors" 1e-4 "$saved_1e4"
 check dump_1e5 "$work/dump.safetensors" 1e-5 "$dump_1e5"
+# The transformer's outputs are sums over whole heads: float32 rounding grows with their magnitude (up to ~6 in
+# t2v-headdim16) and the CPU's kernels (the same run gives call02.out 1.41e-5 on AVX2, 1.47e-5 with
+# ATEN_CPU_CAPABILITY=default, against diffusers recorded elsewhere), so they are held to 1e-5 of their scale.
+check dump_out "$work/dump.safetensors" 1e-5 "$dump_out" --rel-tolerance
 check dump_1e4 "$work/dump.safetensors" 1e-4 "$dump_1e4"
 check dump_2e4 "$work/dump.safetensors" 2e-4 "$dump_2e4"
 [ $status = 0 ] || { echo "FAIL: $exp on $np rank(s) $*"; exit 1; }
