@@ -23,9 +23,9 @@
 #include "dist/device.h"
 #include "dist/device_mesh.h"
 #include "io/model_dir.h"
-#include "pipeline/auto_layout.h"
-#include "pipeline/default_model.h"
-#include "pipeline/generation_job.h"
+#include "job/auto_layout.h"
+#include "job/default_model.h"
+#include "job/generation_job.h"
 
 namespace {
 
@@ -83,7 +83,7 @@ std::string model_name_of(const omni::config::CommandLine& cli) {
 // The preset that fits the model: the built-in default model's, else what its model_index.json says (read
 // without loading anything), else what its name says.
 std::string choose_preset(const std::string& model) {
-  if (model.empty()) return omni::pipeline::default_model_preset();
+  if (model.empty()) return omni::job::default_model_preset();
   try {
     auto index = omni::io::read_model_index(omni::io::resolve_model_path(model) + "/model_index.json");
     return omni::config::preset_for(model, index.class_name, index.expand_timesteps);
@@ -111,7 +111,7 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
   omni::log::set_level(omni::log::parse_level(opts.log_level));
   // The compute degrees: given, or chosen from the work (the model's configs and the prompt list).
   phase = Phase::kAgreed;
-  const auto decision = omni::pipeline::decide_layout(opts, omni::dist::Communicator::world());
+  const auto decision = omni::job::decide_layout(opts, omni::dist::Communicator::world());
   phase = Phase::kUniform;
   opts.parallel = decision.parallel;
   if (decision.automatic)  // listings and sidecars say where the degrees came from
@@ -124,7 +124,7 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
   omni::dist::DeviceMesh mesh(layout, omni::dist::Communicator::world());
   OMNI_DEBUG("mesh: ", mesh.describe());
   phase = Phase::kAgreed;
-  omni::pipeline::GenerationJob job(opts, preset, mesh, decision.line);
+  omni::job::GenerationJob job(opts, preset, mesh, decision.line);
   if (opts.dry_run) {
     // The model's configs and headers, every rank's memory plan; rank 0 prints once all is checked.
     return job.dry_run([&] { print_plan(opts, layout, preset, decision.line); });

@@ -113,6 +113,23 @@ std::string Communicator::broadcast(const std::string& text, int root) const {
   return out;
 }
 
+void Communicator::all_reduce_max(std::vector<int>& values) const {
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_INT, MPI_MAX, comm_));
+}
+
+std::pair<double, int> Communicator::max_location(double value) const {
+  struct {
+    double value;
+    int rank;
+  } mine{value, rank_}, best{};
+  MPI_CHECK(MPI_Allreduce(&mine, &best, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm_));
+  return {best.value, best.rank};
+}
+
+void Communicator::gather_bytes(const void* mine, size_t bytes, void* all, int root) const {
+  MPI_CHECK(MPI_Gather(mine, static_cast<int>(bytes), MPI_BYTE, all, static_cast<int>(bytes), MPI_BYTE, root, comm_));
+}
+
 std::vector<int> Communicator::world_ranks() const {
   OMNI_CHECK(valid(), "world_ranks() on a null communicator");
   std::vector<int> mine(size_), out(size_);

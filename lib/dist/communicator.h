@@ -9,6 +9,8 @@
 #include <mpi.h>
 
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace omni::dist {
@@ -61,9 +63,23 @@ class Communicator {
   std::vector<int> world_ranks() const;
   // Collective: `root`'s `text` on every rank (a decision one rank makes for all, e.g. which outputs exist).
   std::string broadcast(const std::string& text, int root = 0) const;
+  // Collective: the element-wise maximum of `values` over the ranks, in place (same length on every rank).
+  void all_reduce_max(std::vector<int>& values) const;
+  // Collective: the rank holding the largest `value` (the lowest such rank on ties) and that value.
+  std::pair<double, int> max_location(double value) const;
+  // Collective: every rank's `value`, in rank order, on `root` (empty elsewhere). T is a plain struct; all ranks
+  // run the same binary, so its bytes mean the same everywhere.
+  template <typename T>
+  std::vector<T> gather(const T& value, int root = 0) const {
+    static_assert(std::is_trivially_copyable_v<T>, "gather() sends a struct's bytes");
+    std::vector<T> out(rank_ == root ? static_cast<size_t>(size_) : 0);
+    gather_bytes(&value, sizeof(T), out.data(), root);
+    return out;
+  }
 
  private:
   void release() noexcept;
+  void gather_bytes(const void* mine, size_t bytes, void* all, int root) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   bool owned_ = false;

@@ -1,16 +1,16 @@
-#include "pipeline/auto_layout.h"
+#include "job/auto_layout.h"
 
 #include <algorithm>
 #include <limits>
 
 #include "dist/agreement.h"
 #include "io/model_dir.h"
+#include "job/default_model.h"
+#include "job/video_list.h"
 #include "models/autoencoder_kl_wan.h"
 #include "models/wan_transformer_config.h"
-#include "pipeline/default_model.h"
-#include "pipeline/video_list.h"
 
-namespace omni::pipeline {
+namespace omni::job {
 
 LayoutDecision decide_layout(const config::GenerateOptions& opts, const dist::Communicator& world) {
   LayoutDecision out{opts.parallel, ""};
@@ -61,4 +61,4 @@ LayoutDecision decide_layout(const config::GenerateOptions& opts, const dist::Co
   return out;
 }
 
-}  // namespace omni::pipeline
+}  // namespace omni::job

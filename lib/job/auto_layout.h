@@ -11,7 +11,7 @@
 #include "config/options.h"
 #include "dist/communicator.h"
 
-namespace omni::pipeline {
+namespace omni::job {
 
 struct LayoutDecision {
   config::ParallelConfig parallel;  // the degrees in force
@@ -23,4 +23,4 @@ struct LayoutDecision {
 // file is one error on every rank). Generates the built-in default model first when no --model is given.
 LayoutDecision decide_layout(const config::GenerateOptions& opts, const dist::Communicator& world);
 
-}  // namespace omni::pipeline
+}  // namespace omni::job

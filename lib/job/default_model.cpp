@@ -1,4 +1,4 @@
-#include "pipeline/default_model.h"
+#include "job/default_model.h"
 
 #include <sys/stat.h>
 
@@ -10,7 +10,7 @@
 #include "dist/agreement.h"
 #include "models/checkpoint_generator.h"
 
-namespace omni::pipeline {
+namespace omni::job {
 namespace {
 
 // Bump when the generator or the spec below changes, so that a stale cached copy is never used.
@@ -61,4 +61,4 @@ std::string ensure_default_model(const dist::Communicator& world) {
   return dir;
 }
 
-}  // namespace omni::pipeline
+}  // namespace omni::job

@@ -7,7 +7,7 @@
 
 #include "dist/communicator.h"
 
-namespace omni::pipeline {
+namespace omni::job {
 
 // The folder it lives in: $OMNI_CACHE_DIR, else $XDG_CACHE_HOME/omni-generate, else ~/.cache/omni-generate,
 // plus a versioned name (a change of the generator or the spec changes the name, never the files under it).
@@ -22,4 +22,4 @@ inline const char* default_model_preset() {
   return "omni-default";
 }
 
-}  // namespace omni::pipeline
+}  // namespace omni::job

@@ -1,4 +1,4 @@
-#include "pipeline/video_list.h"
+#include "job/video_list.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/files.h"
 
-namespace omni::pipeline {
+namespace omni::job {
 namespace {
 
 // Prompts-file lines with the 1-based line number of each; blank lines and # comments are skipped.
@@ -170,4 +170,4 @@ std::vector<VideoSpec> read_video_list(const config::GenerateOptions& run) {
   return videos;
 }
 
-}  // namespace omni::pipeline
+}  // namespace omni::job

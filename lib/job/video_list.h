@@ -17,7 +17,7 @@
 #include "config/options.h"
 #include "dist/communicator.h"
 
-namespace omni::pipeline {
+namespace omni::job {
 
 struct VideoSpec {
   config::GenerateOptions opts;  // the run's options with this video's own values on top
@@ -53,4 +53,4 @@ std::string indexed_path(const std::string& path, int index, int count);
 // its exit code kept.
 void with_origin(const std::string& origin, const std::function<void()>& fn);
 
-}  // namespace omni::pipeline
+}  // namespace omni::job

@@ -82,5 +82,20 @@ else
   fails=$((fails + 1)); echo "FAIL: mid-run failure: exit $code after ${took} s"; echo "$out"; ls -la "$work"
 fi
 
+# One video whose writing fails (its tensor file fills the disk: a 64 KiB tmpfs in a mount namespace of its own):
+# exit 1 with exactly one error line, naming the file; the batch summary is for lists, so no "1 of 1 failed".
+mkdir -p "$work/full"
+out=$(unshare -m bash -c 'mount -t tmpfs -o size=64k tmpfs "$1" || exit 99; shift; "$@"' _ "$work/full" \
+      "$gen" "${t2v[@]}" --output "$work/full/a.mp4" --save-tensors "$work/full/a.safetensors" 2>&1)
+code=$?
+error_lines=$(grep -cE '^omni-generate: error|^\[[0-9:.]+ error ' <<<"$out")
+if [ "$code" = 1 ] && [ "$error_lines" = 1 ] && grep -q "failed to write $work/full/a.mp4" <<<"$out" &&
+   ! grep -q "video(s) failed\|summary:" <<<"$out"; then
+  passes=$((passes + 1)); echo "ok: a single video that cannot be written: exit 1, one error line"
+else
+  fails=$((fails + 1)); echo "FAIL: single video write failure: exit $code (want 1), $error_lines error lines (want 1)"
+  echo "$out"
+fi
+
 echo "$passes passed, $fails failed"
 [ "$fails" = 0 ]

@@ -1,0 +1,119 @@
+#include "job/memory_check.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/dtype.h"
+#include "core/log.h"
+#include "core/memory.h"
+#include "dist/agreement.h"
+#include "pipeline/step_cache.h"
+
+namespace omni::job {
+namespace {
+
+pipeline::MemoryPlanSettings plan_settings(const config::GenerateOptions& run, const config::Layout& l,
+                                           const std::vector<std::string> (&lora_files)[2]) {
+  pipeline::MemoryPlanSettings ps;
+  ps.dtype = parse_dtype(run.dtype, "--dtype");
+  ps.vae_dtype = parse_dtype(run.vae_dtype, "--vae-dtype");
+  ps.cuda = run.device != "cpu" && dist::visible_gpu_count() > 0;
+  ps.shard = l.use_hsdp ? l.hsdp_shard : 1;
+  ps.ulysses = l.ulysses;
+  ps.ring = l.ring;
+  ps.cfg = l.cfg;
+  ps.step_cache = pipeline::parse_step_cache_mode(run.step_cache) != pipeline::StepCacheMode::kNone;
+  for (int e = 0; e < 2; ++e) ps.lora_files[e] = lora_files[e];
+  return ps;
+}
+
+}  // namespace
+
+MemoryCheck::MemoryCheck(const io::ModelDir& model, const config::GenerateOptions& run, const config::Layout& layout,
+                         const std::vector<std::string> (&lora_files)[2])
+    : run_(run), layout_(layout), planner_(model, plan_settings(run, layout, lora_files)) {}
+
+void MemoryCheck::plan(const std::vector<pipeline::RankWork>& work) {
+  plans_.clear();
+  for (const auto& w : work) plans_.push_back(planner_.plan(w));
+}
+
+std::string MemoryCheck::advice(const pipeline::MemoryPlan& plan) const {
+  const auto& l = layout_;
+  const std::string& part = plan.largest_part().name;
+  const bool float32 = run_.dtype == "float32";
+  std::string shard = l.use_hsdp ? str_cat("a larger --hsdp-shard-size (now ", l.hsdp_shard, ", more ranks per copy)")
+                                 : "--use-hsdp with --hsdp-shard-size N (each rank holds 1/N of the weights)";
+  if (part == "transformer" || part == "transformer_2" || part == "text_encoder" ||
+      part.rfind("checkpoint pages", 0) == 0)
+    return shard + (float32 ? ", or --dtype bfloat16" : "");
+  if (part.rfind("gathered", 0) == 0 && part.find("units") != std::string::npos)
+    return float32 ? "--dtype bfloat16 (a gathered block is whole on every rank)" : shard;
+  if (part == "vae") return run_.vae_dtype == "float32" ? "--vae-dtype bfloat16" : "a smaller VAE dtype";
+  if (part.find("decode") != std::string::npos || part == "decoded video" || part == "frames" ||
+      part == "gathered video")
+    return str_cat(run_.vae_parallel || l.cfg * l.ring * l.ulysses == 1 ? "" : "--vae-parallel, or ",
+                   "a lower --height / --width or fewer --num-frames");
+  return str_cat("a lower --height / --width or fewer --num-frames",
+                 l.ring * l.ulysses < l.world_size ? ", or more --ulysses-degree / --ring-degree ranks" : "");
+}
+
+void MemoryCheck::check(const dist::DeviceMesh& mesh) {
+  const dist::Communicator& world = mesh.world();
+  budget_ = dist::memory_budget(run_.device, world);  // collective (node ranks)
+  const pipeline::MemoryPlan& mine = plans_[static_cast<size_t>(world.rank())];
+  OMNI_DEBUG("memory plan of rank ", world.rank(), ": ", mine.summary());
+  if (world.rank() == 0) OMNI_INFO("memory plan (rank 0): ", mine.summary());
+  // The rank whose plan exceeds its memory the most says so for the job.
+  const auto [excess, worst] =
+      world.max_location(budget_.bytes > 0 ? static_cast<double>(mine.peak_bytes() - budget_.bytes) : -1.0);
+  if (excess <= 0) return;
+  std::string line;
+  if (world.rank() == worst) {
+    line = str_cat("memory plan: rank ", world.rank(), " needs ", format_bytes(mine.peak_bytes()), " at its ",
+                   mine.peak_phase().name, " peak, more than ", budget_.what, " (", format_bytes(budget_.bytes),
+                   " for this rank); largest part: ", mine.largest_part().name, " ",
+                   format_bytes(mine.largest_part().bytes), "; to fit: ", advice(mine));
+  }
+  line = world.broadcast(line, worst);
+  if (run_.strict_memory) dist::run_agreed(world, [&] { OMNI_FAIL_USAGE(line, " (--strict-memory)"); });
+  if (world.rank() == 0) OMNI_WARN(line, " (--strict-memory makes this an error)");
+}
+
+std::string MemoryCheck::describe(const std::function<bool(int)>& writes_video) const {
+  const bool cuda = run_.device != "cpu" && dist::visible_gpu_count() > 0;
+  std::ostringstream os;
+  os << "memory plan per rank (" << (cuda ? "GPU memory allocated" : "host memory above the process's start-up") << ", "
+     << run_.dtype << " weights, " << plans_[0].attention_kernel
+     << " attention; from configs and checkpoint headers):\n";
+  for (size_t r = 0; r < plans_.size(); ++r) {
+    const pipeline::MemoryPlan& p = plans_[r];
+    int same = -1;
+    for (size_t q = 0; q < r && same < 0; ++q)
+      if (plans_[q].to_json() == p.to_json()) same = static_cast<int>(q);
+    if (same >= 0) {
+      os << "  rank " << r << ": as rank " << same << "\n";
+      continue;
+    }
+    os << "  rank " << r << (writes_video(static_cast<int>(r)) ? " (writes videos)" : "") << ": peak "
+       << format_bytes(p.peak_bytes()) << " at " << p.peak_phase().name << "\n";
+    for (const auto& phase : p.phases) {
+      os << "    " << phase.name << " " << format_bytes(phase.bytes()) << ":";
+      bool first = true;
+      for (const auto& part : phase.parts) {
+        os << (first ? " " : ", ") << part.name << " " << format_bytes(part.bytes);
+        first = false;
+      }
+      os << "\n";
+    }
+  }
+  if (budget_.bytes > 0) {
+    int64_t peak = 0;
+    for (const auto& p : plans_) peak = std::max(peak, p.peak_bytes());
+    os << "memory available per rank (rank 0): " << format_bytes(budget_.bytes) << " (" << budget_.what << "); "
+       << (peak <= budget_.bytes ? "the plan fits" : "the plan does NOT fit") << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace omni::job

@@ -1,0 +1,52 @@
+// The memory check of a run (docs/DESIGN.md section 12): every rank's plan from the configs and checkpoint
+// headers (pipeline::MemoryPlanner), compared with each rank's device memory before any weight is read: a
+// warning naming the rank, its largest part and what would make it fit, or with --strict-memory one agreed
+// usage error; and the whole printout of --dry-run.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/options.h"
+#include "dist/device.h"
+#include "dist/device_mesh.h"
+#include "pipeline/memory_plan.h"
+
+namespace omni::io {
+class ModelDir;
+}
+
+namespace omni::job {
+
+class MemoryCheck {
+ public:
+  // Reads the model's shapes for `run` on `layout` (configs and headers; nothing else). `lora_files`: the
+  // resolved --lora and --lora-2 paths.
+  MemoryCheck(const io::ModelDir& model, const config::GenerateOptions& run, const config::Layout& layout,
+              const std::vector<std::string> (&lora_files)[2]);
+
+  // The multiple the model's video sizes snap to (sizes derived from an image).
+  int64_t spatial_multiple() const { return planner_.spatial_multiple(); }
+  // Every rank's plan from its work (indexed by rank).
+  void plan(const std::vector<pipeline::RankWork>& work);
+  const std::vector<pipeline::MemoryPlan>& plans() const { return plans_; }
+  // Each rank's plan against its device's memory: logs rank 0's plan, then the worst excess as a warning or,
+  // with --strict-memory, an agreed usage error. Collective over `mesh`'s world.
+  void check(const dist::DeviceMesh& mesh);
+  const dist::MemoryBudget& budget() const { return budget_; }
+  // --dry-run's memory section: every distinct plan by phase and part, the budget and the verdict.
+  std::string describe(const std::function<bool(int)>& writes_video) const;
+
+ private:
+  std::string advice(const pipeline::MemoryPlan& plan) const;
+
+  const config::GenerateOptions& run_;
+  const config::Layout& layout_;
+  pipeline::MemoryPlanner planner_;
+  std::vector<pipeline::MemoryPlan> plans_;  // every rank's
+  dist::MemoryBudget budget_;                // this rank's device memory
+};
+
+}  // namespace omni::job

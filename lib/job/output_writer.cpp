@@ -1,0 +1,143 @@
+#include "job/output_writer.h"
+
+#include <fstream>
+
+#include "core/files.h"
+#include "core/log.h"
+#include "core/tensor_dump.h"
+#include "io/safetensors.h"
+#include "io/video_writer.h"
+#include "pipeline/wan_pipeline.h"
+
+namespace omni::job {
+namespace {
+
+// Whether `path` is one of our own outputs of `video` left behind by a run killed before it committed the MP4
+// (sidecar and tensor files are committed first): a sidecar naming the video, or a tensor file whose metadata
+// names it. A resumed run may replace those; any other existing file is the user's.
+bool is_partial_output(const std::string& path, const std::string& video) {
+  if (is_file(video) || !is_file(path)) return false;
+  try {
+    if (ends_with(path, ".json")) {
+      std::ifstream in(path);
+      const nlohmann::json j = nlohmann::json::parse(in);
+      return j.is_object() && j.value("output", "") == video && j.contains("settings");
+    }
+    const io::SafetensorsFile file(path);
+    auto it = file.metadata().find("output");
+    return it != file.metadata().end() && it->second == video;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+nlohmann::json LoraRecords::to_json() const {
+  nlohmann::json out = nlohmann::json::object();
+  const char* names[2] = {"transformer", "transformer_2"};
+  for (int e = 0; e < 2; ++e) {
+    if (expert[e].empty()) continue;
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& r : expert[e]) {
+      const std::string name = r.path.substr(r.path.find_last_of('/') + 1);
+      list.push_back({{"path", r.path}, {"name", name}, {"sha256", r.sha256}, {"scale", r.scale}});
+    }
+    out[names[e]] = list;
+  }
+  return out;
+}
+
+bool is_earlier_report(const std::string& path) {
+  if (!is_file(path)) return false;
+  try {
+    std::ifstream in(path);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    return j.is_object() && j.contains("world_size") && j.contains("layout") && j.contains("videos");
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+void OutputWriter::check_paths(const VideoQueue& queue) {
+  const bool resumable = !run_.prompts_file.empty() && !run_.overwrite;
+  for (int i = 0; i < static_cast<int>(queue.size()); ++i) {
+    if (queue.status(i) != VideoStatus::kPending) continue;
+    const VideoSpec& v = queue.video(i);
+    io::check_output_writable(v.output, run_.overwrite);
+    for (const std::string& path : {v.output + ".json", v.tensors_path, v.dump_path}) {
+      if (path.empty()) continue;
+      if (resumable && is_partial_output(path, v.output)) replaceable_[i].insert(path);
+      io::check_output_writable(path, may_replace(i, path));
+    }
+  }
+  if (!run_.report.empty()) {
+    // A resumed list rewrites its own earlier report (the same command, run again).
+    replace_report_ = resumable && is_earlier_report(run_.report);
+    io::check_output_writable(run_.report, may_replace_report());
+  }
+}
+
+bool OutputWriter::may_replace(int index, const std::string& path) const {
+  if (run_.overwrite) return true;
+  auto it = replaceable_.find(index);
+  return it != replaceable_.end() && it->second.count(path) != 0;
+}
+
+void OutputWriter::write(int index, const VideoSpec& v, const std::string& task,
+                         const pipeline::GenerationResult& result, double seconds, const RunIdentity& run,
+                         const LoraRecords& lora_records) const {
+  const auto& o = v.opts;
+  const nlohmann::json lora = lora_records.to_json();
+  io::VideoWriteOptions vo;
+  vo.fps_num = o.fps;
+  vo.crf = o.crf;
+  vo.overwrite = run_.overwrite;
+  vo.metadata = {{"title", o.prompt},
+                 {"comment", "omni-generate; seed " + std::to_string(o.seed) + "; model " + run.model_root},
+                 {"prompt", o.prompt},
+                 {"seed", std::to_string(o.seed)},
+                 {"model", run.model_root}};
+  if (!lora.empty()) vo.metadata["lora"] = lora.dump();  // each file's path, name, SHA-256 and scale
+
+  // The tensor files name their video, so that a resumed run recognizes them as its own partial outputs.
+  const std::map<std::string, std::string> tag{{"output", v.output}};
+  if (!v.tensors_path.empty()) io::write_safetensors(v.tensors_path, result.tensors, tag);  // paths checked up front
+  if (!v.dump_path.empty()) io::write_safetensors(v.dump_path, debug::take_dumps(), tag);
+
+  // The sidecar: every resolved setting and the timings, so that a video can be reproduced from it.
+  nlohmann::json side;
+  side["output"] = v.output;
+  side["prompt"] = o.prompt;
+  side["prompt_index"] = index;
+  if (v.line > 0) side["prompts_file_line"] = v.line;
+  side["model"] = run.model_root;
+  side["pipeline"] = run.pipeline_class;
+  side["task"] = task;
+  side["preset"] = run.preset;
+  side["device"] = run.device;  // settings.device says what was asked ("auto"), this what ran
+  side["frames"] = result.frames.size(1);
+  side["height"] = result.frames.size(2);
+  side["width"] = result.frames.size(3);
+  if (!lora.empty()) side["lora"] = lora;
+  nlohmann::json settings;
+  for (const auto& spec : config::option_table()) settings[spec.name] = config::option_json(o, spec.name);
+  side["settings"] = settings;
+  side["sources"] = o.sources;  // where each setting came from (default, preset, config, flag, line, checkpoint)
+  nlohmann::json timings;
+  for (const auto& [k, val] : result.times.all()) timings[k] = val;
+  timings["generate"] = seconds;
+  side["timings"] = timings;
+  side["layout"] = run.layout;
+  side["layout_choice"] = run.layout_choice;
+  const std::string side_text = side.dump(2) + "\n";
+  vo.before_commit = [&] {
+    write_file_atomically(v.output + ".json", side_text, may_replace(index, v.output + ".json"));
+  };
+  io::write_video(v.output, result.frames[0], vo);  // [F, H, W, 3]
+  OMNI_LOG_AT(log::Level::kInfo, "wrote ", v.output, " (", result.frames.size(1), " frames ", result.frames.size(3),
+              "x", result.frames.size(2), ", ", seconds, " s)");
+  if (!log::enabled(log::Level::kInfo)) log::write_all_ranks(log::Level::kInfo, str_cat("wrote ", v.output));
+}
+
+}  // namespace omni::job
