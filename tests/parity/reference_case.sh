@@ -77,7 +77,8 @@ status=0
 check() {
   local name=$1 file=$2 tol=$3 keys=$4 kind=${5:---tolerance} rc=0
   "$compare" "$file" "$exp" --keys "$keys" "$kind" "$tol" >"$work/$name.txt" 2>&1 || rc=$?
-  awk -v name="$name" -v tol="$tol${kind/--rel-tolerance/ rel}" -v rc=$rc '
+  local label=$tol; [ "$kind" = --rel-tolerance ] && label="$tol rel"
+  awk -v name="$name" -v tol="$label" -v rc=$rc '
     $3 ~ /^(F32|I64|F64|I32)$/ { n++; if ($4 + 0 >= worst) { worst = $4 + 0; key = $1 } }
     END { printf "%-12s %-4s %3d tensors, tolerance %-6s worst %s %.3e\n", name, rc ? "FAIL" : "ok", n, tol, key, worst }
   ' "$work/$name.txt"
@@ -88,13 +89,18 @@ check() {
 }
 check init_latents "$work/tensors.safetensors" 0 init_latents
 check saved_1e5 "$work/tensors.safetensors" 1e-5 "$saved_1e5"
-check saved_1e4 "$work/tensors.safetensors" 1e-4 "$saved_1e4"
+# The decoded video: the VAE decoder amplifies its input's difference (vae_decode.in agrees within ~6e-6): up to
+# ~25 fold in most cases' random-weight decoders, 41 fold in t2v-headdim64's, whose parity tests set
+# FRAMES_TOLERANCE=2e-4 (measured on an AVX2 machine: frames 1.08e-4 with --vae-parallel, 9.7e-5 on ring 4).
+frames_tol=${FRAMES_TOLERANCE:-1e-4}
+decoded_tol=$(python3 -c "print(2 * $frames_tol)")
+check saved_1e4 "$work/tensors.safetensors" "$frames_tol" "$saved_1e4"
 check dump_1e5 "$work/dump.safetensors" 1e-5 "$dump_1e5"
 # The transformer's outputs are sums over whole heads: float32 rounding grows with their magnitude (up to ~6 in
 # t2v-headdim16) and the CPU's kernels (the same run gives call02.out 1.41e-5 on AVX2, 1.47e-5 with
 # ATEN_CPU_CAPABILITY=default, against diffusers recorded elsewhere), so they are held to 1e-5 of their scale.
 check dump_out "$work/dump.safetensors" 1e-5 "$dump_out" --rel-tolerance
 check dump_1e4 "$work/dump.safetensors" 1e-4 "$dump_1e4"
-check dump_2e4 "$work/dump.safetensors" 2e-4 "$dump_2e4"
+check dump_2e4 "$work/dump.safetensors" "$decoded_tol" "$dump_2e4"
 [ $status = 0 ] || { echo "FAIL: $exp on $np rank(s) $*"; exit 1; }
 echo "ok: $exp on $np rank(s)"

@@ -2,10 +2,14 @@
 # Remakes the parity references of tests/data/reference from their inputs with record.py.
 #
 #   tools/reference/cases.sh OUT_ROOT [CASE...]   record into OUT_ROOT/<case>/{expected.safetensors,case.json}
-#   tools/reference/cases.sh --check [CASE...]    record into a temporary folder and compare every tensor with
-#                                                 the committed expected.safetensors (max abs <= $TOLERANCE,
-#                                                 default 1e-6) and the entries of case.json; exits 1 on any
-#                                                 difference
+#   tools/reference/cases.sh --check [CASE...]    record into a temporary folder (or $CHECK_INTO) and compare
+#                                                 every tensor with the committed expected.safetensors and the
+#                                                 entries of case.json; exits 1 on any difference. Tensors are
+#                                                 held to max abs / max |committed| <= $REL_TOLERANCE (default
+#                                                 5e-6), the decoded video to $DECODED_REL_TOLERANCE (default
+#                                                 1e-3): the same diffusers differs by up to 1.5e-6 and 4.7e-4
+#                                                 between two x86-64 CPUs (AVX-512 and AVX2), its random-weight
+#                                                 VAE decoders amplifying the difference of their input ~100 fold
 #   tools/reference/cases.sh --make-inputs OMNI_MAKE_CHECKPOINT [CASE...]
 #                                                 remake, in place, the committed inputs that these tools made:
 #                                                 the generated checkpoints (tests/data/reference/<case>/model)
@@ -248,8 +252,13 @@ check=false
 generator=
 if [[ $1 == --check ]]; then
   check=true
-  out_root=$(mktemp -d)
-  trap 'rm -rf "$out_root"' EXIT
+  if [[ -n ${CHECK_INTO:-} ]]; then
+    out_root=$CHECK_INTO
+    mkdir -p "$out_root"
+  else
+    out_root=$(mktemp -d)
+    trap 'rm -rf "$out_root"' EXIT
+  fi
 elif [[ $1 == --make-inputs ]]; then
   [[ $# -ge 2 ]] || usage
   generator=$2
@@ -276,7 +285,8 @@ for name in "${cases[@]}"; do
   echo "cases.sh: $name recorded in $((SECONDS - start)) s"
   if $check; then
     echo "cases.sh: $name against the committed reference"
-    "$venv/bin/python" "$here/compare.py" --quiet --tolerance "${TOLERANCE:-1e-6}" \
+    "$venv/bin/python" "$here/compare.py" --quiet --rel-tolerance "${REL_TOLERANCE:-5e-6}" \
+      --decoded-rel-tolerance "${DECODED_REL_TOLERANCE:-1e-3}" \
       --cases "$ref/$name/case.json" "$out_root/$name/case.json" \
       "$ref/$name/expected.safetensors" "$out_root/$name/expected.safetensors" || status=1
   fi
