@@ -22,10 +22,9 @@
 #include "dist/communicator.h"
 #include "dist/device.h"
 #include "dist/device_mesh.h"
-#include "io/model_dir.h"
 #include "job/auto_layout.h"
-#include "job/default_model.h"
 #include "job/generation_job.h"
+#include "job/resolved_run.h"
 
 namespace {
 
@@ -80,19 +79,6 @@ std::string model_name_of(const omni::config::CommandLine& cli) {
   return "";
 }
 
-// The preset that fits the model: the built-in default model's, else what its model_index.json says (read
-// without loading anything), else what its name says.
-std::string choose_preset(const std::string& model) {
-  if (model.empty()) return omni::job::default_model_preset();
-  try {
-    auto index = omni::io::read_model_index(omni::io::resolve_model_path(model) + "/model_index.json");
-    return omni::config::preset_for(model, index.class_name, index.expand_timesteps);
-  } catch (const omni::Error&) {
-    // An unresolvable model is reported with its full explanation when the run opens it.
-    return omni::config::preset_for(model, "", false);
-  }
-}
-
 enum class Phase { kUniform, kAgreed, kRunning };
 
 int run(int argc, char** argv, int rank, int world, Phase& phase) {
@@ -106,12 +92,28 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
     if (rank == 0) std::cout << omni::dist::version_report(omni::config::tool_version());
     return 0;
   }
-  const std::string preset = choose_preset(model_name_of(cli));
+  // The log level as early as the flags say it: opening the model may warn (ignored config keys). An invalid
+  // value is reported by resolve_options.
+  if (auto it = cli.values.find("log-level"); it != cli.values.end()) {
+    try {
+      omni::log::set_level(omni::log::parse_level(it->second));
+    } catch (const omni::Error&) {
+    }
+  }
+  // The model (the built-in default model generated once when none is given) and the preset that fits it, then
+  // the options over that preset, then the video list and what earlier runs wrote: resolved once, here, for the
+  // layout choice and the job alike.
+  phase = Phase::kAgreed;
+  const omni::job::ResolvedModel model =
+      omni::job::resolve_model(model_name_of(cli), omni::dist::Communicator::world());
+  phase = Phase::kUniform;
+  const std::string& preset = model.preset;
   GenerateOptions opts = omni::config::resolve_options(cli, preset);
   omni::log::set_level(omni::log::parse_level(opts.log_level));
-  // The compute degrees: given, or chosen from the work (the model's configs and the prompt list).
   phase = Phase::kAgreed;
-  const auto decision = omni::job::decide_layout(opts, omni::dist::Communicator::world());
+  omni::job::ResolvedRun resolved = omni::job::resolve_run(opts, model, omni::dist::Communicator::world());
+  // The compute degrees: given, or chosen from the work (the model's configs and the prompt list).
+  const auto decision = omni::job::decide_layout(opts, resolved, omni::dist::Communicator::world());
   phase = Phase::kUniform;
   opts.parallel = decision.parallel;
   if (decision.automatic)  // listings and sidecars say where the degrees came from
@@ -124,7 +126,7 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
   omni::dist::DeviceMesh mesh(layout, omni::dist::Communicator::world());
   OMNI_DEBUG("mesh: ", mesh.describe());
   phase = Phase::kAgreed;
-  omni::job::GenerationJob job(opts, preset, mesh, decision.line);
+  omni::job::GenerationJob job(opts, std::move(resolved), preset, mesh, decision.line);
   if (opts.dry_run) {
     // The model's configs and headers, every rank's memory plan; rank 0 prints once all is checked.
     return job.dry_run([&] { print_plan(opts, layout, preset, decision.line); });

@@ -5,14 +5,13 @@
 
 #include "dist/agreement.h"
 #include "io/model_dir.h"
-#include "job/default_model.h"
-#include "job/video_list.h"
 #include "models/autoencoder_kl_wan.h"
 #include "models/wan_transformer_config.h"
 
 namespace omni::job {
 
-LayoutDecision decide_layout(const config::GenerateOptions& opts, const dist::Communicator& world) {
+LayoutDecision decide_layout(const config::GenerateOptions& opts, const ResolvedRun& run,
+                             const dist::Communicator& world) {
   LayoutDecision out{opts.parallel, ""};
   std::string given;
   for (const char* key : {"ulysses-degree", "ring-degree", "cfg-parallel-size"})
@@ -26,22 +25,19 @@ LayoutDecision decide_layout(const config::GenerateOptions& opts, const dist::Co
     return out;
   }
 
-  const std::string model = opts.model.empty() ? ensure_default_model(world) : opts.model;
-  std::vector<VideoSpec> videos;
   models::WanTransformerConfig tc;
   int64_t tf = 1, sf = 1;
   dist::run_agreed(world, [&] {
-    const auto dir = io::ModelDir::open(model);
-    tc = models::WanTransformerConfig::load(dir.component_dir("transformer"));
-    const auto vae = models::WanVaeConfig::from_file(dir.component_config_path("vae"));
-    videos = planned_video_list(opts);
+    tc = models::WanTransformerConfig::load(run.model->component_dir("transformer"));
+    const auto vae = models::WanVaeConfig::from_file(run.model->component_config_path("vae"));
     tf = vae.scale_factor_temporal;
     sf = vae.scale_factor_spatial;
   });
   // A resumed list is laid out for the videos it has left (a requeued job with one video left puts every rank
-  // on it); every rank gets rank 0's view of what is written.
-  const std::vector<bool> done = already_written(videos, opts, world);
-  const int left = static_cast<int>(std::count(done.begin(), done.end(), false));
+  // on it).
+  const std::vector<VideoSpec>& videos = run.videos;
+  const std::vector<bool>& done = run.written;
+  const int left = run.left();
   config::LayoutWork work;
   work.videos = left > 0 ? left : static_cast<int>(videos.size());
   work.heads = static_cast<int>(tc.num_attention_heads);

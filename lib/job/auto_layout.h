@@ -10,6 +10,7 @@
 
 #include "config/options.h"
 #include "dist/communicator.h"
+#include "job/resolved_run.h"
 
 namespace omni::job {
 
@@ -19,8 +20,9 @@ struct LayoutDecision {
   bool automatic = false;           // the degrees were chosen (their source: "layout auto")
 };
 
-// Reads the model's configs and the video list when the layout is automatic (agreed over `world`: a bad
-// file is one error on every rank). Generates the built-in default model first when no --model is given.
-LayoutDecision decide_layout(const config::GenerateOptions& opts, const dist::Communicator& world);
+// From the resolved run (its video list and what is written) and, when the layout is automatic, the model's
+// transformer and VAE configs (agreed over `world`: a bad file is one error on every rank).
+LayoutDecision decide_layout(const config::GenerateOptions& opts, const ResolvedRun& run,
+                             const dist::Communicator& world);
 
 }  // namespace omni::job

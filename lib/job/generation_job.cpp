@@ -21,7 +21,6 @@
 #include "io/image_resize.h"
 #include "io/model_dir.h"
 #include "io/video_writer.h"
-#include "job/default_model.h"
 #include "job/memory_check.h"
 #include "models/lora.h"
 
@@ -50,12 +49,14 @@ void maybe_inject_fault(int rank, int step, int video) {
 
 }  // namespace
 
-GenerationJob::GenerationJob(config::GenerateOptions options, std::string preset, const dist::DeviceMesh& mesh,
-                             std::string layout_line)
+GenerationJob::GenerationJob(config::GenerateOptions options, ResolvedRun run, std::string preset,
+                             const dist::DeviceMesh& mesh, std::string layout_line)
     : opts_(std::move(options)),
       preset_(std::move(preset)),
       layout_line_(std::move(layout_line)),
       mesh_(mesh),
+      model_(std::move(run.model)),
+      queue_(std::make_unique<VideoQueue>(std::move(run.videos), run.written)),
       writer_(opts_) {}
 
 GenerationJob::~GenerationJob() = default;
@@ -66,11 +67,7 @@ bool GenerationJob::is_writer(int r) const {
 }
 
 void GenerationJob::resolve() {
-  // The built-in default model is generated (once) by rank 0 before anyone looks for it.
-  const std::string model = opts_.model.empty() ? ensure_default_model(mesh_.world()) : opts_.model;
   dist::run_agreed(mesh_.world(), [&] {
-    model_ = std::make_unique<io::ModelDir>(io::ModelDir::open(model));
-    queue_ = std::make_unique<VideoQueue>(opts_.dry_run ? planned_video_list(opts_) : read_video_list(opts_));
     std::vector<std::pair<int, int>> image_hw;  // per video: the conditioning image's size, or 0x0
     for (const auto& v : queue_->videos()) {
       int h = 0, w = 0;
@@ -139,8 +136,9 @@ void GenerationJob::plan_memory() {
 
 void GenerationJob::prepare() {
   resolve();
-  // Resume: rank 0 decides, for every rank, which videos are already written (one view of the filesystem).
-  queue_->skip_written(opts_, mesh_.world());
+  for (int i = 0; i < static_cast<int>(queue_->size()); ++i)
+    if (queue_->status(i) == VideoStatus::kSkipped && mesh_.rank() == 0)
+      OMNI_INFO("skipping ", queue_->video(i).output, ": already written (--overwrite regenerates it)");
   dist::run_agreed(mesh_.world(), [&] {
     // Every path this run will write, checked on every rank before any weight is read.
     writer_.check_paths(*queue_);

@@ -27,6 +27,7 @@
 #include "core/timer.h"
 #include "dist/device_mesh.h"
 #include "job/output_writer.h"
+#include "job/resolved_run.h"
 #include "job/run_report.h"
 #include "job/video_queue.h"
 #include "pipeline/memory_plan.h"
@@ -42,9 +43,10 @@ class MemoryCheck;
 
 class GenerationJob {
  public:
-  // `preset` is the model preset the options were resolved with (kept for the sidecar).
-  // `layout_line` says how the layout was chosen (job/auto_layout.h), for the sidecars and the report.
-  GenerationJob(config::GenerateOptions options, std::string preset, const dist::DeviceMesh& mesh,
+  // `run`: the model and the video list (job/resolved_run.h). `preset` is the model preset the options were
+  // resolved with (kept for the sidecar). `layout_line` says how the layout was chosen (job/auto_layout.h), for
+  // the sidecars and the report.
+  GenerationJob(config::GenerateOptions options, ResolvedRun run, std::string preset, const dist::DeviceMesh& mesh,
                 std::string layout_line = "");
   ~GenerationJob();
 
@@ -60,7 +62,7 @@ class GenerationJob {
   int run();
 
  private:
-  // The model, the video list and the memory planner: what both a run and a dry run need.
+  // The videos' images and tasks, the LoRA files and the memory planner: what both a run and a dry run need.
   void resolve();
   bool is_writer(int rank) const;
   pipeline::RankWork work_of(int rank) const;
@@ -76,7 +78,7 @@ class GenerationJob {
   std::string preset_;
   std::string layout_line_;
   const dist::DeviceMesh& mesh_;
-  std::unique_ptr<io::ModelDir> model_;
+  std::shared_ptr<const io::ModelDir> model_;
   std::unique_ptr<VideoQueue> queue_;
   std::vector<pipeline::Task> tasks_;  // per video (TI2V-5B: image mode where the video has an image)
   OutputWriter writer_;

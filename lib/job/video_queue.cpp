@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "core/log.h"
 #include "dist/communicator.h"
 
 namespace omni::job {
@@ -20,20 +19,14 @@ const char* status_name(VideoStatus status) {
   }
 }
 
-VideoQueue::VideoQueue(std::vector<VideoSpec> videos)
-    : videos_(std::move(videos)), status_(videos_.size(), VideoStatus::kPending) {}
+VideoQueue::VideoQueue(std::vector<VideoSpec> videos, const std::vector<bool>& written)
+    : videos_(std::move(videos)), status_(videos_.size(), VideoStatus::kPending) {
+  for (size_t i = 0; i < status_.size() && i < written.size(); ++i)
+    if (written[i]) status_[i] = VideoStatus::kSkipped;
+}
 
 int VideoQueue::count(VideoStatus s) const {
   return static_cast<int>(std::count(status_.begin(), status_.end(), s));
-}
-
-void VideoQueue::skip_written(const config::GenerateOptions& run, const dist::Communicator& world) {
-  const std::vector<bool> done = already_written(videos_, run, world);
-  for (size_t i = 0; i < videos_.size(); ++i) {
-    status_[i] = done[i] ? VideoStatus::kSkipped : VideoStatus::kPending;
-    if (done[i] && world.rank() == 0)
-      OMNI_INFO("skipping ", videos_[i].output, ": already written (--overwrite regenerates it)");
-  }
 }
 
 std::vector<Assignment> VideoQueue::assignments_of(int dp_index, int dp) const {

@@ -22,7 +22,8 @@ struct Assignment {
 
 class VideoQueue {
  public:
-  explicit VideoQueue(std::vector<VideoSpec> videos);
+  // `written`: per video, already written by an earlier run (resume): those start skipped.
+  VideoQueue(std::vector<VideoSpec> videos, const std::vector<bool>& written);
 
   size_t size() const { return videos_.size(); }
   const VideoSpec& video(int i) const { return videos_[static_cast<size_t>(i)]; }
@@ -33,9 +34,6 @@ class VideoQueue {
   int count(VideoStatus s) const;
   bool has_work() const { return count(VideoStatus::kPending) > 0; }
 
-  // Resume: marks the videos rank 0 finds already written (a prompts-file run without --overwrite) skipped,
-  // the same on every rank of `world`. Collective.
-  void skip_written(const config::GenerateOptions& run, const dist::Communicator& world);
   // The videos data-parallel group `dp_index` of `dp` generates, in order: video k of the pending ones goes to
   // group k % dp, and every group runs the same number of rounds (a group out of videos repeats its last one)
   // so that the gathers of shard groups spanning several dp groups stay in step.

@@ -27,6 +27,7 @@
 #include "models/umt5_encoder.h"
 #include "models/umt5_tokenizer.h"
 #include "models/wan_transformer.h"
+#include "tensor_check.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;
@@ -49,11 +50,7 @@ std::vector<std::string> list_files(const std::string& root) {
   return out;
 }
 
-double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
-  EXPECT_EQ(a.sizes(), b.sizes());
-  if (a.sizes() != b.sizes()) return 1e30;
-  return (a.to(at::kFloat) - b.to(at::kFloat)).abs().max().item<double>();
-}
+using omni::test_util::max_abs_err;
 
 bool all_finite(const at::Tensor& t) {
   return at::isfinite(t.to(at::kFloat)).all().item<bool>();
@@ -186,7 +183,7 @@ TEST_P(GeneratorKinds, RoundTripLoadsAndRuns) {
   }
   if (spec.has_transformer_2()) {
     // Two experts from one seed must still be different models.
-    const double d = max_abs_diff(out.transformer.at("transformer"), out.transformer.at("transformer_2"));
+    const double d = max_abs_err(out.transformer.at("transformer"), out.transformer.at("transformer_2"));
     std::printf("[ %s ] max abs difference between the experts' outputs %.4f\n", kind_name(c.kind), d);
     EXPECT_GT(d, 1e-2);
   }
@@ -235,7 +232,7 @@ TEST(Generator, SameSeedSameBytesOtherSeedOtherWeights) {
   EXPECT_EQ(weight_files, 4);
   const auto a = omni::io::Checkpoint::open(dir / "a/transformer").read("blocks.0.attn1.to_q.weight");
   const auto c = omni::io::Checkpoint::open(dir / "c/transformer").read("blocks.0.attn1.to_q.weight");
-  const double d = max_abs_diff(a, c);
+  const double d = max_abs_err(a, c);
   std::printf("seed 7 vs 8: blocks.0.attn1.to_q.weight max abs difference %.4f\n", d);
   EXPECT_GT(d, 0.1);
 }
@@ -264,9 +261,9 @@ TEST(Generator, ShardedCheckpointMatchesSingleFile) {
   }
   const Outputs a = run_components(single, at::kFloat);
   const Outputs b = run_components(sharded, at::kFloat);
-  const double dt = max_abs_diff(a.transformer.at("transformer"), b.transformer.at("transformer"));
-  const double dv = max_abs_diff(a.video, b.video);
-  const double de = max_abs_diff(a.text, b.text);
+  const double dt = max_abs_err(a.transformer.at("transformer"), b.transformer.at("transformer"));
+  const double dv = max_abs_err(a.video, b.video);
+  const double de = max_abs_err(a.text, b.text);
   std::printf("sharded vs single file: max abs error transformer %.3g, vae %.3g, umt5 %.3g\n", dt, dv, de);
   EXPECT_EQ(dt, 0.0);
   EXPECT_EQ(dv, 0.0);
@@ -298,7 +295,7 @@ TEST(Generator, Bfloat16StorageKeepsFloat32Modules) {
   for (const char* name : {"blocks.0.attn1.to_q.weight", "scale_shift_table"}) {
     const auto got = ckpt.read(name);
     const auto want = ref.read(name).to(got.scalar_type());
-    EXPECT_EQ(max_abs_diff(got, want), 0.0) << name;
+    EXPECT_EQ(max_abs_err(got, want), 0.0) << name;
   }
   const Outputs out = run_components(bf16_root, at::kBFloat16);
   for (const auto& [name, y] : out.transformer) EXPECT_TRUE(all_finite(y)) << name;

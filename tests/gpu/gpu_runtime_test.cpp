@@ -18,14 +18,13 @@
 #include "dist/watchdog.h"
 #include "models/wan_rotary_pos_embed.h"
 #include "pipeline/sequence_parallel.h"
+#include "tensor_check.h"
 
 namespace {
 
 using omni::dist::Communicator;
 
-double max_abs(const at::Tensor& a, const at::Tensor& b) {
-  return (a.to(at::kDouble).cpu() - b.to(at::kDouble).cpu()).abs().max().item<double>();
-}
+using omni::test_util::max_abs_err;
 
 TEST(Gpu, DeviceAutoPicksTheGpuAndMakesItCurrent) {
   ASSERT_GT(omni::dist::visible_gpu_count(), 0) << "the gpu tests need a visible GPU";
@@ -44,22 +43,22 @@ TEST(Gpu, NcclCollectivesAtWorldSizeOne) {
     auto in = at::arange(1000, at::TensorOptions().dtype(type).device(dev));
     auto out = at::zeros_like(in);
     pg->all_gather_into_flat(out, in)->wait();
-    EXPECT_EQ(max_abs(out, in), 0.0) << "all_gather " << type;
+    EXPECT_EQ(max_abs_err(out, in), 0.0) << "all_gather " << type;
     out.zero_();
     pg->all_gather_v(out, in, {1000})->wait();
-    EXPECT_EQ(max_abs(out, in), 0.0) << "all_gather_v " << type;
+    EXPECT_EQ(max_abs_err(out, in), 0.0) << "all_gather_v " << type;
     out.zero_();
     pg->all_to_all(out, in)->wait();
-    EXPECT_EQ(max_abs(out, in), 0.0) << "all_to_all " << type;
+    EXPECT_EQ(max_abs_err(out, in), 0.0) << "all_to_all " << type;
     out.zero_();
     pg->all_to_all_v(out, in, {1000}, {1000})->wait();
-    EXPECT_EQ(max_abs(out, in), 0.0) << "all_to_all_v " << type;
+    EXPECT_EQ(max_abs_err(out, in), 0.0) << "all_to_all_v " << type;
     auto b = in.clone();
     pg->broadcast(b, 0)->wait();
-    EXPECT_EQ(max_abs(b, in), 0.0) << "broadcast " << type;
+    EXPECT_EQ(max_abs_err(b, in), 0.0) << "broadcast " << type;
     auto r = in.clone();
     pg->all_reduce(r)->wait();
-    EXPECT_EQ(max_abs(r, in), 0.0) << "all_reduce " << type;
+    EXPECT_EQ(max_abs_err(r, in), 0.0) << "all_reduce " << type;
   }
   pg->barrier()->wait();
   c10::cuda::device_synchronize();
@@ -96,15 +95,15 @@ TEST(Gpu, FusedBlockAttentionMatchesTheFloat32Composition) {
   // float32: the memory-efficient kernel (float32 arithmetic; TF32 is off for it).
   auto f32 = omni::pipeline::block_attention(q, k, v, scale);
   ASSERT_EQ(f32.lse.sizes(), ref.lse.sizes());
-  EXPECT_LT(max_abs(f32.out, ref.out), 1e-4);
-  EXPECT_LT(max_abs(f32.lse, ref.lse), 1e-4);
+  EXPECT_LT(max_abs_err(f32.out, ref.out), 1e-4);
+  EXPECT_LT(max_abs_err(f32.lse, ref.lse), 1e-4);
   // bfloat16: the flash kernel; its output is rounded once to bfloat16 (2^-9 relative of |out| <= max|v|).
   auto qb = q.to(at::kBFloat16), kb = k.to(at::kBFloat16), vb = v.to(at::kBFloat16);
   auto bf = omni::pipeline::block_attention(qb, kb, vb, scale);
   auto ref_b = omni::pipeline::block_attention_math(qb, kb, vb, scale);
   EXPECT_EQ(bf.out.scalar_type(), at::kFloat);
-  EXPECT_LE(max_abs(bf.out, ref_b.out), std::ldexp(vb.abs().max().item<double>(), -8));
-  EXPECT_LT(max_abs(bf.lse, ref_b.lse), 1e-2);
+  EXPECT_LE(max_abs_err(bf.out, ref_b.out), std::ldexp(vb.abs().max().item<double>(), -8));
+  EXPECT_LT(max_abs_err(bf.lse, ref_b.lse), 1e-2);
 }
 
 TEST(Gpu, RotaryTablesAreBuiltOncePerGridAndStayOnTheDevice) {
@@ -116,8 +115,8 @@ TEST(Gpu, RotaryTablesAreBuiltOncePerGridAndStayOnTheDevice) {
   EXPECT_EQ(a.cos.data_ptr(), b.cos.data_ptr());
   EXPECT_EQ(a.cos.size(0), 21 * 30 * 52);
   auto cpu = rope.forward(21, 30, 52, at::kCPU);
-  EXPECT_EQ(max_abs(a.cos, cpu.cos), 0.0);
-  EXPECT_EQ(max_abs(a.sin, cpu.sin), 0.0);
+  EXPECT_EQ(max_abs_err(a.cos, cpu.cos), 0.0);
+  EXPECT_EQ(max_abs_err(a.sin, cpu.sin), 0.0);
 }
 
 }  // namespace

@@ -42,7 +42,7 @@
 namespace fs = std::filesystem;
 using hsdp_test::Checks;
 using hsdp_test::CountingGroup;
-using hsdp_test::max_abs_diff;
+using hsdp_test::max_abs_err;
 using hsdp_test::RecordingHooks;
 using omni::models::Module;
 using omni::models::Umt5Encoder;
@@ -259,7 +259,7 @@ void fixture_case(Checks& checks, const std::string& name, int world) {
       double err_t = 0, err_text = 0;
       std::vector<std::string> keys_t;
       for (const auto& [key, t] : ref.out) {
-        const double e = max_abs_diff(got.out.at(key), t);
+        const double e = max_abs_err(got.out.at(key), t);
         if (key.rfind("text.", 0) == 0) {
           err_text = std::max(err_text, e);
         } else {
@@ -277,10 +277,10 @@ void fixture_case(Checks& checks, const std::string& name, int world) {
         double fix_t = 0;
         for (const auto& key : keys_t)
           fix_t = std::max(fix_t,
-                           max_abs_diff(got.out.at(key), c.get(key == "unit" ? "unit.transformer.out" : key + ".out")));
+                           max_abs_err(got.out.at(key), c.get(key == "unit" ? "unit.transformer.out" : key + ".out")));
         checks.err(tag + "sharded transformer vs diffusers' outputs", fix_t, 1e-4);
         checks.err(tag + "sharded UMT5 vs transformers' last_hidden_state",
-                   max_abs_diff(got.out.at("text.prompt"), c.get("prompt.last_hidden_state")), 1e-5);
+                   max_abs_err(got.out.at("text.prompt"), c.get("prompt.last_hidden_state")), 1e-5);
       }
     }
   }
@@ -390,11 +390,11 @@ void generated_checks(Checks& checks, const std::string& model_dir, int world) {
         omni::models::HsdpHooks h(l.sharded.get());
         if (name == "text_encoder") {
           auto whole = Umt5Encoder::load(model_dir + "/text_encoder", dtype);
-          err = std::max(err, max_abs_diff(l.text().forward(ids, mask, &h), whole->forward(ids, mask)));
+          err = std::max(err, max_abs_err(l.text().forward(ids, mask, &h), whole->forward(ids, mask)));
         } else {
           auto whole = WanTransformer3DModel::load(model_dir + "/" + name, dtype);
           err = std::max(err,
-                         max_abs_diff(l.expert().forward(in.x, in.t, in.ctx, &h), whole->forward(in.x, in.t, in.ctx)));
+                         max_abs_err(l.expert().forward(in.x, in.t, in.ctx, &h), whole->forward(in.x, in.t, in.ctx)));
         }
       }
       checks.err(tag + "both experts and UMT5 == unsharded", err);

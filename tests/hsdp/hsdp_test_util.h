@@ -17,18 +17,14 @@
 #include "hsdp/hsdp_engine.h"
 #include "models/module.h"
 #include "mpi_check.h"
+#include "tensor_check.h"
 
 namespace hsdp_test {
 
 // Pass/fail table printed by world rank 0 (tests/common/mpi_check.h).
 using Checks = omni::test_util::MpiChecks;
 
-// Max |a - b| in double; infinity when the shapes differ.
-inline double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
-  if (a.sizes() != b.sizes()) return 1e300;
-  if (a.numel() == 0) return 0.0;
-  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-}
+using omni::test_util::max_abs_err;
 
 // Forwards every collective to `inner` and records the all-gathers: how many, the bytes of their outputs and
 // the bytes this rank received (output - own input), so the tests can compare the engine's accounting with

@@ -14,7 +14,7 @@
 namespace omni::sched {
 namespace {
 
-using testing::max_rel_error;
+using testing::max_rel_err;
 using testing::reference_dir;
 using testing::scheduler_config;
 
@@ -36,7 +36,7 @@ TEST(FlowMatchEuler, FormulaOnFixtureInputs) {
       EXPECT_EQ(sched->timestep_values()[i], static_cast<int64_t>(ref_t[i].item<double>()));
     }
     const at::Tensor ref_s = fx.read(key + ".sigmas", at::kDouble);  // [n + 1]
-    worst_sigma = std::max(worst_sigma, max_rel_error(sched->sigmas(), ref_s));
+    worst_sigma = std::max(worst_sigma, max_rel_err(sched->sigmas(), ref_s));
 
     at::Tensor x = fx.read(key + ".x0", at::kFloat);
     at::Tensor expect = x.to(at::kDouble);
@@ -46,7 +46,7 @@ TEST(FlowMatchEuler, FormulaOnFixtureInputs) {
       ASSERT_EQ(x.scalar_type(), at::kFloat);
       const double dt = ref_s[i + 1].item<double>() - ref_s[i].item<double>();
       expect = expect + v.to(at::kDouble) * dt;
-      const double err = max_rel_error(x, expect);
+      const double err = max_rel_err(x, expect);
       EXPECT_LE(err, 1e-5) << "step " << i;
       worst = std::max(worst, err);
     }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "io/json_file.h"
+#include "tensor_check.h"
 #include "test_util.h"
 
 namespace omni::sched::testing {
@@ -28,13 +29,6 @@ inline std::string step_key(const std::string& run, const char* what, int i) {
   return run + "." + what + idx;
 }
 
-// max |a - b| / max |b| (float64), the relative error of a whole tensor against its reference.
-inline double max_rel_error(const at::Tensor& a, const at::Tensor& b) {
-  const at::Tensor x = a.to(at::kCPU, at::kDouble);
-  const at::Tensor y = b.to(at::kCPU, at::kDouble);
-  if (x.sizes() != y.sizes()) return 1e30;
-  const double scale = std::max(y.abs().max().item<double>(), 1e-30);
-  return (x - y).abs().max().item<double>() / scale;
-}
+using test_util::max_rel_err;
 
 }  // namespace omni::sched::testing

@@ -15,7 +15,7 @@ namespace omni::sched {
 namespace {
 
 using testing::expect_error;
-using testing::max_rel_error;
+using testing::max_rel_err;
 using testing::scheduler_config;
 
 nlohmann::json with(const std::string& key, const nlohmann::json& value) {
@@ -125,10 +125,10 @@ TEST(SchedulerConfig, ExactVelocityStaysOnTheFlowPath) {
         x = sched->step(v, sched->timestep_values()[i], x);
         const double sn = s[i + 1];
         const at::Tensor on_path = d.mul(1.0 - sn).add(noise.mul(sn));
-        worst = std::max(worst, max_rel_error(x, on_path));
+        worst = std::max(worst, max_rel_err(x, on_path));
       }
       EXPECT_LE(worst, 2e-5);
-      if (std::string(var.final_type) == "zero") EXPECT_LE(max_rel_error(x, d), 2e-5);
+      if (std::string(var.final_type) == "zero") EXPECT_LE(max_rel_err(x, d), 2e-5);
     }
   }
 }

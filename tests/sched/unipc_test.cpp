@@ -15,7 +15,7 @@
 namespace omni::sched {
 namespace {
 
-using testing::max_rel_error;
+using testing::max_rel_err;
 using testing::reference_dir;
 using testing::scheduler_config;
 
@@ -47,7 +47,7 @@ TEST(UniPC, SchedulerFixtureRuns) {
     }
     const at::Tensor ref_s = fx.read(key + ".sigmas", at::kFloat);
     ASSERT_EQ(sched->sigmas().scalar_type(), at::kFloat);
-    const double sigma_err = max_rel_error(sched->sigmas(), ref_s);
+    const double sigma_err = max_rel_err(sched->sigmas(), ref_s);
     EXPECT_LE(sigma_err, kTol);
     worst_sigma = std::max(worst_sigma, sigma_err);
 
@@ -58,7 +58,7 @@ TEST(UniPC, SchedulerFixtureRuns) {
       const at::Tensor v = fx.read(testing::step_key(key, "model_output", i), at::kFloat);
       x = sched->step(v, sched->timestep_values()[i], x);
       ASSERT_EQ(x.scalar_type(), at::kFloat);
-      const double err = max_rel_error(x, fx.read(testing::step_key(key, "sample", i), at::kFloat));
+      const double err = max_rel_err(x, fx.read(testing::step_key(key, "sample", i), at::kFloat));
       EXPECT_LE(err, kTol) << "sample " << i;
       case_worst = std::max(case_worst, err);
     }
@@ -89,7 +89,7 @@ TEST(UniPC, PipelineCases) {
       EXPECT_EQ(sched->timestep_values()[i], static_cast<int64_t>(ref_t[i].item<double>())) << "timestep " << i;
       EXPECT_EQ(sched->timestep_values()[i], static_cast<int64_t>(cs["step_log"][i]["timestep"].get<double>()));
     }
-    const double sigma_err = max_rel_error(sched->sigmas(), fx.read("scheduler.sigmas", at::kFloat));
+    const double sigma_err = max_rel_err(sched->sigmas(), fx.read("scheduler.sigmas", at::kFloat));
     EXPECT_LE(sigma_err, kTol);
 
     // Step k consumes calls 2k (cond) and 2k+1 (uncond); the guidance scale follows the expert of the call.
@@ -107,7 +107,7 @@ TEST(UniPC, PipelineCases) {
       const at::Tensor u = fx.read(std::string(uncond) + ".out", at::kFloat);
       const at::Tensor v = u.add(c.sub(u).mul(high ? g1 : g2));  // uncond + g * (cond - uncond)
       x = sched->step(v, sched->timestep_values()[k], x);
-      const double err = max_rel_error(x, fx.read(std::string(step) + ".latents", at::kFloat));
+      const double err = max_rel_err(x, fx.read(std::string(step) + ".latents", at::kFloat));
       EXPECT_LE(err, kTol) << step;
       worst = std::max(worst, err);
     }
@@ -134,7 +134,7 @@ TEST(UniPC, StepIndexAndReset) {
   const at::Tensor second_b = sched->step(v1, sched->timestep_values()[1], first_b);
   EXPECT_EQ(sched->step_index(), 2);
   EXPECT_TRUE(at::equal(second_a, second_b)) << "reset() must forget the history";
-  EXPECT_LE(max_rel_error(second_b, fx.read(key + ".sample01", at::kFloat)), kTol);
+  EXPECT_LE(max_rel_err(second_b, fx.read(key + ".sample01", at::kFloat)), kTol);
 
   // Entering at the third timestep starts at index 2; a timestep not in the schedule means the last step.
   sched->reset();
@@ -145,7 +145,7 @@ TEST(UniPC, StepIndexAndReset) {
   EXPECT_EQ(sched->step_index(), 10);
   // The last step lands on sigma 0 and returns the data prediction x - sigma * v.
   const float s = sched->sigma_values()[9];
-  EXPECT_LE(max_rel_error(last, x0.sub(v0.mul(static_cast<double>(s)))), 1e-7);
+  EXPECT_LE(max_rel_err(last, x0.sub(v0.mul(static_cast<double>(s)))), 1e-7);
   EXPECT_THROW(sched->step(v0, 0, x0), Error);  // past the end
 }
 

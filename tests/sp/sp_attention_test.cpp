@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "pipeline/sequence_parallel.h"
+#include "tensor_check.h"
 
 namespace {
 
@@ -19,9 +20,7 @@ using omni::pipeline::block_attention_math;
 using omni::pipeline::merge_attention;
 using omni::pipeline::PartialAttention;
 
-double max_abs(const at::Tensor& a, const at::Tensor& b) {
-  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-}
+using omni::test_util::max_abs_err;
 
 // softmax(q k^T * scale) v and logsumexp of the scores, all in float64.
 PartialAttention reference(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale) {
@@ -44,7 +43,7 @@ TEST(BlockAttention, OneBlockMatchesSoftmax) {
   auto got = block_attention(q, k, v, scale);
   auto ref = reference(q, k, v, scale);
   ASSERT_EQ(got.out.scalar_type(), at::kFloat);
-  const double e_out = max_abs(got.out, ref.out), e_lse = max_abs(got.lse, ref.lse);
+  const double e_out = max_abs_err(got.out, ref.out), e_lse = max_abs_err(got.lse, ref.lse);
   std::printf("one block: out max_abs_err=%g lse max_abs_err=%g\n", e_out, e_lse);
   EXPECT_LT(e_out, 1e-6);
   EXPECT_LT(e_lse, 1e-5);
@@ -61,9 +60,9 @@ TEST(BlockAttention, FusedKernelMatchesFloat64Softmax) {
   auto ref = reference(q, k, v, scale);
   ASSERT_EQ(fused.out.scalar_type(), at::kFloat);
   ASSERT_EQ(fused.lse.sizes(), (std::vector<int64_t>{1, 3, 300}));
-  const double e_out = max_abs(fused.out, ref.out), e_lse = max_abs(fused.lse, ref.lse);
-  std::printf("fused: out max_abs_err=%g lse max_abs_err=%g (math: %g, %g)\n", e_out, e_lse, max_abs(math.out, ref.out),
-              max_abs(math.lse, ref.lse));
+  const double e_out = max_abs_err(fused.out, ref.out), e_lse = max_abs_err(fused.lse, ref.lse);
+  std::printf("fused: out max_abs_err=%g lse max_abs_err=%g (math: %g, %g)\n", e_out, e_lse,
+              max_abs_err(math.out, ref.out), max_abs_err(math.lse, ref.lse));
   // float32 sums of 520 terms of size ~1: a few hundred float32 ulps at most.
   EXPECT_LT(e_out, 1e-5);
   EXPECT_LT(e_lse, 1e-5);
@@ -75,7 +74,7 @@ TEST(BlockAttention, QueryChunksMatchOneChunk) {
   auto whole = block_attention_math(q, k, v, 0.5);
   // 2 heads x 6 keys = 12 score elements per query row: a budget of 40 gives chunks of 3 rows (3, 3, 3, 2).
   auto chunked = block_attention_math(q, k, v, 0.5, /*max_score_elements=*/40);
-  const double e = std::max(max_abs(whole.out, chunked.out), max_abs(whole.lse, chunked.lse));
+  const double e = std::max(max_abs_err(whole.out, chunked.out), max_abs_err(whole.lse, chunked.lse));
   std::printf("query chunks vs one chunk: max_abs_err=%g\n", e);
   EXPECT_LT(e, 1e-6);
 }
@@ -93,7 +92,7 @@ TEST(MergeAttention, BlocksMatchSoftmaxOverUnion) {
     // Large scores carry float32 rounding of their own (|score| ~ 200 at amplitude 8): the merge may add
     // rounding of the same order, no more, to what one float32 softmax over all keys gets.
     auto whole = block_attention(q, k, v, scale);
-    const double e_whole = max_abs(whole.out, ref.out), e_whole_lse = max_abs(whole.lse, ref.lse);
+    const double e_whole = max_abs_err(whole.out, ref.out), e_whole_lse = max_abs_err(whole.lse, ref.lse);
     const double tol_out = std::max(1e-6, 3 * e_whole), tol_lse = std::max(1e-6, 3 * e_whole_lse);
     const std::vector<std::pair<int64_t, int64_t>> blocks = {{0, 4}, {4, 5}, {5, 10}};
     for (bool reversed : {false, true}) {
@@ -107,7 +106,7 @@ TEST(MergeAttention, BlocksMatchSoftmaxOverUnion) {
           merge_attention(acc, part);
         }
       }
-      const double e_out = max_abs(acc.out, ref.out), e_lse = max_abs(acc.lse, ref.lse);
+      const double e_out = max_abs_err(acc.out, ref.out), e_lse = max_abs_err(acc.lse, ref.lse);
       std::printf(
           "merge of 3 blocks (amplitude %g, %s): out max_abs_err=%g (one float32 softmax: %g), lse "
           "max_abs_err=%g (one float32 softmax: %g)\n",
@@ -130,7 +129,7 @@ TEST(MergeAttention, Bfloat16InputsAccumulateInFloat32) {
   // The same bfloat16 values; each block's output is the bfloat16 kernel's, rounded once to bfloat16
   // (relative 2^-9), and the merge weights sum to 1: the merged result is within 2^-9 max|v| (+ float32
   // rounding) of the float64 softmax. A bfloat16 merge would add its own roundings on top.
-  const double e = max_abs(acc.out, reference(q, k, v, 0.35).out);
+  const double e = max_abs_err(acc.out, reference(q, k, v, 0.35).out);
   const double bound = std::ldexp(v.to(at::kFloat).abs().max().item<double>(), -9) + 1e-6;
   std::printf("bf16 inputs, float32 merge: max_abs_err=%g (bound %g)\n", e, bound);
   EXPECT_LE(e, bound);
@@ -160,8 +159,8 @@ TEST(Backends, DegreeOneIsLocalAttention) {
   omni::pipeline::UlyssesAttention ulysses(nullptr, {5}, &ring);
   auto ref = reference(q, k, v, 1.0 / std::sqrt(8.0)).out;
   for (auto kind : {omni::models::AttentionKind::kSelf, omni::models::AttentionKind::kCross}) {
-    EXPECT_LT(max_abs(ring.attend(q, k, v, kind), ref), 1e-6);
-    EXPECT_LT(max_abs(ulysses.attend(q, k, v, kind), ref), 1e-6);
+    EXPECT_LT(max_abs_err(ring.attend(q, k, v, kind), ref), 1e-6);
+    EXPECT_LT(max_abs_err(ulysses.attend(q, k, v, kind), ref), 1e-6);
   }
 }
 

@@ -23,6 +23,7 @@
 #include "models/wan_transformer.h"
 #include "mpi_check.h"
 #include "pipeline/sequence_parallel.h"
+#include "tensor_check.h"
 
 namespace {
 
@@ -35,10 +36,7 @@ using omni::pipeline::SequenceParallel;
 omni::test_util::MpiChecks g_checks;  // the pass/fail table (tests/common/mpi_check.h)
 int g_rank = 0;
 
-double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
-  if (a.sizes() != b.sizes()) return INFINITY;
-  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-}
+using omni::test_util::max_abs_err;
 
 WanTransformerConfig tiny_config(int64_t heads) {
   WanTransformerConfig c;
@@ -162,7 +160,7 @@ int run_all() {
       const auto out = omni::pipeline::sp_forward(*model, in.hidden, in.timestep, in.context, &hooks, l.sp);
       // Degree 1 must be forward() itself.
       const double tol = l.sp.degree() == 1 ? 0.0 : 1e-5;
-      g_checks.err("f32 " + l.name + ", " + in.name, max_abs_diff(out, ref), tol, ref_max);
+      g_checks.err("f32 " + l.name + ", " + in.name, max_abs_err(out, ref), tol, ref_max);
       g_checks.truth("hooks order " + l.name + ", " + in.name, hooks.events == ref_hooks.events);
     }
   }
@@ -173,14 +171,14 @@ int run_all() {
     const auto& in = inputs[3];
     const auto ref32 = model->forward(in.hidden, in.timestep, in.context).to(at::kDouble);
     const auto ref16 = model_bf16->forward(in.hidden, in.timestep, in.context);
-    const double bf16_err = max_abs_diff(ref16, ref32);
+    const double bf16_err = max_abs_err(ref16, ref32);
     for (const auto& l : layouts) {
       if (l.sp.degree() == 1) continue;
       const auto out = omni::pipeline::sp_forward(*model_bf16, in.hidden, in.timestep, in.context, nullptr, l.sp);
       g_checks.truth("bf16 dtype " + l.name, out.scalar_type() == at::kBFloat16);
       g_checks.err(
           "bf16 " + l.name + ", " + in.name + " vs f32 forward (bf16 forward: " + std::to_string(bf16_err) + ")",
-          max_abs_diff(out, ref32), 2 * bf16_err + 1e-3);
+          max_abs_err(out, ref32), 2 * bf16_err + 1e-3);
     }
   }
 

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
+#include "tensor_check.h"
 #include "test_util.h"
 
 namespace omni::text_testing {
@@ -33,8 +34,6 @@ inline at::Tensor expected(const std::string& name, const std::string& key) {
   return io::SafetensorsFile(case_dir(name) + "/expected.safetensors").read(key);
 }
 
-inline double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
-  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-}
+using test_util::max_abs_err;
 
 }  // namespace omni::text_testing

@@ -39,7 +39,7 @@ TEST(Umt5Encoder, LastHiddenStateMatchesFixtureFloat32) {
     const auto out = encoder->forward(ids, mask);
     ASSERT_EQ(out.sizes(), ref.sizes());
     EXPECT_EQ(out.scalar_type(), at::kFloat);
-    const double err = max_abs_diff(out, ref);
+    const double err = max_abs_err(out, ref);
     std::printf("[%s] last_hidden_state float32: max abs err %.3g (|ref| max %.3g)\n", name, err,
                 ref.abs().max().item<double>());
     EXPECT_LT(err, kFloat32Tol);
@@ -60,8 +60,8 @@ TEST(Umt5Encoder, PromptEmbedsMatchFixtureFloat32) {
     ASSERT_EQ(embeds.sizes(), (std::vector<int64_t>{2, max_len, encoder->config().d_model}));
     const auto ref_pos = expected(name, "prompt_embeds");
     const auto ref_neg = expected(name, "negative_prompt_embeds");
-    const double err_pos = max_abs_diff(embeds.slice(0, 0, 1), ref_pos);
-    const double err_neg = max_abs_diff(embeds.slice(0, 1, 2), ref_neg);
+    const double err_pos = max_abs_err(embeds.slice(0, 0, 1), ref_pos);
+    const double err_neg = max_abs_err(embeds.slice(0, 1, 2), ref_neg);
     std::printf("[%s] prompt_embeds float32: max abs err %.3g; negative_prompt_embeds: %.3g\n", name, err_pos, err_neg);
     EXPECT_LT(err_pos, kFloat32Tol);
     EXPECT_LT(err_neg, kFloat32Tol);
@@ -89,9 +89,9 @@ TEST(Umt5Encoder, BFloat16StaysClose) {
     const auto ref_last = expected(name, "prompt.last_hidden_state");
     const auto ref_pos = expected(name, "prompt_embeds");
     const auto ref_neg = expected(name, "negative_prompt_embeds");
-    const double rel_last = max_abs_diff(last, ref_last) / ref_last.abs().max().item<double>();
-    const double rel_pos = max_abs_diff(embeds.slice(0, 0, 1), ref_pos) / ref_pos.abs().max().item<double>();
-    const double rel_neg = max_abs_diff(embeds.slice(0, 1, 2), ref_neg) / ref_neg.abs().max().item<double>();
+    const double rel_last = max_abs_err(last, ref_last) / ref_last.abs().max().item<double>();
+    const double rel_pos = max_abs_err(embeds.slice(0, 0, 1), ref_pos) / ref_pos.abs().max().item<double>();
+    const double rel_neg = max_abs_err(embeds.slice(0, 1, 2), ref_neg) / ref_neg.abs().max().item<double>();
     std::printf(
         "[%s] bfloat16 vs float32 reference, max abs err / max |ref|: last_hidden_state %.3g, "
         "prompt_embeds %.3g, negative_prompt_embeds %.3g\n",
@@ -138,13 +138,13 @@ TEST(Umt5Encoder, LayerNormAndGeluMirrorTransformers) {
   const auto w = at::linspace(0.5, 1.5, 32, at::kFloat);
   const auto xd = x.to(at::kDouble);
   const auto ln_ref = xd / (xd.pow(2).mean(-1, true) + 1e-6).sqrt() * w.to(at::kDouble);
-  EXPECT_LT(max_abs_diff(t5_layer_norm(x, w, 1e-6), ln_ref), 1e-6);
+  EXPECT_LT(max_abs_err(t5_layer_norm(x, w, 1e-6), ln_ref), 1e-6);
   // bfloat16 weight: the normalized value is rounded to bfloat16 before the weight multiplies it.
   const auto ln_bf = t5_layer_norm(x.to(at::kBFloat16), w.to(at::kBFloat16), 1e-6);
   EXPECT_EQ(ln_bf.scalar_type(), at::kBFloat16);
-  EXPECT_LT(max_abs_diff(ln_bf, ln_ref), 3e-2);
+  EXPECT_LT(max_abs_err(ln_bf, ln_ref), 3e-2);
   const auto gelu_ref = 0.5 * xd * (1 + at::tanh(std::sqrt(2 / M_PI) * (xd + 0.044715 * xd.pow(3))));
-  EXPECT_LT(max_abs_diff(gelu_new(x), gelu_ref), 1e-6);
+  EXPECT_LT(max_abs_err(gelu_new(x), gelu_ref), 1e-6);
   const auto mask = at::tensor(std::vector<int64_t>{1, 1, 0});
   const auto ext = extended_attention_mask(mask.unsqueeze(0), at::kFloat);  // [1, 1, 1, 3]
   ASSERT_EQ(ext.sizes(), (std::vector<int64_t>{1, 1, 1, 3}));
@@ -219,7 +219,7 @@ TEST(Umt5Encoder, TiedEmbeddingUnderEitherName) {
         if (name == "shared.weight") name = "encoder.embed_tokens.weight";
     });
     const auto encoder = Umt5Encoder::load(dir / "", at::kFloat);
-    EXPECT_LT(max_abs_diff(encoder->forward(ids, mask), ref), kFloat32Tol);
+    EXPECT_LT(max_abs_err(encoder->forward(ids, mask), ref), kFloat32Tol);
   }
   {
     // Both: shared.weight is the embedding (transformers' tying keeps it); a different copy is ignored.
@@ -231,7 +231,7 @@ TEST(Umt5Encoder, TiedEmbeddingUnderEitherName) {
       t.emplace_back("encoder.embed_tokens.weight", at::zeros_like(shared));
     });
     const auto encoder = Umt5Encoder::load(dir / "", at::kFloat);
-    EXPECT_LT(max_abs_diff(encoder->forward(ids, mask), ref), kFloat32Tol);
+    EXPECT_LT(max_abs_err(encoder->forward(ids, mask), ref), kFloat32Tol);
   }
 }
 

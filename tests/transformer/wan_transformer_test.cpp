@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
+#include "tensor_check.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;
@@ -34,11 +35,7 @@ namespace {
 
 const std::string kRef = std::string(OMNI_TEST_DATA_DIR) + "/reference/";
 
-double max_abs_err(const at::Tensor& a, const at::Tensor& b) {
-  EXPECT_EQ(a.sizes(), b.sizes());
-  if (a.sizes() != b.sizes()) return 1e30;
-  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-}
+using omni::test_util::max_abs_err;
 
 struct Case {
   std::string name;

@@ -24,6 +24,7 @@
 #include "io/json_file.h"
 #include "io/safetensors.h"
 #include "models/autoencoder_kl_wan.h"
+#include "tensor_check.h"
 
 namespace fs = std::filesystem;
 using omni::models::AutoencoderKLWan;
@@ -43,11 +44,7 @@ at::Tensor fixture(const std::string& name, const std::string& key) {
   return file.read(key, at::kFloat);
 }
 
-double max_abs_error(const at::Tensor& a, const at::Tensor& b) {
-  EXPECT_EQ(a.sizes(), b.sizes());
-  if (a.sizes() != b.sizes()) return 1e30;
-  return (a.to(at::kFloat) - b.to(at::kFloat)).abs().max().item<double>();
-}
+using omni::test_util::max_abs_err;
 
 // Loads each case's VAE once per dtype (the tiny models take milliseconds, but parsing adds up).
 const AutoencoderKLWan& vae(const std::string& name, at::ScalarType dtype) {
@@ -72,7 +69,7 @@ void check_pair(const Pair& p, at::ScalarType dtype, double tolerance) {
   at::Tensor expected = fixture(p.name, p.out);
   at::Tensor got = p.encode ? model.encode(in) : model.decode(in);
   EXPECT_EQ(got.scalar_type(), dtype);
-  const double err = max_abs_error(got, expected);
+  const double err = max_abs_err(got, expected);
   std::printf("[ %s %s -> %s (%s) ] max abs error %.3e (tolerance %.0e)\n", p.name.c_str(), p.in, p.out,
               dtype == at::kFloat ? "float32" : "bfloat16", err, tolerance);
   EXPECT_LE(err, tolerance) << p.name << " " << p.out;
@@ -138,7 +135,7 @@ TEST(WanVae, BFloat16EncodeWithinTheArithmeticBound) {
     const auto& model = vae(p.name, at::kBFloat16);
     const at::Tensor expected = fixture(p.name, p.out);
     const double bound = arithmetic_bound(model, "encoder.", expected.abs().max().item<double>());
-    const double err = max_abs_error(model.encode(fixture(p.name, p.in)), expected);
+    const double err = max_abs_err(model.encode(fixture(p.name, p.in)), expected);
     std::printf("[ %s encode (bfloat16) ] max abs error %.3e (bound %.3e: %ld encoder convolutions)\n", p.name.c_str(),
                 err, bound, static_cast<long>(conv_stages(model, "encoder.")));
     EXPECT_LE(err, bound) << p.name;
@@ -154,7 +151,7 @@ TEST(WanVae, BFloat16DecodeFirstFrameWithinTheArithmeticBound) {
     at::Tensor expected = fixture(name, "unit.vae.decode_out").narrow(2, 0, 1);
     EXPECT_EQ(got.scalar_type(), at::kBFloat16);
     const double bound = arithmetic_bound(model, "decoder.", expected.abs().max().item<double>());
-    const double err = max_abs_error(got, expected);
+    const double err = max_abs_err(got, expected);
     std::printf("[ %s first latent frame (bfloat16) ] max abs error %.3e (bound %.3e)\n", name, err, bound);
     EXPECT_LE(err, bound) << name;
   }
@@ -183,15 +180,15 @@ TEST(WanVae, BatchMatchesItems) {
     const auto& model = vae(name, at::kFloat);
     at::Tensor z = at::cat({fixture(name, "unit.vae.decode_in"), fixture(name, "vae_decode.in")}, 0);
     at::Tensor expected = at::cat({fixture(name, "unit.vae.decode_out"), fixture(name, "vae_decode.out")}, 0);
-    double err = max_abs_error(model.decode(z), expected);
+    double err = max_abs_err(model.decode(z), expected);
     std::printf("[ %s batch-2 decode ] max abs error %.3e\n", name, err);
     EXPECT_LE(err, 1e-4);
     at::Tensor video = fixture(name, "unit.vae.encode_in");
     at::Tensor mean = fixture(name, "unit.vae.encode_mean");
     at::Tensor flipped = video.flip({3});
     at::Tensor both = model.encode(at::cat({video, flipped}, 0));
-    err = max_abs_error(both.narrow(0, 0, 1), mean);
-    err = std::max(err, max_abs_error(both.narrow(0, 1, 1), model.encode(flipped)));
+    err = max_abs_err(both.narrow(0, 0, 1), mean);
+    err = std::max(err, max_abs_err(both.narrow(0, 1, 1), model.encode(flipped)));
     std::printf("[ %s batch-2 encode ] max abs error %.3e\n", name, err);
     EXPECT_LE(err, 1e-4);
   }
@@ -231,19 +228,19 @@ TEST(WanVae, PatchifyRoundTripAndLayout) {
 TEST(WanVae, LatentNormalizationMatchesPipelines) {
   const auto& model = vae("i2v-a14b-tiny", at::kFloat);
   at::Tensor cond = fixture("i2v-a14b-tiny", "call00.hidden_states").narrow(1, 20, 16);
-  double err = max_abs_error(model.normalize_latents(fixture("i2v-a14b-tiny", "vae_encode.mean")), cond);
+  double err = max_abs_err(model.normalize_latents(fixture("i2v-a14b-tiny", "vae_encode.mean")), cond);
   std::printf("[ i2v normalize(vae_encode.mean) vs call00 condition ] max abs error %.3e\n", err);
   EXPECT_LE(err, 1e-6);
   for (const char* name : {"t2v-a14b-tiny", "i2v-a14b-tiny"}) {
     const auto& m = vae(name, at::kFloat);
     at::Tensor final_latents = fixture(name, "step05.latents");
-    err = max_abs_error(m.denormalize_latents(final_latents), fixture(name, "vae_decode.in"));
+    err = max_abs_err(m.denormalize_latents(final_latents), fixture(name, "vae_decode.in"));
     std::printf("[ %s denormalize(step05.latents) vs vae_decode.in ] max abs error %.3e\n", name, err);
     EXPECT_LE(err, 1e-6);
     // Independent check against the plain formula.
     at::Tensor plain = final_latents * m.latents_std() + m.latents_mean();
-    EXPECT_LE(max_abs_error(m.denormalize_latents(final_latents), plain), 1e-5);
-    EXPECT_LE(max_abs_error(m.normalize_latents(m.denormalize_latents(final_latents)), final_latents), 1e-5);
+    EXPECT_LE(max_abs_err(m.denormalize_latents(final_latents), plain), 1e-5);
+    EXPECT_LE(max_abs_err(m.normalize_latents(m.denormalize_latents(final_latents)), final_latents), 1e-5);
   }
 }
 

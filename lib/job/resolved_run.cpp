@@ -1,0 +1,34 @@
+#include "job/resolved_run.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "dist/agreement.h"
+#include "job/default_model.h"
+
+namespace omni::job {
+
+ResolvedModel resolve_model(const std::string& model, const dist::Communicator& world) {
+  ResolvedModel out;
+  const std::string path = model.empty() ? ensure_default_model(world) : model;
+  dist::run_agreed(world, [&] { out.dir = std::make_shared<const io::ModelDir>(io::ModelDir::open(path)); });
+  const auto& index = out.dir->index();
+  out.preset =
+      model.empty() ? default_model_preset() : config::preset_for(model, index.class_name, index.expand_timesteps);
+  return out;
+}
+
+int ResolvedRun::left() const {
+  return static_cast<int>(std::count(written.begin(), written.end(), false));
+}
+
+ResolvedRun resolve_run(const config::GenerateOptions& opts, const ResolvedModel& model,
+                        const dist::Communicator& world) {
+  ResolvedRun run;
+  run.model = model.dir;
+  dist::run_agreed(world, [&] { run.videos = opts.dry_run ? planned_video_list(opts) : read_video_list(opts); });
+  run.written = already_written(run.videos, opts, world);
+  return run;
+}
+
+}  // namespace omni::job
