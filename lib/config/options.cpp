@@ -98,13 +98,15 @@ const std::vector<Binding>& bindings() {
       t.push_back(
           {{name, help, def, false, "INT"},
            [field](GenerateOptions& o, const std::string& v, const std::string& w) { o.*field = to_int32(v, w); },
-           [field](const GenerateOptions& o) { return nlohmann::json(o.*field); }});
+           [field](const GenerateOptions& o) { return nlohmann::json(o.*field); },
+           ""});
     };
     auto f64 = [&](const char* name, const char* help, const char* def, double GenerateOptions::*field) {
       t.push_back(
           {{name, help, def, false, "FLOAT"},
            [field](GenerateOptions& o, const std::string& v, const std::string& w) { o.*field = to_double(v, w); },
-           [field](const GenerateOptions& o) { return nlohmann::json(o.*field); }});
+           [field](const GenerateOptions& o) { return nlohmann::json(o.*field); },
+           ""});
     };
     auto opt_f64 = [&](const char* name, const char* help, const char* def,
                        std::optional<double> GenerateOptions::*field, const char* unset) {
@@ -121,14 +123,16 @@ const std::vector<Binding>& bindings() {
       t.push_back(
           {{name, help, "false", true},
            [field](GenerateOptions& o, const std::string& v, const std::string& w) { o.*field = to_bool(v, w); },
-           [field](const GenerateOptions& o) { return nlohmann::json(o.*field); }});
+           [field](const GenerateOptions& o) { return nlohmann::json(o.*field); },
+           ""});
     };
     auto par = [&](const char* name, const char* help, const char* def, int ParallelConfig::*field) {
       t.push_back({{name, help, def, false, "INT"},
                    [field](GenerateOptions& o, const std::string& v, const std::string& w) {
                      o.parallel.*field = to_int32(v, w);
                    },
-                   [field](const GenerateOptions& o) { return nlohmann::json(o.parallel.*field); }});
+                   [field](const GenerateOptions& o) { return nlohmann::json(o.parallel.*field); },
+                   ""});
     };
     auto lora_list = [&](const char* name, const char* help, std::vector<LoraSpec> GenerateOptions::*field) {
       OptionSpec spec{name, help, "", false, "FILE[:SCALE]"};
@@ -182,7 +186,8 @@ const std::vector<Binding>& bindings() {
     str("sample-solver", "unipc or euler", "unipc", &G::sample_solver);
     t.push_back({{"seed", "random seed of the initial noise (CPU generator, as diffusers)", "42", false, "INT"},
                  [](G& o, const std::string& v, const std::string& w) { o.seed = to_int(v, w); },
-                 [](const G& o) { return nlohmann::json(o.seed); }});
+                 [](const G& o) { return nlohmann::json(o.seed); },
+                 ""});
     i32("max-sequence-length", "text tokens per prompt (padded / truncated)", "512", &G::max_sequence_length);
     str("output", "output MP4 path", "output.mp4", &G::output);
     i32("fps", "frames per second of the MP4", "16", &G::fps);
@@ -197,7 +202,8 @@ const std::vector<Binding>& bindings() {
     // use-hsdp lives in ParallelConfig.
     t.push_back({{"use-hsdp", "shard weights with HSDP", "false", true},
                  [](G& o, const std::string& v, const std::string& w) { o.parallel.use_hsdp = to_bool(v, w); },
-                 [](const G& o) { return nlohmann::json(o.parallel.use_hsdp); }});
+                 [](const G& o) { return nlohmann::json(o.parallel.use_hsdp); },
+                 ""});
     par("hsdp-shard-size", "ranks that split one copy of the weights (-1: automatic)", "-1",
         &ParallelConfig::hsdp_shard_size);
     par("hsdp-replicate-size", "number of weight copies (shard groups)", "-1", &ParallelConfig::hsdp_replicate_size);

@@ -1,6 +1,7 @@
 #include "core/dtype.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "core/error.h"
 
@@ -15,10 +16,11 @@ c10::ScalarType parse_dtype(const std::string& name, const std::string& flag,
   const bool ok = t != c10::ScalarType::Undefined &&
                   (allowed.size() == 0 || std::find(allowed.begin(), allowed.end(), t) != allowed.end());
   if (!ok) {
+    // The default list lives as long as the loop (a braced list's backing array would end with the ?: expression).
+    static const std::vector<c10::ScalarType> kAll{c10::kFloat, c10::kBFloat16, c10::kHalf};
+    const std::vector<c10::ScalarType> names_of = allowed.size() ? std::vector<c10::ScalarType>(allowed) : kAll;
     std::string names;
-    for (auto a :
-         allowed.size() ? allowed : std::initializer_list<c10::ScalarType>{c10::kFloat, c10::kBFloat16, c10::kHalf})
-      names += (names.empty() ? "" : ", ") + std::string(dtype_name(a));
+    for (auto a : names_of) names += (names.empty() ? "" : ", ") + std::string(dtype_name(a));
     OMNI_FAIL_USAGE(flag, " must be one of ", names, "; got '", name, "'");
   }
   return t;

@@ -1,7 +1,5 @@
 #include "core/error.h"
 
-#include <mpi.h>
-
 #include <cstdio>
 
 namespace omni {
@@ -16,13 +14,6 @@ void throw_error(ExitCode code, const char* file, int line, const std::string& m
     throw Error(code, str_cat(message, " [", where, ":", line, "]"));
   }
   throw Error(code, message);
-}
-
-void throw_mpi_error(const char* call, int rc, const char* file, int line) {
-  char text[MPI_MAX_ERROR_STRING] = {0};
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  throw_error(ExitCode::kFailure, file, line, str_cat("MPI call ", call, " failed: ", std::string(text, len)));
 }
 
 int run_tool(const char* name, int (*run)(int, char**), int argc, char** argv) {

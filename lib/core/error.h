@@ -58,14 +58,3 @@ int run_tool(const char* name, int (*run)(int, char**), int argc, char** argv);
   ::omni::throw_error(::omni::ExitCode::kUsage, __FILE__, __LINE__, ::omni::str_cat(__VA_ARGS__))
 #define OMNI_FAIL_INPUT(...) \
   ::omni::throw_error(::omni::ExitCode::kInput, __FILE__, __LINE__, ::omni::str_cat(__VA_ARGS__))
-
-// MPI calls: the failing call and MPI's own error string.
-#define MPI_CHECK(call)                                                                      \
-  do {                                                                                       \
-    int omni_mpi_rc_ = (call);                                                               \
-    if (omni_mpi_rc_ != 0) ::omni::throw_mpi_error(#call, omni_mpi_rc_, __FILE__, __LINE__); \
-  } while (0)
-
-namespace omni {
-[[noreturn]] void throw_mpi_error(const char* call, int rc, const char* file, int line);
-}

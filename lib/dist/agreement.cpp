@@ -2,6 +2,8 @@
 
 #include <exception>
 
+#include "dist/mpi_check.h"
+
 namespace omni::dist {
 
 PeerFailure::PeerFailure(ExitCode code, int failed_rank)

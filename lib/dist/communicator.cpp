@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "dist/mpi_check.h"
 
 namespace omni::dist {
 namespace {

@@ -1,5 +1,5 @@
 // CUDA_CHECK and NCCL_CHECK: the failing call and the library's own error text, as an omni::Error (exit 1),
-// matching MPI_CHECK in core/error.h. Only for builds with OMNI_WITH_NCCL (CUDA runtime and NCCL headers).
+// matching MPI_CHECK in dist/mpi_check.h. Only for builds with OMNI_WITH_NCCL (CUDA runtime and NCCL headers).
 #pragma once
 
 #ifdef OMNI_WITH_NCCL

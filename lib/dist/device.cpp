@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/memory.h"
+#include "dist/mpi_check.h"
 
 #ifdef OMNI_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>

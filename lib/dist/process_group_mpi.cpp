@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "core/error.h"
+#include "dist/mpi_check.h"
 
 namespace omni::dist {
 namespace {

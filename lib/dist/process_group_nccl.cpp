@@ -10,6 +10,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "dist/mpi_check.h"
 #include "dist/watchdog.h"
 
 namespace omni::dist {

@@ -22,6 +22,7 @@
 #include "bench_util.h"
 #include "core/error.h"
 #include "dist/communicator.h"
+#include "dist/mpi_check.h"
 #include "dist/process_group.h"
 #ifdef OMNI_WITH_NCCL
 #include "dist/cuda_check.h"
