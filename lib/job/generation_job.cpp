@@ -419,7 +419,7 @@ int GenerationJob::finish() {
     r["outputs"] = outputs;
     r["videos"] = videos;
     r["summary"] = {{"generated", generated}, {"skipped", skipped}, {"failed", failed}};
-    if (!lora_.to_json().empty()) r["lora"] = lora_.to_json();
+    if (const nlohmann::json lora = lora_.to_json(); !lora.empty()) r["lora"] = lora;
     if (cache_mode != "none") {
       // Rank 0's transformer calls over its videos (every rank of its group took the same decisions).
       r["step_cache"] = {{"mode", cache_mode},

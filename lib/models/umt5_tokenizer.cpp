@@ -506,12 +506,10 @@ Umt5Tokenizer Umt5Tokenizer::from_dir(const std::string& tokenizer_dir) {
   int64_t next_id = pieces + extra_ids;  // tokens new to the vocabulary are appended, as transformers adds them
   auto add_special = [&](const std::string& token, const std::string& source, const std::string& key) {
     OMNI_CHECK_INPUT(!token.empty(), source, ": '", key, "' is an empty token");
-    int64_t id = id_of(token);
-    if (id < 0) id = next_id++;
     for (const auto& sp : tok.special_)
-      if (sp.first == token) return id;
-    tok.special_.emplace_back(token, id);
-    return id;
+      if (sp.first == token) return;  // a control piece, an extra id, or listed twice
+    const int64_t id = id_of(token);
+    tok.special_.emplace_back(token, id >= 0 ? id : next_id++);
   };
 
   // The named special tokens: tokenizer_config.json wins over special_tokens_map.json (transformers reads the

@@ -9,22 +9,15 @@ set -euo pipefail
 tool=$1; spiece=$2; work=$3; venv=${REFERENCE_VENV:-$4}
 [ -x "$venv/bin/python" ] || { echo "FAIL: no reference environment at $venv (tools/reference/setup.sh makes it)"; exit 1; }
 rm -rf "$work"; mkdir -p "$work"
-"$venv/bin/python" - "$spiece" "$work" <<'PY'
+root=$(cd "$(dirname "$0")/../.." && pwd)
+"$venv/bin/python" - "$spiece" "$work" "$root" <<'PY'
 import json, os, shutil, sys
-import sentencepiece as spm
 from transformers import AutoTokenizer
-spiece, work = sys.argv[1], sys.argv[2]
-sp = spm.SentencePieceProcessor(model_file=spiece)
-n = sp.get_piece_size()
-extras = [f"<extra_id_{i}>" for i in range(300)]
-def added(c): return {"content": c, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False, "special": True}
+spiece, work, root = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.path.insert(0, os.path.join(root, "tools", "reference"))
+from published_configs import published_tokenizer_files  # the same files the end-to-end test uses
+published, stm_objects = published_tokenizer_files(spiece)
 base = {"tokenizer_class": "T5Tokenizer", "eos_token": "</s>", "pad_token": "<pad>", "unk_token": "<unk>"}
-published = dict(base, extra_ids=300, additional_special_tokens=extras, bos_token="<s>", legacy=True, sp_model_kwargs={},
-                 model_max_length=1000000000000000019884624838656, extra_special_tokens={}, clean_up_tokenization_spaces=True,
-                 added_tokens_decoder=dict({"0": added("<pad>"), "1": added("</s>"), "2": added("<unk>")},
-                                           **{str(n + 299 - i): added(t) for i, t in enumerate(extras)}, **{str(n + 300): added("<s>")}))
-stm_objects = {"additional_special_tokens": extras, "bos_token": "<s>", "eos_token": {"content": "</s>", "lstrip": False},
-               "pad_token": {"content": "<pad>"}, "unk_token": {"content": "<unk>"}}
 cases = {
     "published": (published, stm_objects),
     "no_extra_ids_key": (base, None),          # T5Tokenizer's default: 100 extra ids

@@ -24,6 +24,46 @@ REPO = {"WanPipeline": "Wan-AI/Wan2.2-T2V-A14B-Diffusers", "WanImageToVideoPipel
 FUTURE = "added_by_a_newer_release"
 
 
+def published_tokenizer_files(spiece_path):
+    """transformers 4.x's tokenizer_config.json and special_tokens_map.json for UMT5 (300 <extra_id_N>, bos <s>,
+    AddedToken objects, added_tokens_decoder, ...) on the vocabulary of `spiece_path` (pieces: pad, eos, unk)."""
+    import sentencepiece as spm
+    sp = spm.SentencePieceProcessor(model_file=spiece_path)
+    pieces = sp.get_piece_size()
+
+    def added(content):
+        return {"content": content, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False,
+                "special": True}
+
+    extras = [f"<extra_id_{i}>" for i in range(300)]
+    decoder = {str(i): added(sp.id_to_piece(i)) for i in (sp.pad_id(), sp.eos_id(), sp.unk_id())}
+    for i, tok in enumerate(extras):
+        decoder[str(pieces + 300 - 1 - i)] = added(tok)
+    decoder[str(pieces + 300)] = added("<s>")  # not a piece of these small vocabularies: transformers appends it
+    tc = {
+        "added_tokens_decoder": decoder,
+        "additional_special_tokens": extras,
+        "bos_token": "<s>",
+        "clean_up_tokenization_spaces": True,
+        "eos_token": "</s>",
+        "extra_ids": 300,
+        "extra_special_tokens": {},
+        "legacy": True,
+        "model_max_length": 1000000000000000019884624838656,
+        "pad_token": "<pad>",
+        "sp_model_kwargs": {},
+        "spaces_between_special_tokens": False,
+        "tokenizer_class": "T5Tokenizer",
+        "unk_token": "<unk>",
+    }
+    stm = {"additional_special_tokens": extras, "bos_token": "<s>", "eos_token": added("</s>"),
+           "pad_token": added("<pad>"), "unk_token": added("<unk>")}
+    for v in stm.values():
+        if isinstance(v, dict):
+            v.pop("special")
+    return tc, stm
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("src")
@@ -78,44 +118,10 @@ def main():
     ignored.append(("text_encoder/config.json", FUTURE))
     save("text_encoder/config.json", dict(sorted(te.items())))
 
-    # transformers 4.x's T5Tokenizer files for UMT5, on this folder's vocabulary (pieces: pad 0, eos 1, unk 2).
-    import sentencepiece as spm
-    sp = spm.SentencePieceProcessor(model_file=os.path.join(src, "tokenizer/spiece.model"))
-    pieces = sp.get_piece_size()
-
-    def added(content):
-        return {"content": content, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False,
-                "special": True}
-
-    extras = [f"<extra_id_{i}>" for i in range(300)]
-    decoder = {str(i): added(sp.id_to_piece(i)) for i in (sp.pad_id(), sp.eos_id(), sp.unk_id())}
-    for i, tok in enumerate(extras):
-        decoder[str(pieces + 300 - 1 - i)] = added(tok)
-    decoder[str(pieces + 300)] = added("<s>")  # not a piece of these small vocabularies: transformers appends it
-    tc = {
-        "added_tokens_decoder": decoder,
-        "additional_special_tokens": extras,
-        "bos_token": "<s>",
-        "clean_up_tokenization_spaces": True,
-        "eos_token": "</s>",
-        "extra_ids": 300,
-        "extra_special_tokens": {},
-        "legacy": True,
-        "model_max_length": 1000000000000000019884624838656,
-        "pad_token": "<pad>",
-        "sp_model_kwargs": {},
-        "spaces_between_special_tokens": False,
-        "tokenizer_class": "T5Tokenizer",
-        "unk_token": "<unk>",
-        FUTURE: True,
-    }
+    tc, stm = published_tokenizer_files(os.path.join(src, "tokenizer/spiece.model"))
+    tc[FUTURE] = True
     ignored.append(("tokenizer/tokenizer_config.json", FUTURE))
     save("tokenizer/tokenizer_config.json", tc)
-    stm = {"additional_special_tokens": extras, "bos_token": "<s>", "eos_token": added("</s>"),
-           "pad_token": added("<pad>"), "unk_token": added("<unk>")}
-    for v in stm.values():
-        if isinstance(v, dict):
-            v.pop("special")
     save("tokenizer/special_tokens_map.json", stm)
     # tokenizer.json would be what transformers loads; omni-generate reads spiece.model (issue 20), and the
     # reference ids come from the config files above.
