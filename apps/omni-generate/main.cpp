@@ -44,7 +44,7 @@ std::string group_listing(const Layout& layout, const std::string& kind) {
 }
 
 void print_plan(const GenerateOptions& opts, const Layout& layout, const std::string& preset,
-                const std::string& layout_line) {
+                const std::string& layout_line, const std::vector<omni::config::ResolvedSetting>& resolved) {
   std::ostringstream os;
   os << "omni-generate dry run: configuration is valid\n";
   os << "layout: " << layout.summary() << "\n";
@@ -54,14 +54,14 @@ void print_plan(const GenerateOptions& opts, const Layout& layout, const std::st
        << layout.hsdp_shard << " of the sharded weights)\n";
   }
   os << "groups:\n";
-  for (const char* kind : {"shard", "replicate", "ulysses", "ring", "cfg", "dp"})
+  for (const char* kind : {"shard", "replicate", "ulysses", "ring", "cfg", "dp", "video"})
     os << "  " << kind << ": " << group_listing(layout, kind) << "\n";
   // What --device resolves to on this rank (rank 0), without touching a GPU.
   const int gpus = omni::dist::visible_gpu_count();
   os << "device: " << (opts.device == "auto" ? (gpus > 0 ? "cuda" : "cpu") : opts.device) << " (--device "
      << opts.device << "; " << gpus << " GPU(s) visible to this LibTorch)\n";
   os << "preset: " << preset << "\n";
-  os << "settings:\n" << omni::config::describe(opts);
+  os << "settings:\n" << omni::config::describe(opts, resolved);
   std::fputs(os.str().c_str(), stdout);
   std::fflush(stdout);
 }
@@ -126,10 +126,11 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
   omni::dist::DeviceMesh mesh(layout, omni::dist::Communicator::world());
   OMNI_DEBUG("mesh: ", mesh.describe());
   phase = Phase::kAgreed;
+  const auto checkpoint_settings = resolved.checkpoint;
   omni::job::GenerationJob job(opts, std::move(resolved), preset, mesh, decision.line);
   if (opts.dry_run) {
     // The model's configs and headers, every rank's memory plan; rank 0 prints once all is checked.
-    return job.dry_run([&] { print_plan(opts, layout, preset, decision.line); });
+    return job.dry_run([&] { print_plan(opts, layout, preset, decision.line, checkpoint_settings); });
   }
 
   job.prepare();

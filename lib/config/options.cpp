@@ -527,12 +527,18 @@ std::string option_value(const GenerateOptions& o, const std::string& key) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
-std::string describe(const GenerateOptions& o) {
+std::string describe(const GenerateOptions& o, const std::vector<ResolvedSetting>& resolved) {
   std::ostringstream os;
   for (const auto& b : bindings()) {
+    auto r =
+        std::find_if(resolved.begin(), resolved.end(), [&](const ResolvedSetting& s) { return s.key == b.spec.name; });
     auto src = o.sources.find(b.spec.name);
-    os << "  " << b.spec.name << ": " << option_value(o, b.spec.name) << "   ["
-       << (src == o.sources.end() ? "default" : src->second) << "]\n";
+    if (r != resolved.end()) {
+      os << "  " << b.spec.name << ": " << nlohmann::json(r->value).dump() << "   [" << r->source << "]\n";
+    } else {
+      os << "  " << b.spec.name << ": " << option_value(o, b.spec.name) << "   ["
+         << (src == o.sources.end() ? "default" : src->second) << "]\n";
+    }
   }
   return os.str();
 }

@@ -148,7 +148,16 @@ nlohmann::json option_json(const GenerateOptions& opts, const std::string& key);
 // The same as text (what --dry-run shows): an unset optional or empty string as its meaning, "(model default)".
 std::string option_value(const GenerateOptions& opts, const std::string& key);
 
-// Every resolved setting as "key: value" lines, with its source.
-std::string describe(const GenerateOptions& opts);
+// A setting decided after the options were resolved, by what the run found (the checkpoint's own flow_shift
+// where the user gave none): kept beside the options, never written into them, and shown and recorded in
+// the option's place.
+struct ResolvedSetting {
+  std::string key;  // the option's name: "flow-shift"
+  double value = 0;
+  std::string source;  // "checkpoint <file>"
+};
+
+// Every resolved setting as "key: value" lines, with its source; `resolved` in place of the options' values.
+std::string describe(const GenerateOptions& opts, const std::vector<ResolvedSetting>& resolved = {});
 
 }  // namespace omni::config

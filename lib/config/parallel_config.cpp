@@ -124,13 +124,14 @@ std::vector<std::vector<int>> Layout::groups(const std::string& kind) const {
   std::vector<std::vector<int>> out;
   // Groups are built by fixing every coordinate except the axis (or axes) of `kind`.
   auto key_of = [&](int r) -> int {
-    if (kind == "dp") return r % (cfg * ring * ulysses);
+    if (kind == "dp") return r % video_size();
     if (kind == "cfg") return dp_index(r) * ring * ulysses + ring_index(r) * ulysses + ulysses_index(r);
     if (kind == "ring") return (dp_index(r) * cfg + cfg_index(r)) * ulysses + ulysses_index(r);
     if (kind == "ulysses") return r / ulysses;
     if (kind == "sp") return r / (ring * ulysses);
     if (kind == "shard") return replicate_index(r);
     if (kind == "replicate") return shard_index(r);
+    if (kind == "video") return dp_index(r);
     OMNI_FAIL("unknown group kind '", kind, "'");
   };
   std::vector<int> keys;

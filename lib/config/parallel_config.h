@@ -28,16 +28,24 @@ struct Layout {
   int hsdp_shard = 1, hsdp_replicate = 1;  // without HSDP: shard 1 (every rank holds whole models)
 
   int sp() const { return ring * ulysses; }
+  int video_size() const { return cfg * ring * ulysses; }  // ranks per data-parallel ("video") group
   // Coordinates of `rank` on each axis.
-  int dp_index(int rank) const { return rank / (cfg * ring * ulysses); }
+  int dp_index(int rank) const { return rank / video_size(); }
   int cfg_index(int rank) const { return (rank / (ring * ulysses)) % cfg; }
   int ring_index(int rank) const { return (rank / ulysses) % ring; }
   int ulysses_index(int rank) const { return rank % ulysses; }
   int shard_index(int rank) const { return rank % hsdp_shard; }
   int replicate_index(int rank) const { return rank / hsdp_shard; }
 
-  // All groups of one kind, each a sorted list of world ranks. Kinds: "dp", "cfg", "ring", "ulysses",
-  // "sp" (ring x ulysses), "shard", "replicate".
+  // The rank that writes the videos of its "video" group (gets the frames, writes the MP4 and the sidecar):
+  // the group's first, cfg, ring and ulysses index 0. The one place that says so.
+  bool writes_video(int rank) const {
+    return cfg_index(rank) == 0 && ring_index(rank) == 0 && ulysses_index(rank) == 0;
+  }
+
+  // All groups of one kind, each a sorted list of world ranks. Kinds: "dp" (the data-parallel axis: one rank
+  // of each video group), "cfg", "ring", "ulysses", "sp" (ring x ulysses), "shard", "replicate", "video" (the
+  // cfg x ring x ulysses ranks that make one video together: a data-parallel group).
   std::vector<std::vector<int>> groups(const std::string& kind) const;
   // The group of `kind` that contains `rank`.
   std::vector<int> group_of(const std::string& kind, int rank) const;

@@ -7,8 +7,8 @@
 
 namespace omni::dist {
 
-const std::array<const char*, 7>& DeviceMesh::kinds() {
-  static const std::array<const char*, 7> k = {"dp", "cfg", "ring", "ulysses", "sp", "shard", "replicate"};
+const std::array<const char*, 8>& DeviceMesh::kinds() {
+  static const std::array<const char*, 8> k = {"dp", "cfg", "ring", "ulysses", "sp", "shard", "replicate", "video"};
   return k;
 }
 

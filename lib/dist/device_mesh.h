@@ -17,8 +17,8 @@ namespace omni::dist {
 class DeviceMesh {
  public:
   // The group kinds, in the order the splits are made: "dp", "cfg", "ring", "ulysses", "sp", "shard",
-  // "replicate".
-  static const std::array<const char*, 7>& kinds();
+  // "replicate", "video" (config::Layout::groups).
+  static const std::array<const char*, 8>& kinds();
 
   // Collective over `world`, whose size must equal layout.world_size. The mesh keeps its own duplicate
   // of `world`, so the caller's communicator may go away.
@@ -45,6 +45,8 @@ class DeviceMesh {
   const Communicator& sp() const { return groups_[4]; }
   const Communicator& shard() const { return groups_[5]; }
   const Communicator& replicate() const { return groups_[6]; }
+  // The ranks that make this rank's videos together (cfg x ring x ulysses); group rank 0 writes them.
+  const Communicator& video() const { return groups_[7]; }
 
   // One line per kind naming this rank's group, for debug logs: "shard [0 1] replicate [0 2] ...".
   std::string describe() const;
@@ -54,8 +56,8 @@ class DeviceMesh {
 
   config::Layout layout_;
   Communicator world_;
-  std::array<Communicator, 7> groups_;
-  std::array<std::vector<int>, 7> ranks_;
+  std::array<Communicator, 8> groups_;
+  std::array<std::vector<int>, 8> ranks_;
 };
 
 }  // namespace omni::dist

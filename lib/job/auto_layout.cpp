@@ -44,11 +44,10 @@ LayoutDecision decide_layout(const config::GenerateOptions& opts, const Resolved
   work.min_tokens = std::numeric_limits<int64_t>::max();
   for (size_t i = 0; i < videos.size(); ++i) {
     if (done[i] && left > 0) continue;
-    const auto& o = videos[i].opts;
-    work.guidance = work.guidance || o.guidance_scale > 1.0;  // the pipeline's do_cfg
+    const pipeline::VideoParams v = videos[i].params();
+    work.guidance = work.guidance || v.guidance_on();
     // Tokens at the requested size (an image-derived size keeps about the same area).
-    const int64_t frames = (o.num_frames - 1) / tf + 1;
-    work.min_tokens = std::min(work.min_tokens, tc.token_count(frames, o.height / sf, o.width / sf));
+    work.min_tokens = std::min(work.min_tokens, tc.token_count(v.latent_frames(tf), v.height / sf, v.width / sf));
   }
   out.parallel = config::choose_parallel(opts.parallel, world.size(), work, &out.line);
   if (left > 0 && left < static_cast<int>(videos.size()))

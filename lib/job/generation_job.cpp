@@ -56,15 +56,11 @@ GenerationJob::GenerationJob(config::GenerateOptions options, ResolvedRun run, s
       layout_line_(std::move(layout_line)),
       mesh_(mesh),
       model_(std::move(run.model)),
+      checkpoint_(std::move(run.checkpoint)),
       queue_(std::make_unique<VideoQueue>(std::move(run.videos), run.written)),
       writer_(opts_) {}
 
 GenerationJob::~GenerationJob() = default;
-
-bool GenerationJob::is_writer(int r) const {
-  const auto& l = mesh_.layout();
-  return l.cfg_index(r) == 0 && l.ring_index(r) == 0 && l.ulysses_index(r) == 0;
-}
 
 void GenerationJob::resolve() {
   dist::run_agreed(mesh_.world(), [&] {
@@ -109,18 +105,11 @@ void GenerationJob::resolve() {
 pipeline::RankWork GenerationJob::work_of(int rank) const {
   const auto& l = mesh_.layout();
   pipeline::RankWork w;
-  const int group = l.cfg * l.ring * l.ulysses;
-  w.gathers_video = is_writer(rank);
-  w.decode_group = opts_.vae_parallel ? group : 1;
+  w.gathers_video = l.writes_video(rank);
+  w.decode_group = opts_.vae_parallel ? l.video_size() : 1;
   for (const auto& a : queue_->assignments_of(l.dp_index(rank), l.dp)) {
-    const auto& o = queue_->video(a.video).opts;
     pipeline::PlannedVideo v;
-    v.height = o.height;
-    v.width = o.width;
-    v.num_frames = o.num_frames;
-    v.guidance = o.guidance_scale > 1.0;  // the pipeline's do_cfg
-    v.image = !o.image.empty();
-    v.max_sequence_length = o.max_sequence_length;
+    v.video = queue_->video(a.video).params();
     v.decoded = a.real && (w.gathers_video || w.decode_group > 1);
     w.videos.push_back(v);
   }
@@ -172,7 +161,7 @@ int GenerationJob::dry_run(const std::function<void()>& print_header) {
   plan_memory();
   if (mesh_.rank() != 0) return 0;
   print_header();
-  const std::string text = memory_->describe([&](int r) { return is_writer(r); });
+  const std::string text = memory_->describe([&](int r) { return mesh_.layout().writes_video(r); });
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
   if (!opts_.report.empty()) {
@@ -214,44 +203,24 @@ void GenerationJob::load() {
     s.step_cache = pipeline::parse_step_cache_mode(opts_.step_cache);
     s.step_cache_threshold = opts_.step_cache_threshold.value_or(pipeline::default_step_cache_threshold(s.step_cache));
     s.sample_solver = opts_.sample_solver;
-    // The checkpoint's own flow_shift (scheduler_config.json) and boundary_ratio (model_index.json) are what
-    // diffusers runs, so they win over the preset's; the preset's values fill in only where the checkpoint has
-    // none. A value the user gave (flag or --config file) wins over both.
-    const bool ckpt_shift = model_->component_config("scheduler").contains("flow_shift");
-    s.flow_shift = set_by_user(opts_, "flow-shift") || !ckpt_shift ? opts_.flow_shift : std::nullopt;
-    s.boundary_ratio =
-        set_by_user(opts_, "boundary-ratio") || !model_->index().boundary_ratio ? opts_.boundary_ratio : std::nullopt;
+    // Resolved once, before the job (ResolvedRun::checkpoint): the checkpoint's value where the user gave none.
+    auto resolved = [&](const std::string& key, std::optional<double> option) -> std::optional<double> {
+      for (const auto& r : checkpoint_)
+        if (r.key == key) return r.value;
+      return option;
+    };
+    s.flow_shift = resolved("flow-shift", opts_.flow_shift);
+    s.boundary_ratio = resolved("boundary-ratio", opts_.boundary_ratio);
     for (int e = 0; e < 2; ++e)
       for (const auto& r : lora_.expert[e]) s.lora[e].push_back({r.path, r.scale});
     pipeline_ = std::make_unique<pipeline::WanPipeline>(*model_, s, &mesh_);
-    // Record what runs, not what the preset proposed: where the checkpoint's own flow_shift and
-    // boundary_ratio won, the sidecar and --dry-run-style listings must say so to reproduce the run.
-    for (int i = 0; i < static_cast<int>(queue_->size()); ++i) {
-      auto& o = queue_->video(i).opts;
-      if (!s.flow_shift) {
-        o.flow_shift = pipeline_->flow_shift();
-        o.sources["flow-shift"] = "checkpoint " + model_->component_config_path("scheduler");
-      }
-      if (!s.boundary_ratio) {
-        o.boundary_ratio = pipeline_->boundary_ratio();
-        o.sources["boundary-ratio"] = "checkpoint " + model_->root() + "/model_index.json";
-      }
-    }
     // Each video's sizes against the model (multiples of its spatial factor, frames rounded to 4k+1) before
     // anything runs, so that a bad size is one agreed error naming the line, not an abort mid-run.
     for (int i = 0; i < static_cast<int>(queue_->size()); ++i) {
       if (queue_->status(i) != VideoStatus::kPending) continue;
-      auto& o = queue_->video(i).opts;
-      with_origin(queue_->video(i).origin, [&] {
-        pipeline::GenerationRequest sizes;
-        sizes.height = o.height;
-        sizes.width = o.width;
-        sizes.num_frames = o.num_frames;
-        pipeline_->check_request(sizes);
-        o.num_frames = sizes.num_frames;
-      });
+      with_origin(queue_->video(i).origin, [&] { pipeline_->check_video(queue_->video(i).params()); });
     }
-    if (mesh_.layout().cfg == 2 && opts_.guidance_scale <= 1.0 && opts_.guidance_scale_2.value_or(1.0) <= 1.0) {
+    if (mesh_.layout().cfg == 2 && !video_params(opts_).guidance_on()) {
       OMNI_WARN("--cfg-parallel-size 2 with guidance off (scale <= 1): both cfg ranks compute the same branch");
     }
   });
@@ -264,11 +233,12 @@ void GenerationJob::load() {
 }
 
 RunIdentity GenerationJob::identity() const {
-  return {model_->root(), model_->index().class_name, preset_, device_.str(), mesh_.layout().summary(), layout_line_};
+  return {model_->root(), model_->index().class_name, preset_, device_.str(), mesh_.layout().summary(), layout_line_,
+          checkpoint_};
 }
 
 int GenerationJob::run() {
-  const bool writer = is_writer(mesh_.rank());
+  const bool writer = mesh_.layout().writes_video(mesh_.rank());
   const auto& l = mesh_.layout();
   int generated_here = 0;  // videos this rank generated, for the kill hook
   for (const auto& a : queue_->assignments_of(l.dp_index(mesh_.rank()), l.dp)) {
@@ -284,28 +254,24 @@ int GenerationJob::run() {
       image_key_ = key;
       req.image = image_;
     }
-    req.height = o.height;
-    req.width = o.width;
-    req.num_frames = o.num_frames;
-    req.num_inference_steps = o.num_inference_steps;
-    req.guidance_scale = o.guidance_scale;
-    req.guidance_scale_2 = o.guidance_scale_2;
-    req.seed = o.seed;
-    req.max_sequence_length = o.max_sequence_length;
+    req.video = v.params();
     req.decode = writer && a.real;
     req.decode_band = opts_.vae_parallel && a.real;  // a repeat run's whole group skips the decode together
     req.keep_tensors = writer && a.real && !v.tensors_path.empty();
-    pipeline_->check_request(req);
 
-    // Dumps are collected on the rank that writes this video (with cfg parallelism it sees the cond calls only).
-    debug::enable_dumps(req.decode && !v.dump_path.empty());
-    Progress progress("generate", req.num_inference_steps, mesh_.rank() == 0 && a.real);
+    // Dumps are written by the rank that writes this video (with cfg parallelism it sees the cond calls only).
+    // Every rank of its group collects them: a split forward gathers the blocks' tokens for its dumps, a
+    // collective of the sequence-parallel group. The others drop theirs after the video.
+    const bool dumps = a.real && !v.dump_path.empty();
+    debug::enable_dumps(dumps);
+    Progress progress("generate", req.video.num_inference_steps, mesh_.rank() == 0 && a.real);
     Timer t;
     pipeline::GenerationResult result = pipeline_->generate(req, [&](const pipeline::StepInfo& s) {
       progress.update(s.step + 1, s.seconds, s.cached ? std::string(s.expert) + ", cached" : s.expert);
       maybe_inject_fault(mesh_.rank(), s.step, generated_here);
     });
     progress.finish();
+    if (dumps && !req.decode) debug::take_dumps();
     ++generated_here;
     stats_.gathered_bytes_per_step = pipeline_->gathered_bytes_last_step();
     for (const auto& [phase, sec] : result.times.all()) times_.add(phase, sec);

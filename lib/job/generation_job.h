@@ -64,7 +64,6 @@ class GenerationJob {
  private:
   // The videos' images and tasks, the LoRA files and the memory planner: what both a run and a dry run need.
   void resolve();
-  bool is_writer(int rank) const;
   pipeline::RankWork work_of(int rank) const;
   void plan_memory();
   RunIdentity identity() const;
@@ -79,6 +78,7 @@ class GenerationJob {
   std::string layout_line_;
   const dist::DeviceMesh& mesh_;
   std::shared_ptr<const io::ModelDir> model_;
+  std::vector<config::ResolvedSetting> checkpoint_;  // the checkpoint's flow_shift, boundary_ratio (ResolvedRun)
   std::unique_ptr<VideoQueue> queue_;
   std::vector<pipeline::Task> tasks_;  // per video (TI2V-5B: image mode where the video has an image)
   OutputWriter writer_;

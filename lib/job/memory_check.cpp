@@ -52,7 +52,7 @@ std::string MemoryCheck::advice(const pipeline::MemoryPlan& plan) const {
   if (part == "vae") return run_.vae_dtype == "float32" ? "--vae-dtype bfloat16" : "a smaller VAE dtype";
   if (part.find("decode") != std::string::npos || part == "decoded video" || part == "frames" ||
       part == "gathered video")
-    return str_cat(run_.vae_parallel || l.cfg * l.ring * l.ulysses == 1 ? "" : "--vae-parallel, or ",
+    return str_cat(run_.vae_parallel || l.video_size() == 1 ? "" : "--vae-parallel, or ",
                    "a lower --height / --width or fewer --num-frames");
   return str_cat("a lower --height / --width or fewer --num-frames",
                  l.ring * l.ulysses < l.world_size ? ", or more --ulysses-degree / --ring-degree ranks" : "");

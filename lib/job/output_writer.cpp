@@ -122,8 +122,13 @@ void OutputWriter::write(int index, const VideoSpec& v, const std::string& task,
   if (!lora.empty()) side["lora"] = lora;
   nlohmann::json settings;
   for (const auto& spec : config::option_table()) settings[spec.name] = config::option_json(o, spec.name);
+  nlohmann::json sources = o.sources;   // where each setting came from (default, preset, config, flag, line)
+  for (const auto& r : run.resolved) {  // what ran, where the checkpoint decided it
+    settings[r.key] = r.value;
+    sources[r.key] = r.source;
+  }
   side["settings"] = settings;
-  side["sources"] = o.sources;  // where each setting came from (default, preset, config, flag, line, checkpoint)
+  side["sources"] = sources;
   nlohmann::json timings;
   for (const auto& [k, val] : result.times.all()) timings[k] = val;
   timings["generate"] = seconds;

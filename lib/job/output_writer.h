@@ -36,9 +36,10 @@ struct RunIdentity {
   std::string model_root;
   std::string pipeline_class;
   std::string preset;
-  std::string device;         // what ran on this rank ("cuda:0"); the settings keep what was asked
-  std::string layout;         // Layout::summary()
-  std::string layout_choice;  // how it was chosen
+  std::string device;                             // what ran on this rank ("cuda:0"); the settings keep what was asked
+  std::string layout;                             // Layout::summary()
+  std::string layout_choice;                      // how it was chosen
+  std::vector<config::ResolvedSetting> resolved;  // settings the checkpoint decided (recorded in the options' place)
 };
 
 class OutputWriter {

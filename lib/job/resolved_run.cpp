@@ -1,6 +1,7 @@
 #include "job/resolved_run.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "dist/agreement.h"
@@ -28,6 +29,17 @@ ResolvedRun resolve_run(const config::GenerateOptions& opts, const ResolvedModel
   run.model = model.dir;
   dist::run_agreed(world, [&] { run.videos = opts.dry_run ? planned_video_list(opts) : read_video_list(opts); });
   run.written = already_written(run.videos, opts, world);
+  // The scheduler reader checks the value's type when the pipeline is built; a non-number is left to it.
+  const auto& scheduler = model.dir->component_config("scheduler");
+  if (!config::set_by_user(opts, "flow-shift") && scheduler.contains("flow_shift") &&
+      scheduler["flow_shift"].is_number()) {
+    run.checkpoint.push_back({"flow-shift", scheduler["flow_shift"].get<double>(),
+                              "checkpoint " + model.dir->component_config_path("scheduler")});
+  }
+  if (!config::set_by_user(opts, "boundary-ratio") && model.dir->index().boundary_ratio) {
+    run.checkpoint.push_back({"boundary-ratio", *model.dir->index().boundary_ratio,
+                              "checkpoint " + model.dir->root() + "/model_index.json"});
+  }
   return run;
 }
 

@@ -29,7 +29,10 @@ struct ResolvedRun {
   std::shared_ptr<const io::ModelDir> model;
   std::vector<VideoSpec> videos;  // the prompt, or the prompts file's lines (a dry run may have no prompt)
   std::vector<bool> written;      // per video: already written by an earlier run (rank 0's view, for all)
-  int left() const;               // videos not written
+  // The checkpoint's own flow_shift (scheduler_config.json) and boundary_ratio (model_index.json) where the
+  // user gave none (flag, --config, prompts-file line): diffusers runs them, so they win over the preset's.
+  std::vector<config::ResolvedSetting> checkpoint;
+  int left() const;  // videos not written
 };
 
 // The video list of `opts` (read_video_list; for a dry run planned_video_list) and rank 0's view of which of its

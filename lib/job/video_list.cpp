@@ -66,9 +66,9 @@ void apply_json_line(VideoSpec& video, const std::string& text, const config::Ge
   config::apply_layer(video.opts, values, video.origin);
   // Guidance on or off decides whether the negative prompt is encoded: the text encoder's gathers, which
   // groups sharing shards must run alike.
-  OMNI_CHECK_USAGE((video.opts.guidance_scale > 1.0) == (run.guidance_scale > 1.0), "guidance_scale ",
-                   video.opts.guidance_scale, " turns guidance ", video.opts.guidance_scale > 1.0 ? "on" : "off",
-                   " but the run's (", run.guidance_scale, ") turns it ", run.guidance_scale > 1.0 ? "on" : "off",
+  const bool on = video.params().guidance_on(), run_on = video_params(run).guidance_on();
+  OMNI_CHECK_USAGE(on == run_on, "guidance_scale ", video.opts.guidance_scale, " turns guidance ", on ? "on" : "off",
+                   " but the run's (", run.guidance_scale, ") turns it ", run_on ? "on" : "off",
                    "; every video of a run must agree (guidance is on above 1)");
   config::GenerateOptions check = video.opts;
   check.prompts_file.clear();  // validate_options wants --prompt and --prompts-file exclusive
@@ -77,6 +77,24 @@ void apply_json_line(VideoSpec& video, const std::string& text, const config::Ge
 }
 
 }  // namespace
+
+pipeline::VideoParams video_params(const config::GenerateOptions& o) {
+  pipeline::VideoParams v;
+  v.height = o.height;
+  v.width = o.width;
+  v.num_frames = o.num_frames;
+  v.num_inference_steps = o.num_inference_steps;
+  v.guidance_scale = o.guidance_scale;
+  v.guidance_scale_2 = o.guidance_scale_2;
+  v.seed = o.seed;
+  v.max_sequence_length = o.max_sequence_length;
+  v.image = !o.image.empty();
+  return v;
+}
+
+pipeline::VideoParams VideoSpec::params() const {
+  return video_params(opts);
+}
 
 const std::vector<std::string>& per_video_options() {
   static const std::vector<std::string> keys = {"prompt",

@@ -16,6 +16,7 @@
 
 #include "config/options.h"
 #include "dist/communicator.h"
+#include "pipeline/video_params.h"
 
 namespace omni::job {
 
@@ -26,7 +27,13 @@ struct VideoSpec {
   std::string output;            // the MP4 path
   std::string tensors_path;      // --save-tensors path for this video, or ""
   std::string dump_path;         // --dump-tensors path for this video, or ""
+
+  // Its sampling, as the pipeline, the memory plan and the layout choice read it.
+  pipeline::VideoParams params() const;
 };
+
+// A video's sampling from its options.
+pipeline::VideoParams video_params(const config::GenerateOptions& opts);
 
 // The options a JSON Lines object may set, in the flags' names.
 const std::vector<std::string>& per_video_options();

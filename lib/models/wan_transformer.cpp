@@ -107,12 +107,6 @@ WanTransformerState WanTransformer3DModel::prepare(const at::Tensor& hidden_stat
   return st;
 }
 
-at::Tensor WanTransformer3DModel::run_block(int i, const at::Tensor& x, const at::Tensor& context,
-                                            const at::Tensor& timestep_proj, const RotaryEmbedding& rope,
-                                            AttentionBackend* backend) const {
-  return block(i).forward(x, context, timestep_proj, rope, backend);
-}
-
 at::Tensor WanTransformer3DModel::finish(const at::Tensor& x, const WanTransformerState& st) const {
   const auto& c = config_;
   const auto& temb = st.cond.temb;  // [B, D] or [B, S, D]
@@ -139,20 +133,58 @@ at::Tensor WanTransformer3DModel::finish(const at::Tensor& x, const WanTransform
 }
 
 at::Tensor WanTransformer3DModel::forward(const at::Tensor& hidden_states, const at::Tensor& timestep,
-                                          const at::Tensor& encoder_hidden_states, UnitHooks* hooks,
-                                          AttentionBackend* backend) const {
-  if (hooks) hooks->before(UnitHooks::kRootUnit);
-  auto st = prepare(hidden_states, timestep, encoder_hidden_states);
-  at::Tensor x = st.tokens;
-  for (int i = 0; i < num_blocks(); ++i) {
-    if (hooks) hooks->before(i);
-    x = run_block(i, x, st.cond.context, st.cond.timestep_proj, st.rope, backend);
-    if (debug::dumps_enabled()) debug::dump("blocks." + std::to_string(i), x);  // [B, S, D]
-    if (hooks) hooks->after(i);
+                                          const at::Tensor& encoder_hidden_states, const ForwardHooks& hooks) const {
+  // A split's usage errors come before any unit is gathered; every rank sees the same inputs and fails alike.
+  if (hooks.tokens && hidden_states.dim() == 5) {
+    hooks.tokens->check(config_,
+                        config_.token_count(hidden_states.size(2), hidden_states.size(3), hidden_states.size(4)));
   }
+  if (hooks.units) hooks.units->before(UnitHooks::kRootUnit);
+  auto st = prepare(hidden_states, timestep, encoder_hidden_states);
+  AttentionBackend* backend = hooks.tokens ? hooks.tokens->split(st) : hooks.attention;
+  const WanBlockRun blocks(*this, st.cond.context, st.cond.timestep_proj, st.rope, backend, hooks.units, hooks.tokens);
+  at::Tensor x = hooks.blocks ? hooks.blocks->run(blocks, st.tokens) : blocks.run(0, num_blocks(), st.tokens);
+  if (hooks.tokens) x = hooks.tokens->gather(x);  // [B, S, D] on every rank
   auto out = finish(x, st);
-  if (hooks) hooks->after(UnitHooks::kRootUnit);
+  if (hooks.units) hooks.units->after(UnitHooks::kRootUnit);
   return out;
+}
+
+WanBlockRun::WanBlockRun(const WanTransformer3DModel& model, const at::Tensor& context, const at::Tensor& timestep_proj,
+                         const RotaryEmbedding& rope, AttentionBackend* backend, UnitHooks* hooks, TokenSplit* split)
+    : model_(model),
+      context_(context),
+      timestep_proj_(timestep_proj),
+      rope_(rope),
+      backend_(backend),
+      hooks_(hooks),
+      split_(split) {}
+
+int WanBlockRun::num_blocks() const {
+  return model_.num_blocks();
+}
+
+at::Tensor WanBlockRun::run(int first, int end, at::Tensor x) const {
+  OMNI_CHECK(first >= 0 && first <= end && end <= num_blocks(), "blocks [", first, ", ", end, ") out of [0, ",
+             num_blocks(), ")");
+  for (int i = first; i < end; ++i) {
+    if (hooks_) hooks_->before(i);
+    x = model_.block(i).forward(x, context_, timestep_proj_, rope_, backend_);  // [B, S', D]
+    // Whole sequences, so that a split run's dumps line up with one rank's: a collective of the split's
+    // ranks, which all collect dumps for the video (job::GenerationJob::run).
+    if (debug::dumps_enabled()) debug::dump("blocks." + std::to_string(i), split_ ? split_->gather(x) : x);
+    if (hooks_) hooks_->after(i);
+  }
+  return x;
+}
+
+void WanBlockRun::pass_over(int first, bool keep_gathers) const {
+  if (hooks_ == nullptr || first >= num_blocks()) return;
+  if (!keep_gathers) return hooks_->skip(first);
+  for (int i = first; i < num_blocks(); ++i) {
+    hooks_->before(i);
+    hooks_->after(i);
+  }
 }
 
 }  // namespace omni::models

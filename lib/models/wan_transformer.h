@@ -2,9 +2,10 @@
 // timesteps) and TI2V-5B (per-token timesteps, expand_timesteps). No CLIP image branch.
 //
 // HSDP units: the root (patch_embedding, condition_embedder, proj_out, scale_shift_table) and blocks.0..N-1.
-// forward() is prepare() -> run_block() for each block -> finish(); a sequence-parallel caller can run the
-// stages itself, slicing the tokens, the per-token modulation and the rope tables between prepare() and the
-// blocks, and plugging its AttentionBackend into each block.
+// forward() is the model's one path: prepare (patch embedding, condition embedding, rope), the blocks, finish
+// (output norm, proj_out, unpatchify). What the layers above add plugs into it through ForwardHooks: HSDP's
+// unit hooks, an attention backend, a token split (sequence parallelism) and a block runner (the step cache).
+// WanBlockRun::run is the only loop over blocks.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -25,13 +26,72 @@
 
 namespace omni::models {
 
-// What the blocks consume, produced by prepare().
+class WanTransformer3DModel;
+
+// What the blocks consume, produced by forward()'s first stage.
 struct WanTransformerState {
   at::Tensor tokens;              // [B, S, D] patch-embedded video, activation dtype
-  ConditionEmbedding cond;        // temb, timestep_proj, projected context
+  ConditionEmbedding cond;        // temb, timestep_proj ([B, 6, D] or per token [B, S, 6, D]), context
   RotaryEmbedding rope;           // [S, d/2] tables
   std::array<int64_t, 3> grid{};  // post-patch (frames, height, width); S = product
   int64_t batch = 0;
+};
+
+// Splits one call's tokens over ranks around the blocks (sequence parallelism: pipeline/sequence_parallel.h).
+class TokenSplit {
+ public:
+  virtual ~TokenSplit() = default;
+  // Before anything runs (no unit gathered yet): usage errors for a call of `seq` tokens on `config`.
+  virtual void check(const WanTransformerConfig& config, int64_t seq) = 0;
+  // This rank's share of the blocks' inputs: the tokens, the per-token modulation and the rope rows narrowed
+  // to its token range, in place. Returns the attention backend the blocks use (null: local attention).
+  virtual AttentionBackend* split(WanTransformerState& state) = 0;
+  // This rank's tokens [B, S', D] -> every rank's [B, S, D], in sequence order (a collective of the split's
+  // ranks).
+  virtual at::Tensor gather(const at::Tensor& x) = 0;
+};
+
+// The blocks of one forward call, bound to that call's inputs. run() is the model's only loop over blocks:
+// the unit hooks around each block, the block, its "blocks.N" dump (of all tokens, gathered when split).
+class WanBlockRun {
+ public:
+  WanBlockRun(const WanTransformer3DModel& model, const at::Tensor& context, const at::Tensor& timestep_proj,
+              const RotaryEmbedding& rope, AttentionBackend* backend, UnitHooks* hooks, TokenSplit* split);
+  int num_blocks() const;
+  // This call's block modulation input e0: [B, 6, D] or per token [B, S', 6, D] (this rank's tokens).
+  const at::Tensor& timestep_proj() const { return timestep_proj_; }
+  // Blocks [first, end) on x [B, S', D].
+  at::Tensor run(int first, int end, at::Tensor x) const;
+  // Blocks [first, N) will not run this call. keep_gathers: they still pass through the unit hooks (their
+  // HSDP gathers are shared with ranks that do run them); else only the prefetch of `first` is drained.
+  void pass_over(int first, bool keep_gathers) const;
+
+ private:
+  const WanTransformer3DModel& model_;
+  const at::Tensor& context_;
+  const at::Tensor& timestep_proj_;
+  const RotaryEmbedding& rope_;
+  AttentionBackend* backend_;
+  UnitHooks* hooks_;
+  TokenSplit* split_;
+};
+
+// Runs one call's blocks over x [B, S', D]; without one, forward() runs them all. The step cache is one
+// (pipeline/step_cache.h): it decides which blocks run and replays the skipped ones' residual.
+class BlockRunner {
+ public:
+  virtual ~BlockRunner() = default;
+  virtual at::Tensor run(const WanBlockRun& blocks, const at::Tensor& x) = 0;
+};
+
+// What forward() plugs in; every member may be null. Converts from a UnitHooks* for the plain HSDP call.
+struct ForwardHooks {
+  ForwardHooks(UnitHooks* units = nullptr, AttentionBackend* attention = nullptr)  // NOLINT: implicit on purpose
+      : units(units), attention(attention) {}
+  UnitHooks* units;             // brackets the root unit and each block
+  AttentionBackend* attention;  // the blocks' attention when the tokens are not split
+  TokenSplit* tokens = nullptr;
+  BlockRunner* blocks = nullptr;
 };
 
 class WanTransformer3DModel : public Module {
@@ -58,21 +118,17 @@ class WanTransformer3DModel : public Module {
 
   // hidden_states [B, C_in, F, H, W]; timestep [B] or [B, S] (S = F/pt * H/ph * W/pw; any numeric dtype);
   // encoder_hidden_states [B, L, text_dim]. Inputs are cast to the model dtype, the result
-  // [B, C_out, F, H, W] is in the model dtype. `hooks` brackets the root and each block (UnitHooks).
+  // [B, C_out, F, H, W] is in the model dtype, on every rank of a token split.
   at::Tensor forward(const at::Tensor& hidden_states, const at::Tensor& timestep,
-                     const at::Tensor& encoder_hidden_states, UnitHooks* hooks = nullptr,
-                     AttentionBackend* backend = nullptr) const;
+                     const at::Tensor& encoder_hidden_states, const ForwardHooks& hooks = {}) const;
 
-  // Stages of forward() (root parameters must be resident for prepare() and finish()).
+ private:
+  // forward()'s stages (the root parameters must be resident).
   WanTransformerState prepare(const at::Tensor& hidden_states, const at::Tensor& timestep,
                               const at::Tensor& encoder_hidden_states) const;
-  // x: [B, S', D] (S' = S or a slice), timestep_proj and rope matching those tokens.
-  at::Tensor run_block(int i, const at::Tensor& x, const at::Tensor& context, const at::Tensor& timestep_proj,
-                       const RotaryEmbedding& rope, AttentionBackend* backend = nullptr) const;
   // Output norm (modulated by temb), proj_out and unpatchify: x [B, S, D] -> [B, C_out, F, H, W].
   at::Tensor finish(const at::Tensor& x, const WanTransformerState& state) const;
 
- private:
   WanTransformerConfig config_;
   at::ScalarType dtype_;
   WanRotaryPosEmbed rope_;

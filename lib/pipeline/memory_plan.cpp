@@ -211,7 +211,7 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   const int64_t sf = s.vae.scale_factor_spatial, tf = s.vae.scale_factor_temporal, patch = s.vae.patch();
   const ModelUnits& te = s.models[0];
   int64_t max_text = 0;
-  for (const auto& v : work.videos) max_text = std::max(max_text, v.max_sequence_length);
+  for (const auto& pv : work.videos) max_text = std::max<int64_t>(max_text, pv.video.max_sequence_length);
 
   if (!work.videos.empty()) {
     // UMT5 over one prompt of max_sequence_length tokens: hidden states and q/k/v/out projections, the
@@ -229,12 +229,12 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   MemoryPhase denoise{"denoise", plan.resident};
   int64_t best_act = -1;
   std::vector<MemoryPart> best_parts;
-  for (const auto& v : work.videos) {
-    const int64_t frames = (v.num_frames - 1) / tf * tf + 1;
-    const int64_t lat_t = (frames - 1) / tf + 1, lat_h = v.height / sf, lat_w = v.width / sf;
+  for (const auto& pv : work.videos) {
+    const VideoParams& v = pv.video;
+    const int64_t lat_t = v.latent_frames(tf), lat_h = v.height / sf, lat_w = v.width / sf;
     const int64_t tokens = tc.token_count(lat_t, lat_h, lat_w);
-    const int64_t batch = v.guidance && set.cfg == 1 ? 2 : 1;  // cond and uncond batched on one rank
-    const int64_t local = batch * ceil_div(tokens, sp);        // this rank's token rows in a block
+    const int64_t batch = v.guidance_on() && set.cfg == 1 ? 2 : 1;  // cond and uncond batched on one rank
+    const int64_t local = batch * ceil_div(tokens, sp);             // this rank's token rows in a block
     const int64_t full = batch * tokens;
     const bool per_token = s.expand_timesteps && v.image;  // TI2V's image mode (text mode: one per row)
 
@@ -290,7 +290,8 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   // Image encode: the conditioning clip through the encoder (I2V: the image and num_frames - 1 zero frames;
   // TI2V: the image alone), chunks of 4 frames at full resolution, halved per level.
   MemoryPhase encode{"image_encode", {}};
-  for (const auto& v : work.videos) {
+  for (const auto& pv : work.videos) {
+    const VideoParams& v = pv.video;
     if (!v.image) continue;
     std::vector<VaeLevel> enc;
     int64_t frames = 4;
@@ -298,7 +299,7 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
       enc.push_back({vc.base_dim * vc.dim_mult[static_cast<size_t>(l)], frames, int64_t{1} << l});
       if (l + 1 < levels && vc.temperal_downsample[static_cast<size_t>(l)]) frames = std::max<int64_t>(1, frames / 2);
     }
-    const int64_t clip_frames = s.image_to_video ? v.num_frames : 1;
+    const int64_t clip_frames = s.image_to_video ? v.rounded_num_frames(tf) : 1;
     MemoryPhase p{"image_encode", plan.resident};
     p.parts.push_back({"conditioning clip", (f32 + ev) * 3 * clip_frames * v.height * v.width});
     p.parts.push_back({"vae encode working set",
@@ -308,7 +309,7 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   if (!encode.parts.empty()) plan.phases.push_back(encode);
 
   // Decode: one latent frame at a time; a later chunk is tf frames at the top levels.
-  if (std::any_of(work.videos.begin(), work.videos.end(), [](const PlannedVideo& v) { return v.decoded; })) {
+  if (std::any_of(work.videos.begin(), work.videos.end(), [](const PlannedVideo& pv) { return pv.decoded; })) {
     const int64_t dec_dim = vc.decoder_base_dim.value_or(vc.base_dim);
     std::vector<VaeLevel> dec;  // from the full resolution down
     int64_t frames = tf;
@@ -322,9 +323,10 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
         frames = std::max<int64_t>(1, frames / 2);
     }
     MemoryPhase best{"decode", {}};
-    for (const auto& v : work.videos) {
-      if (!v.decoded) continue;
-      const int64_t frames_out = (v.num_frames - 1) / tf * tf + 1;
+    for (const auto& pv : work.videos) {
+      if (!pv.decoded) continue;
+      const VideoParams& v = pv.video;
+      const int64_t frames_out = v.rounded_num_frames(tf);
       const int64_t rows = work.decode_group > 1 ? ceil_div(v.height / sf, work.decode_group) * sf + 2 * sf : v.height;
       const int64_t video = 3 * frames_out * v.height * v.width;
       MemoryPhase p{"decode", plan.resident};

@@ -30,17 +30,13 @@
 #include <vector>
 
 #include "io/model_dir.h"
+#include "pipeline/video_params.h"
 
 namespace omni::pipeline {
 
 // One video as a rank computes it.
 struct PlannedVideo {
-  int64_t height = 0;
-  int64_t width = 0;
-  int64_t num_frames = 0;  // rounded to the VAE's 4k+1 by the planner
-  bool guidance = false;   // classifier-free guidance runs (a scale above 1)
-  bool image = false;      // image-conditioned (a VAE encode)
-  int64_t max_sequence_length = 512;
+  VideoParams video;
   bool decoded = false;  // this rank decodes it (the writer; every rank of its group with --vae-parallel)
 };
 

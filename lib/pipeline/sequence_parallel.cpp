@@ -8,8 +8,6 @@
 #include "core/error.h"
 #include "core/torch_compat.h"
 #include "dist/device_mesh.h"
-#include "models/wan_transformer.h"
-#include "pipeline/step_cache.h"
 
 namespace omni::pipeline {
 
@@ -250,73 +248,51 @@ SequenceParallel SequenceParallel::from_mesh(const dist::DeviceMesh& mesh, const
   return sp;
 }
 
-at::Tensor sp_forward(const models::WanTransformer3DModel& model, const at::Tensor& hidden_states,
-                      const at::Tensor& timestep, const at::Tensor& encoder_hidden_states, models::UnitHooks* hooks,
-                      const SequenceParallel& sp, StepCache* cache) {
-  using models::UnitHooks;
-  const int n = sp.degree();
-  if (n == 1 && (cache == nullptr || !cache->enabled()))
-    return model.forward(hidden_states, timestep, encoder_hidden_states, hooks);
-  if (n == 1) {  // forward()'s stages, the blocks through the cache
-    if (hooks) hooks->before(UnitHooks::kRootUnit);
-    auto st = model.prepare(hidden_states, timestep, encoder_hidden_states);
-    at::Tensor x = cache->run_blocks(model, st.tokens, st.cond.context, st.cond.timestep_proj, st.rope, nullptr, hooks);
-    auto out = model.finish(x, st);
-    if (hooks) hooks->after(UnitHooks::kRootUnit);
-    return out;
-  }
+SequenceSplit::SequenceSplit(const SequenceParallel& sp) : sp_(sp) {
+  OMNI_CHECK(sp.degree() > 1, "SequenceSplit: sequence parallelism of degree ", sp.degree());
+  OMNI_CHECK(sp.sp && sp.sp->size() == sp.degree() && sp.sp->rank() == sp.rank(), "SequenceSplit: the sp group (size ",
+             sp.sp ? sp.sp->size() : 0, ", rank ", sp.sp ? sp.sp->rank() : -1, ") does not match ring ",
+             sp.ring_degree(), " x ulysses ", sp.ulysses_degree(), " (rank ", sp.rank(), ")");
+}
 
-  const int u = sp.ulysses_degree(), ring = sp.ring_degree(), me = sp.rank();
-  const auto& cfg = model.config();
-  // Usage checks before any unit is gathered; every rank sees the same inputs and fails alike.
-  check_ulysses_heads(cfg.num_attention_heads, u);
-  OMNI_CHECK(sp.sp && sp.sp->size() == n && sp.sp->rank() == me, "sp_forward: the sp group (size ",
-             sp.sp ? sp.sp->size() : 0, ", rank ", sp.sp ? sp.sp->rank() : -1, ") does not match ring ", ring,
-             " x ulysses ", u, " (rank ", me, ")");
-  if (hidden_states.dim() == 5) {
-    const int64_t seq = cfg.token_count(hidden_states.size(2), hidden_states.size(3), hidden_states.size(4));
-    OMNI_CHECK_USAGE(seq >= n, "the latent video has ", seq, " transformer tokens, fewer than the sequence-parallel ",
-                     "degree ", n, " (--ulysses-degree ", u, " x --ring-degree ", ring,
-                     "); use a larger video or smaller degrees");
-  }
+void SequenceSplit::check(const models::WanTransformerConfig& config, int64_t seq) {
+  const int u = sp_.ulysses_degree(), n = sp_.degree();
+  check_ulysses_heads(config.num_attention_heads, u);
+  OMNI_CHECK_USAGE(seq >= n, "the latent video has ", seq, " transformer tokens, fewer than the sequence-parallel ",
+                   "degree ", n, " (--ulysses-degree ", u, " x --ring-degree ", sp_.ring_degree(),
+                   "); use a larger video or smaller degrees");
+}
 
-  if (hooks) hooks->before(UnitHooks::kRootUnit);
-  auto st = model.prepare(hidden_states, timestep, encoder_hidden_states);
-  const int64_t batch = st.tokens.size(0), seq = st.tokens.size(1), dim = st.tokens.size(2);
-  const auto chunks = token_chunks(seq, n);  // sp rank r = ring_i * u + ulysses_i holds chunk r
-  const int64_t begin = dist::exclusive_offsets(chunks)[me], count = chunks[me];
+models::AttentionBackend* SequenceSplit::split(models::WanTransformerState& st) {
+  const int u = sp_.ulysses_degree(), ring = sp_.ring_degree(), n = sp_.degree(), me = sp_.rank();
+  const int64_t seq = st.tokens.size(1);
+  chunks_ = token_chunks(seq, n);  // sp rank r = ring_i * u + ulysses_i holds chunk r
+  const int64_t begin = dist::exclusive_offsets(chunks_)[me], count = chunks_[me];
 
   // Ulysses exchanges within this ring slot's u chunks; the ring passes whole slots.
   const int ring_i = me / u;
-  std::vector<int64_t> ulysses_tokens(chunks.begin() + ring_i * u, chunks.begin() + (ring_i + 1) * u);
+  std::vector<int64_t> ulysses_tokens(chunks_.begin() + ring_i * u, chunks_.begin() + (ring_i + 1) * u);
   std::vector<int64_t> ring_tokens(ring, 0);
-  for (int i = 0; i < n; ++i) ring_tokens[i / u] += chunks[i];
-  RingAttention ring_attention(sp.ring.get(), ring_tokens);
-  UlyssesAttention ulysses_attention(sp.ulysses.get(), ulysses_tokens, ring > 1 ? &ring_attention : nullptr);
-  models::AttentionBackend* backend =
-      u > 1 ? static_cast<models::AttentionBackend*>(&ulysses_attention) : &ring_attention;
+  for (int i = 0; i < n; ++i) ring_tokens[i / u] += chunks_[i];
+  ring_ = std::make_unique<RingAttention>(sp_.ring.get(), ring_tokens);
+  ulysses_ = std::make_unique<UlyssesAttention>(sp_.ulysses.get(), ulysses_tokens, ring > 1 ? ring_.get() : nullptr);
 
-  at::Tensor x = st.tokens.narrow(1, begin, count);  // [B, S_me, D]
-  const auto& tproj = st.cond.timestep_proj;         // [B, 6, D] or per token [B, S, 6, D]
-  const at::Tensor my_tproj = tproj.dim() == 4 ? tproj.narrow(1, begin, count) : tproj;
-  const auto my_rope = st.rope.slice(begin, begin + count);  // [S_me, d/2]
-  if (cache != nullptr) {
-    x = cache->run_blocks(model, x, st.cond.context, my_tproj, my_rope, backend, hooks);
-  } else {
-    for (int i = 0; i < model.num_blocks(); ++i) {
-      if (hooks) hooks->before(i);
-      x = model.run_block(i, x, st.cond.context, my_tproj, my_rope, backend);
-      if (hooks) hooks->after(i);
-    }
-  }
+  st.tokens = st.tokens.narrow(1, begin, count);  // [B, S_me, D]
+  auto& tproj = st.cond.timestep_proj;            // [B, 6, D] or per token [B, S, 6, D]
+  if (tproj.dim() == 4) tproj = tproj.narrow(1, begin, count);
+  st.rope = st.rope.slice(begin, begin + count);  // [S_me, d/2]
+  return u > 1 ? static_cast<models::AttentionBackend*>(ulysses_.get()) : ring_.get();
+}
 
+at::Tensor SequenceSplit::gather(const at::Tensor& x) {
+  OMNI_CHECK(x.dim() == 3 && x.size(1) == chunks_.at(sp_.rank()), "SequenceSplit::gather: expected [B, ",
+             chunks_.at(sp_.rank()), ", D], got ", x.sizes());
+  const int64_t batch = x.size(0), dim = x.size(2), seq = sum_of(chunks_);
   // Token-major, so each rank's chunk is one contiguous run of the gathered buffer.
   auto local = x.transpose(0, 1).contiguous();                // [S_me, B, D]
   auto full = at::empty({seq, batch, dim}, local.options());  // [S, B, D]
-  sp.sp->all_gather_v(full, local, scaled(chunks, batch * dim))->wait();
-  auto out = model.finish(full.transpose(0, 1), st);  // [B, C_out, F, H, W]
-  if (hooks) hooks->after(UnitHooks::kRootUnit);
-  return out;
+  sp_.sp->all_gather_v(full, local, scaled(chunks_, batch * dim))->wait();
+  return full.transpose(0, 1);  // [B, S, D]
 }
 
 }  // namespace omni::pipeline

@@ -24,17 +24,13 @@
 #include "dist/process_group.h"
 #include "models/module.h"
 #include "models/wan_attention.h"
+#include "models/wan_transformer.h"
 
 namespace omni::dist {
 class DeviceMesh;
 }
-namespace omni::models {
-class WanTransformer3DModel;
-}
 
 namespace omni::pipeline {
-
-class StepCache;
 
 // Sizes of `parts` contiguous chunks of `seq` tokens, as even as possible (the first seq % parts chunks hold
 // one token more).
@@ -112,15 +108,24 @@ struct SequenceParallel {
   static SequenceParallel from_mesh(const dist::DeviceMesh& mesh, const at::Device& device);
 };
 
-// WanTransformer3DModel::forward with the tokens split over `sp`: prepare() on every rank, this rank's token
-// chunk (and its per-token modulation and rope rows) through every block with Ulysses / ring attention, the
-// chunks all-gathered, finish() on every rank. Same arguments and result as forward() (every rank returns
-// the whole output); `hooks` is called in forward()'s order. Degree 1 is forward() exactly. Collective over
-// the sp group: every rank passes the same inputs.
-// `cache` (may be null) runs the blocks with its skip decisions (pipeline/step_cache.h); degree 1 then runs
-// forward()'s stages itself.
-at::Tensor sp_forward(const models::WanTransformer3DModel& model, const at::Tensor& hidden_states,
-                      const at::Tensor& timestep, const at::Tensor& encoder_hidden_states, models::UnitHooks* hooks,
-                      const SequenceParallel& sp, StepCache* cache = nullptr);
+// WanTransformer3DModel::forward's token split over `sp` (ForwardHooks::tokens): sp rank r holds the r-th
+// contiguous chunk of the tokens (token_chunks) with its per-token modulation and rope rows, attends through
+// Ulysses / ring attention, and the chunks are all-gathered before the output head, so every rank returns
+// the whole output. Collective over the sp group: every rank passes the same inputs. One object serves one
+// forward call at a time (split() sizes it to that call's tokens).
+class SequenceSplit : public models::TokenSplit {
+ public:
+  // `sp` must outlive this object; its degree is at least 2.
+  explicit SequenceSplit(const SequenceParallel& sp);
+  void check(const models::WanTransformerConfig& config, int64_t seq) override;
+  models::AttentionBackend* split(models::WanTransformerState& state) override;
+  at::Tensor gather(const at::Tensor& x) override;
+
+ private:
+  const SequenceParallel& sp_;
+  std::vector<int64_t> chunks_;  // tokens per sp rank of the current call
+  std::unique_ptr<RingAttention> ring_;
+  std::unique_ptr<UlyssesAttention> ulysses_;
+};
 
 }  // namespace omni::pipeline

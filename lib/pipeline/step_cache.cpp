@@ -3,8 +3,6 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "core/tensor_dump.h"
-#include "models/wan_transformer.h"
 
 namespace omni::pipeline {
 namespace {
@@ -116,32 +114,11 @@ at::Tensor StepCache::add_residuals(const at::Tensor& x) {
   return x + at::cat(parts, 0);
 }
 
-at::Tensor StepCache::run_blocks(const models::WanTransformer3DModel& model, const at::Tensor& x,
-                                 const at::Tensor& context, const at::Tensor& timestep_proj,
-                                 const models::RotaryEmbedding& rope, models::AttentionBackend* backend,
-                                 models::UnitHooks* hooks) {
-  const int n = model.num_blocks();
-  auto run = [&](int first, int end, at::Tensor y) {  // blocks [first, end)
-    for (int i = first; i < end; ++i) {
-      if (hooks) hooks->before(i);
-      y = model.run_block(i, y, context, timestep_proj, rope, backend);
-      if (debug::dumps_enabled()) debug::dump("blocks." + std::to_string(i), y);  // [B, S, D]
-      if (hooks) hooks->after(i);
-    }
-    return y;
-  };
-  // Skipped blocks [first, n): their gathers still made where other groups share them, else the prefetch of
-  // `first` (started by the previous unit's hook) drained.
-  auto pass_over = [&](int first) {
-    if (hooks == nullptr || first >= n) return;
-    if (!keep_gathers_) return hooks->skip(first);
-    for (int i = first; i < n; ++i) {
-      hooks->before(i);
-      hooks->after(i);
-    }
-  };
+at::Tensor StepCache::run(const models::WanBlockRun& blocks, const at::Tensor& x) {
+  const int n = blocks.num_blocks();
+  const at::Tensor& timestep_proj = blocks.timestep_proj();
   last_skipped_ = false;
-  if (!enabled() || n == 0) return run(0, n, x);
+  if (!enabled() || n == 0) return blocks.run(0, n, x);
 
   std::vector<int> branch_ids;
   for (int b : rows_)
@@ -176,17 +153,17 @@ at::Tensor StepCache::run_blocks(const models::WanTransformer3DModel& model, con
     wish = wishes(timestep_proj, /*accumulate=*/true);
     for (int b : branch_ids) branches_[b].previous = rows_of(timestep_proj, b).clone();  // e0 of every call
   } else {
-    base = run(0, 1, x);
+    base = blocks.run(0, 1, x);
     first_residual = base - x;
     wish = wishes(first_residual, /*accumulate=*/false);
   }
   if (agreed_skip(wish)) {
-    pass_over(from);
+    blocks.pass_over(from, keep_gathers_);
     ++counts_[expert].skipped;
     last_skipped_ = true;
     return add_residuals(base);
   }
-  at::Tensor out = run(from, n, base);
+  at::Tensor out = blocks.run(from, n, base);
   const at::Tensor added = out - base;
   for (int b : branch_ids) {
     Branch& br = branches_[b];

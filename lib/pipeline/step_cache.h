@@ -25,12 +25,7 @@
 
 #include "dist/process_group.h"
 #include "models/module.h"
-#include "models/wan_rotary_pos_embed.h"
-
-namespace omni::models {
-class WanTransformer3DModel;
-class AttentionBackend;
-}  // namespace omni::models
+#include "models/wan_transformer.h"
 
 namespace omni::pipeline {
 
@@ -47,7 +42,7 @@ struct StepCacheCounts {
   int skipped = 0;
 };
 
-class StepCache {
+class StepCache : public models::BlockRunner {
  public:
   // `hidden_size` picks TeaCache's polynomial (Wan2.1 14B's for 3072 and up, 1.3B's below). `sp_group` (null:
   // no sequence parallelism) sums the relative changes; `agree_group` (null: this rank alone) agrees the
@@ -63,12 +58,10 @@ class StepCache {
   // (0 cond, 1 uncond).
   void begin_call(int expert, int step, int num_steps, std::vector<int> row_branches);
 
-  // The blocks of one call with the cache's decisions: x [B, S', D] (this rank's tokens) -> after the last
-  // block. Calls hooks->before / after around every block that runs and hooks->skip for a prefetched one that
-  // does not. Without a cache (or mode none) it is the plain loop.
-  at::Tensor run_blocks(const models::WanTransformer3DModel& model, const at::Tensor& x, const at::Tensor& context,
-                        const at::Tensor& timestep_proj, const models::RotaryEmbedding& rope,
-                        models::AttentionBackend* backend, models::UnitHooks* hooks);
+  // The blocks of one call with the cache's decisions (a decorator of the plain run): x [B, S', D] (this
+  // rank's tokens) -> after the last block. Blocks that run pass through the unit hooks; skipped ones are
+  // passed over (WanBlockRun::pass_over). Mode none runs every block.
+  at::Tensor run(const models::WanBlockRun& blocks, const at::Tensor& x) override;
 
   // Whether the last call skipped its blocks (for the progress line).
   bool last_skipped() const { return last_skipped_; }

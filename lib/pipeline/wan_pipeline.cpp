@@ -3,6 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cstdio>
+#include <optional>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -98,18 +99,15 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
   bool keep_gathers = false;
   if (mesh_ != nullptr && (settings_.vae_parallel || caching)) {
     // The ranks of this data-parallel group (cfg x ring x ulysses of them), in world order: group rank 0 is the
-    // group's writing rank.
+    // group's writing rank (Layout::writes_video).
     const auto& l = mesh_->layout();
-    const int group_size = l.cfg * l.ring * l.ulysses;
-    if (group_size > 1) {
-      dist::Communicator group = mesh_->world().split(l.dp_index(mesh_->rank()), mesh_->rank());
-      local_group_ = dist::make_process_group(group, settings_.device, "dp-local");
-    }
-    if (settings_.vae_parallel) vae_group_ = local_group_.get();
+    const int group_size = mesh_->video().size();
+    if (group_size > 1) video_group_ = dist::make_process_group(mesh_->video(), settings_.device, "video");
+    if (settings_.vae_parallel) vae_group_ = video_group_.get();
     // The step cache's decisions agree within this group (its ranks share every transformer collective).
     // When HSDP shard groups (contiguous blocks of hsdp_shard ranks) span several groups, the groups decide
     // apart (each video as on one rank) and a group that skips still joins every gather of the others.
-    agree_group_ = local_group_.get();
+    agree_group_ = video_group_.get();
     keep_gathers = settings_.use_hsdp && l.hsdp_shard > group_size;
   }
 
@@ -197,20 +195,19 @@ int WanPipeline::temporal_factor() const {
   return static_cast<int>(vae_->config().scale_factor_temporal);
 }
 
-void WanPipeline::check_request(GenerationRequest& r) const {
+void WanPipeline::check_video(const VideoParams& v) const {
   const int m = spatial_multiple();
-  OMNI_CHECK_USAGE(r.height % m == 0 && r.width % m == 0, "--height and --width must be multiples of ", m,
+  OMNI_CHECK_USAGE(v.height % m == 0 && v.width % m == 0, "--height and --width must be multiples of ", m,
                    " for this model (VAE factor ", vae_->config().scale_factor_spatial, " x patch size), got ",
-                   r.height, "x", r.width);
-  const int64_t latent_rows = r.height / vae_->config().scale_factor_spatial;
+                   v.height, "x", v.width);
+  const int64_t latent_rows = v.height / vae_->config().scale_factor_spatial;
   OMNI_CHECK_USAGE(!vae_group_ || latent_rows >= vae_group_->size(), "--vae-parallel: ", vae_group_->size(),
-                   " ranks per data-parallel group cannot split a ", r.height, "-pixel height (", latent_rows,
+                   " ranks per data-parallel group cannot split a ", v.height, "-pixel height (", latent_rows,
                    " latent rows, at least one each); use a larger --height or leave --vae-parallel off");
   const int tf = temporal_factor();
-  if (r.num_frames % tf != 1) {
-    int rounded = std::max(r.num_frames / tf * tf + 1, 1);
-    OMNI_WARN("--num-frames ", r.num_frames, " is not of the form ", tf, "k+1; using ", rounded, " (as diffusers)");
-    r.num_frames = rounded;
+  if (v.rounded_num_frames(tf) != v.num_frames) {
+    OMNI_WARN("--num-frames ", v.num_frames, " is not of the form ", tf, "k+1; using ", v.rounded_num_frames(tf),
+              " (as diffusers)");
   }
 }
 
@@ -222,11 +219,12 @@ at::Tensor WanPipeline::encode_text(const std::vector<std::string>& prompts, int
 
 at::Tensor WanPipeline::run_transformer(int expert, const at::Tensor& x, const at::Tensor& timestep,
                                         const at::Tensor& context) {
-  models::HsdpHooks hooks(experts_sharded_[static_cast<size_t>(expert)].get());
-  const auto& model = *experts_[static_cast<size_t>(expert)];
-  if (sp_ || step_cache_)  // tokens split over ulysses x ring; blocks through the step cache
-    return sp_forward(model, x, timestep, context, &hooks, sp_ ? *sp_ : SequenceParallel{}, step_cache_.get());
-  return model.forward(x, timestep, context, &hooks);
+  models::HsdpHooks units(experts_sharded_[static_cast<size_t>(expert)].get());
+  models::ForwardHooks hooks(&units);
+  std::optional<SequenceSplit> split;  // tokens split over ulysses x ring
+  if (sp_) hooks.tokens = &split.emplace(*sp_);
+  hooks.blocks = step_cache_.get();  // blocks through the step cache
+  return experts_[static_cast<size_t>(expert)]->forward(x, timestep, context, hooks);
 }
 
 at::Tensor WanPipeline::guided_prediction(int expert, const at::Tensor& x, const at::Tensor& timestep,
@@ -286,7 +284,10 @@ at::Tensor WanPipeline::guided_prediction(int expert, const at::Tensor& x, const
 GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepCallback& on_step) {
   GenerationResult result;
   const at::Device dev = settings_.device;
-  const bool do_cfg = req.guidance_scale > 1.0;
+  const VideoParams& video = req.video;
+  OMNI_CHECK(video.image == req.image.defined(), "GenerationRequest: video.image is ", video.image,
+             " but the image tensor is ", req.image.defined() ? "given" : "missing");
+  const bool do_cfg = video.guidance_on();
   const bool two_experts = experts_.size() == 2;
   const bool expand = index_.expand_timesteps;
   const bool image_mode = req.image.defined();
@@ -302,11 +303,11 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
     ScopedPhase phase(result.times, "text_encode", dev);
     {
       debug::DumpScope scope("prompt");
-      prompt_embeds = encode_text({req.prompt}, req.max_sequence_length);
+      prompt_embeds = encode_text({req.prompt}, video.max_sequence_length);
     }
     if (do_cfg) {
       debug::DumpScope scope("negative");
-      negative_embeds = encode_text({req.negative_prompt}, req.max_sequence_length);
+      negative_embeds = encode_text({req.negative_prompt}, video.max_sequence_length);
     }
     if (text_encoder_sharded_) text_encoder_sharded_->settle_timings();
     pool_->clear();  // UMT5's gathered root (the 256k-row embedding) must not sit in the pool while denoising
@@ -316,13 +317,14 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
 
   // 2. Latents: the noise is drawn on the CPU from a generator seeded like torch.Generator("cpu").manual_seed.
   const auto& vcfg = vae_->config();
-  const int64_t lat_frames = (req.num_frames - 1) / vcfg.scale_factor_temporal + 1;
-  const int64_t lat_h = req.height / vcfg.scale_factor_spatial;
-  const int64_t lat_w = req.width / vcfg.scale_factor_spatial;
+  const int num_frames = video.rounded_num_frames(temporal_factor());
+  const int64_t lat_frames = video.latent_frames(temporal_factor());
+  const int64_t lat_h = video.height / vcfg.scale_factor_spatial;
+  const int64_t lat_w = video.width / vcfg.scale_factor_spatial;
   const int64_t channels = (index_.image_to_video || expand) ? vcfg.z_dim : experts_[0]->config().in_channels;
   at::Tensor latents;
   {
-    auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(req.seed));
+    auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(video.seed));
     latents = at::randn({1, channels, lat_frames, lat_h, lat_w}, gen, at::TensorOptions().dtype(at::kFloat));
     latents = latents.to(dev);  // [1, z, T, h, w]
   }
@@ -333,13 +335,14 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   at::Tensor first_frame_mask;  // ti2v: [1, 1, T, h, w], 0 on the first latent frame when an image is given
   if (image_mode) {
     ScopedPhase phase(result.times, "image_encode", dev);
-    OMNI_CHECK(req.image.dim() == 4 && req.image.size(2) == req.height && req.image.size(3) == req.width,
-               "conditioning image of shape ", req.image.sizes(), " is not [1, 3, ", req.height, ", ", req.width, "]");
+    OMNI_CHECK(req.image.dim() == 4 && req.image.size(2) == video.height && req.image.size(3) == video.width,
+               "conditioning image of shape ", req.image.sizes(), " is not [1, 3, ", video.height, ", ", video.width,
+               "]");
     at::Tensor image = req.image.to(dev).to(at::kFloat).unsqueeze(2);  // [1, 3, 1, H, W] in [-1, 1]
     at::Tensor clip = image;
     if (!expand) {
       // I2V-A14B: the image then num_frames - 1 zero frames.
-      clip = at::cat({image, at::zeros({1, 3, req.num_frames - 1, req.height, req.width}, image.options())}, 2);
+      clip = at::cat({image, at::zeros({1, 3, num_frames - 1, video.height, video.width}, image.options())}, 2);
     }
     at::Tensor z = vae_->encode(clip.to(settings_.vae_dtype)).to(at::kFloat);  // [1, z, T or 1, h, w]
     debug::dump("vae_encode.in", clip);
@@ -363,11 +366,11 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   // 4. Denoise.
   auto scheduler =
       sched::make_scheduler(scheduler_config_, settings_.sample_solver, settings_.flow_shift, scheduler_source_);
-  scheduler->set_timesteps(req.num_inference_steps, dev);
+  scheduler->set_timesteps(video.num_inference_steps, dev);
   const auto& timesteps = scheduler->timestep_values();
   const std::optional<double> ratio = settings_.boundary_ratio ? settings_.boundary_ratio : index_.boundary_ratio;
   const int train_steps = scheduler->config().num_train_timesteps;
-  const double g2 = req.guidance_scale_2.value_or(req.guidance_scale);
+  const double g2 = video.guidance_scale_2.value_or(video.guidance_scale);
   const auto& pcfg = experts_[0]->config();
   {
     ScopedPhase phase(result.times, "denoise", dev);
@@ -392,7 +395,7 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
       const int64_t t = timesteps[i];
       const int64_t step_received_before = stats_->received_bytes_total;
       int expert = 0;
-      double scale = req.guidance_scale;
+      double scale = video.guidance_scale;
       if (two_experts && ratio && static_cast<double>(t) < *ratio * train_steps) {
         expert = 1;
         scale = g2;

@@ -24,6 +24,7 @@
 #include "models/lora.h"
 #include "pipeline/sequence_parallel.h"
 #include "pipeline/step_cache.h"
+#include "pipeline/video_params.h"
 
 namespace omni::models {
 class Umt5Tokenizer;
@@ -57,15 +58,8 @@ struct PipelineSettings {
 struct GenerationRequest {
   std::string prompt;
   std::string negative_prompt;
-  at::Tensor image;  // [1, 3, H, W] float32 in [-1, 1] at the output size, or undefined (text mode)
-  int height = 0;
-  int width = 0;
-  int num_frames = 0;
-  int num_inference_steps = 0;
-  double guidance_scale = 1.0;
-  std::optional<double> guidance_scale_2;
-  int64_t seed = 0;
-  int max_sequence_length = 512;
+  VideoParams video;          // video.image: `image` is given
+  at::Tensor image;           // [1, 3, H, W] float32 in [-1, 1] at the output size, or undefined (text mode)
   bool decode = true;         // this rank gets the frames (the writing rank)
   bool decode_band = false;   // --vae-parallel: this rank decodes its band (every rank of the group, together)
   bool keep_tensors = false;  // collect the --save-tensors intermediates
@@ -104,8 +98,9 @@ class WanPipeline {
   // Spatial multiple that height and width must be: VAE spatial factor x transformer patch size.
   int spatial_multiple() const;
   int temporal_factor() const;
-  // Checks the request's sizes against the model; rounds num_frames to 4k+1 with a warning (as diffusers).
-  void check_request(GenerationRequest& request) const;
+  // Checks a video's sizes against the model (usage errors); warns, as diffusers does, when num_frames is not
+  // of the form 4k+1 (the video then has rounded_num_frames()).
+  void check_video(const VideoParams& video) const;
 
   GenerationResult generate(const GenerationRequest& request, const StepCallback& on_step = nullptr);
 
@@ -138,8 +133,8 @@ class WanPipeline {
   std::unique_ptr<dist::ProcessGroup> shard_group_;
   std::unique_ptr<dist::ProcessGroup> cfg_group_;
   std::unique_ptr<SequenceParallel> sp_;             // null when ulysses x ring is 1
-  std::unique_ptr<dist::ProcessGroup> local_group_;  // the ranks of this data-parallel group (when > 1)
-  dist::ProcessGroup* vae_group_ = nullptr;          // --vae-parallel: local_group_
+  std::unique_ptr<dist::ProcessGroup> video_group_;  // the mesh's video group (when > 1)
+  dist::ProcessGroup* vae_group_ = nullptr;          // --vae-parallel: video_group_
   dist::ProcessGroup* agree_group_ = nullptr;        // --step-cache: the ranks that must skip alike
   std::unique_ptr<StepCache> step_cache_;
   int step_ = 0, num_steps_ = 0;  // the denoising step being run, for the step cache

@@ -49,6 +49,8 @@ TEST(ParallelConfig, AutoShardAndReplicateGroups) {
   EXPECT_EQ(l.groups("ulysses"), (Groups{{0, 1}, {2, 3}}));
   EXPECT_EQ(l.groups("cfg"), (Groups{{0, 2}, {1, 3}}));
   EXPECT_EQ(l.group_of("cfg", 3), (std::vector<int>{1, 3}));
+  EXPECT_EQ(l.groups("video"), (Groups{{0, 1, 2, 3}}));  // cfg 2 x ulysses 2: one video group
+  for (int r = 0; r < 4; ++r) EXPECT_EQ(l.writes_video(r), r == 0) << "rank " << r;
 }
 
 TEST(ParallelConfig, EightRanksAllAxes) {
@@ -61,8 +63,11 @@ TEST(ParallelConfig, EightRanksAllAxes) {
   EXPECT_EQ(l.groups("ring"), (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
   EXPECT_EQ(l.groups("sp"), (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}}));
   EXPECT_EQ(l.groups("dp"), (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  EXPECT_EQ(l.groups("video"), (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+  // One writer per video group: its first rank.
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(l.writes_video(r), r == 0 || r == 4) << "rank " << r;
   // Every axis partitions the world.
-  for (const char* kind : {"dp", "cfg", "ring", "ulysses", "sp", "shard", "replicate"}) {
+  for (const char* kind : {"dp", "cfg", "ring", "ulysses", "sp", "shard", "replicate", "video"}) {
     std::vector<int> seen(8, 0);
     for (const auto& g : l.groups(kind))
       for (int r : g) seen[r]++;

@@ -23,13 +23,13 @@ omni::pipeline::GenerationRequest request() {
   omni::pipeline::GenerationRequest req;
   req.prompt = "Waves roll onto a sandy beach at sunset";
   req.negative_prompt = "blurry";
-  req.height = 64;
-  req.width = 32;
-  req.num_frames = 9;
-  req.num_inference_steps = 3;
-  req.guidance_scale = 5.0;
-  req.seed = 3;
-  req.max_sequence_length = 24;
+  req.video.height = 64;
+  req.video.width = 32;
+  req.video.num_frames = 9;
+  req.video.num_inference_steps = 3;
+  req.video.guidance_scale = 5.0;
+  req.video.seed = 3;
+  req.video.max_sequence_length = 24;
   req.keep_tensors = true;
   return req;
 }
@@ -45,7 +45,8 @@ TEST(Ti2vImageMode, FirstLatentFrameIsTheImage) {
 
   auto req = request();
   // The i2v fixture's 48x32 image, resized to 32x64 (Lanczos, as diffusers' VideoProcessor).
-  req.image = omni::io::load_conditioning_image(kRef + "/i2v-a14b-tiny/image.png", req.height, req.width);
+  req.image = omni::io::load_conditioning_image(kRef + "/i2v-a14b-tiny/image.png", req.video.height, req.video.width);
+  req.video.image = true;
   auto image_run = by_name(pipe.generate(req));
   const at::Tensor& latents = image_run.at("latents");      // [1, 48, 3, 4, 2]
   const at::Tensor& image = image_run.at("image_latents");  // [1, 48, 1, 4, 2]

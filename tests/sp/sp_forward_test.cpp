@@ -1,12 +1,14 @@
-// sp_forward under mpirun (2 and 4 ranks) against the single-rank WanTransformer3DModel::forward.
+// WanTransformer3DModel::forward with its tokens split by SequenceSplit under mpirun (2 and 4 ranks) against the
+// single-rank forward.
 //
 // A tiny transformer (4 heads of 12, 2 layers) gets the same seeded random weights on every rank; every rank
-// runs forward() itself as the reference, then sp_forward() under each layout the world size allows:
+// runs forward() itself as the reference, then the split forward under each layout the world size allows:
 // Ulysses, ring, Ulysses x ring, and with dp / cfg groups beside the sp group. Sequences divisible and not
 // divisible by the degree, scalar and per-token timesteps, batch 2. float32 must agree to 1e-5 max abs error;
 // bfloat16 is bounded by bfloat16's own error against float32. Also: the degree-1 layout is forward() bit for
-// bit, the UnitHooks sequence equals forward()'s, and heads % ulysses and too-short sequences are usage errors
-// on every rank. Each check's error is all-reduced (max); rank 0 prints them and "N passed, N failed".
+// bit, the UnitHooks sequence equals forward()'s, the blocks.N dumps of a split run hold the whole sequence
+// and equal one rank's, and heads % ulysses and too-short sequences are usage errors on every rank. Each check's error
+// is all-reduced (max); rank 0 prints them and "N passed, N failed".
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -18,6 +20,7 @@
 
 #include "config/parallel_config.h"
 #include "core/error.h"
+#include "core/tensor_dump.h"
 #include "dist/communicator.h"
 #include "dist/device_mesh.h"
 #include "models/wan_transformer.h"
@@ -127,6 +130,18 @@ struct RecordingHooks : omni::models::UnitHooks {
   void after(int unit) override { events.push_back(unit + 1000); }
 };
 
+// forward() with the tokens split over `sp` (degree 1: no split, as the pipeline runs it).
+at::Tensor split_forward(const WanTransformer3DModel& model, const Inputs& in, omni::models::UnitHooks* units,
+                         const SequenceParallel& sp) {
+  omni::models::ForwardHooks hooks(units);
+  std::unique_ptr<omni::pipeline::SequenceSplit> split;
+  if (sp.degree() > 1) {
+    split = std::make_unique<omni::pipeline::SequenceSplit>(sp);
+    hooks.tokens = split.get();
+  }
+  return model.forward(in.hidden, in.timestep, in.context, hooks);
+}
+
 // Runs `fn` and reports whether it threw a usage error whose message contains `needle`.
 template <typename Fn>
 bool usage_error_containing(Fn fn, const std::string& needle) {
@@ -157,7 +172,7 @@ int run_all() {
     const double ref_max = ref.abs().max().item<double>();
     for (const auto& l : layouts) {
       RecordingHooks hooks;
-      const auto out = omni::pipeline::sp_forward(*model, in.hidden, in.timestep, in.context, &hooks, l.sp);
+      const auto out = split_forward(*model, in, &hooks, l.sp);
       // Degree 1 must be forward() itself.
       const double tol = l.sp.degree() == 1 ? 0.0 : 1e-5;
       g_checks.err("f32 " + l.name + ", " + in.name, max_abs_err(out, ref), tol, ref_max);
@@ -165,7 +180,28 @@ int run_all() {
     }
   }
 
-  // bfloat16: sp_forward may round differently from forward(), but no worse than bfloat16 itself does.
+  // Dumps of the blocks: whole sequences on every rank, as one rank's (the split gathers them).
+  {
+    const auto& in = inputs[2];  // S = 9: uneven chunks
+    omni::debug::enable_dumps(true);
+    model->forward(in.hidden, in.timestep, in.context);
+    const auto ref = omni::debug::take_dumps();
+    for (const auto& l : layouts) {
+      split_forward(*model, in, nullptr, l.sp);
+      const auto got = omni::debug::take_dumps();
+      bool same_names = got.size() == ref.size() && ref.size() == 2;
+      double err = same_names ? 0.0 : 1.0;
+      for (size_t i = 0; same_names && i < ref.size(); ++i) {
+        same_names = got[i].first == ref[i].first && got[i].second.sizes() == ref[i].second.sizes();
+        if (same_names) err = std::max(err, max_abs_err(got[i].second, ref[i].second));
+      }
+      g_checks.truth("dump names and shapes " + l.name, same_names);
+      g_checks.err("dumps " + l.name, same_names ? err : 1.0, 1e-5);
+    }
+    omni::debug::enable_dumps(false);
+  }
+
+  // bfloat16: the split forward may round differently from forward(), but no worse than bfloat16 itself does.
   {
     auto model_bf16 = make_model(4, at::kBFloat16);
     const auto& in = inputs[3];
@@ -174,7 +210,7 @@ int run_all() {
     const double bf16_err = max_abs_err(ref16, ref32);
     for (const auto& l : layouts) {
       if (l.sp.degree() == 1) continue;
-      const auto out = omni::pipeline::sp_forward(*model_bf16, in.hidden, in.timestep, in.context, nullptr, l.sp);
+      const auto out = split_forward(*model_bf16, in, nullptr, l.sp);
       g_checks.truth("bf16 dtype " + l.name, out.scalar_type() == at::kBFloat16);
       g_checks.err(
           "bf16 " + l.name + ", " + in.name + " vs f32 forward (bf16 forward: " + std::to_string(bf16_err) + ")",
@@ -188,20 +224,16 @@ int run_all() {
     const auto& in = inputs[0];
     for (const auto& l : layouts) {
       if (l.sp.ulysses_degree() == 1) continue;
-      g_checks.truth(
-          "heads 3 with " + l.name + " is a usage error",
-          usage_error_containing(
-              [&] { omni::pipeline::sp_forward(*model3, in.hidden, in.timestep, in.context, nullptr, l.sp); },
-              "--ulysses-degree " + std::to_string(l.sp.ulysses_degree())));
+      g_checks.truth("heads 3 with " + l.name + " is a usage error",
+                     usage_error_containing([&] { split_forward(*model3, in, nullptr, l.sp); },
+                                            "--ulysses-degree " + std::to_string(l.sp.ulysses_degree())));
     }
     const auto tiny = make_inputs(1, 2, 2, false, 6);  // S = 1
     for (const auto& l : layouts) {
       if (l.sp.degree() == 1) continue;
-      g_checks.truth(
-          "S=1 with " + l.name + " is a usage error",
-          usage_error_containing(
-              [&] { omni::pipeline::sp_forward(*model, tiny.hidden, tiny.timestep, tiny.context, nullptr, l.sp); },
-              "fewer than the sequence-parallel degree"));
+      g_checks.truth("S=1 with " + l.name + " is a usage error",
+                     usage_error_containing([&] { split_forward(*model, tiny, nullptr, l.sp); },
+                                            "fewer than the sequence-parallel degree"));
     }
   }
 

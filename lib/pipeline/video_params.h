@@ -1,0 +1,37 @@
+// One description of a video's sampling: what the request (WanPipeline::generate), the memory planner and the
+// layout chooser read. It owns the rules every one of them applies: whether classifier-free guidance runs and
+// how many frames and latent frames the video has.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace omni::pipeline {
+
+struct VideoParams {
+  int height = 0;
+  int width = 0;
+  int num_frames = 0;  // as asked; the video has rounded_num_frames()
+  int num_inference_steps = 0;
+  double guidance_scale = 1.0;
+  std::optional<double> guidance_scale_2;  // the second expert's scale; unset: guidance_scale
+  int64_t seed = 0;
+  int max_sequence_length = 512;
+  bool image = false;  // image-conditioned (I2V, TI2V's image mode): the VAE encodes a clip first
+
+  // diffusers' do_classifier_free_guidance: the first scale above 1 (the second expert follows the first's
+  // decision, with its own scale).
+  bool guidance_on() const { return guidance_scale > 1.0; }
+  // The frames the video has, temporal_factor * k + 1: diffusers' num_frames // t * t + 1 where num_frames is
+  // not of that form already (so 12 frames become 13 with the VAE's factor 4, and 10 become 9).
+  int rounded_num_frames(int64_t temporal_factor) const {
+    const auto t = static_cast<int>(temporal_factor);
+    return num_frames % t == 1 ? num_frames : num_frames / t * t + 1;
+  }
+  // Latent frames: the first frame alone, then one per temporal_factor frames.
+  int64_t latent_frames(int64_t temporal_factor) const {
+    return (rounded_num_frames(temporal_factor) - 1) / temporal_factor + 1;
+  }
+};
+
+}  // namespace omni::pipeline
