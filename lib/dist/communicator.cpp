@@ -131,6 +131,10 @@ void Communicator::gather_bytes(const void* mine, size_t bytes, void* all, int r
   MPI_CHECK(MPI_Gather(mine, static_cast<int>(bytes), MPI_BYTE, all, static_cast<int>(bytes), MPI_BYTE, root, comm_));
 }
 
+void Communicator::all_gather_bytes(const void* mine, size_t bytes, void* all) const {
+  MPI_CHECK(MPI_Allgather(mine, static_cast<int>(bytes), MPI_BYTE, all, static_cast<int>(bytes), MPI_BYTE, comm_));
+}
+
 std::vector<int> Communicator::world_ranks() const {
   OMNI_CHECK(valid(), "world_ranks() on a null communicator");
   std::vector<int> mine(size_), out(size_);

@@ -69,6 +69,14 @@ class Communicator {
   std::pair<double, int> max_location(double value) const;
   // Collective: every rank's `value`, in rank order, on `root` (empty elsewhere). T is a plain struct; all ranks
   // run the same binary, so its bytes mean the same everywhere.
+  // Collective: every rank's `value`, in rank order, on every rank.
+  template <typename T>
+  std::vector<T> all_gather(const T& value) const {
+    static_assert(std::is_trivially_copyable_v<T>, "all_gather() sends a struct's bytes");
+    std::vector<T> out(static_cast<size_t>(size_));
+    all_gather_bytes(&value, sizeof(T), out.data());
+    return out;
+  }
   template <typename T>
   std::vector<T> gather(const T& value, int root = 0) const {
     static_assert(std::is_trivially_copyable_v<T>, "gather() sends a struct's bytes");
@@ -80,6 +88,7 @@ class Communicator {
  private:
   void release() noexcept;
   void gather_bytes(const void* mine, size_t bytes, void* all, int root) const;
+  void all_gather_bytes(const void* mine, size_t bytes, void* all) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   bool owned_ = false;

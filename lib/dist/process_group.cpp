@@ -2,9 +2,14 @@
 
 #include <ATen/ATen.h>
 
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
 #include <numeric>
 
+#include "core/dtype.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "dist/process_group_mpi.h"
 #ifdef OMNI_WITH_NCCL
 #include "dist/process_group_nccl.h"
@@ -63,6 +68,62 @@ std::vector<int64_t> exclusive_offsets(const std::vector<int64_t>& counts) {
   return out;
 }
 
+namespace {
+
+// What one rank is about to issue, as the OMNI_DIST_DEBUG check exchanges it.
+struct Fingerprint {
+  uint64_t seq;
+  int64_t count;
+  int32_t op;  // index into kOps
+  int32_t dtype;
+};
+
+const char* const kOps[] = {"all_gather_into_flat", "all_gather_v", "all_to_all", "all_to_all_v", "broadcast",
+                            "all_reduce",           "barrier"};
+
+int32_t op_index(const char* op) {
+  for (size_t i = 0; i < std::size(kOps); ++i)
+    if (std::strcmp(kOps[i], op) == 0) return static_cast<int32_t>(i);
+  OMNI_FAIL("unknown collective '", op, "'");
+}
+
+std::string describe(const Fingerprint& f) {
+  std::string out = str_cat("#", f.seq, " ", kOps[f.op]);
+  if (f.count >= 0) out += str_cat(" of ", f.count, " ", dtype_name(static_cast<at::ScalarType>(f.dtype)));
+  return out;
+}
+
+bool debug_requested() {
+  const char* v = std::getenv("OMNI_DIST_DEBUG");
+  return v != nullptr && std::string(v) == "1";
+}
+
+}  // namespace
+
+ProcessGroup::ProcessGroup(const Communicator& comm, const std::string& name) : rank_(comm.rank()), size_(comm.size()) {
+  const auto members = comm.world_ranks();
+  label_ = (name.empty() ? std::string("a") : name) + " group (world ranks ";
+  for (size_t i = 0; i < members.size(); ++i) label_ += (i ? "," : "") + std::to_string(members[i]);
+  label_ += ")";
+  // Agreed, so that a variable set on some ranks only (mpirun without -x) still checks on all of them.
+  std::vector<int> debug{debug_requested() ? 1 : 0};
+  comm.all_reduce_max(debug);
+  if (debug[0] != 0) debug_ = comm.dup();
+}
+
+void ProcessGroup::begin(const char* op, int64_t count, at::ScalarType dtype) {
+  ++seq_;
+  if (!debug_.valid()) return;
+  const Fingerprint mine{seq_, count, op_index(op), static_cast<int32_t>(dtype)};
+  const std::vector<Fingerprint> all = debug_.all_gather(mine);
+  for (int r = 1; r < size_; ++r) {
+    const Fingerprint& f = all[static_cast<size_t>(r)];
+    if (f.seq == all[0].seq && f.op == all[0].op && f.count == all[0].count && f.dtype == all[0].dtype) continue;
+    OMNI_FAIL("collective desync on the ", label_, ": group rank 0 issues ", describe(all[0]), " but group rank ", r,
+              " issues ", describe(f), " (OMNI_DIST_DEBUG)");
+  }
+}
+
 void ProcessGroup::check_tensor(const at::Tensor& t, const char* op, const char* arg) const {
   OMNI_CHECK(t.defined(), op, ": ", arg, " is undefined");
   OMNI_CHECK(t.device() == device(), op, ": ", arg, " is on ", t.device(), " but the ", backend_name(),
@@ -84,6 +145,7 @@ WorkHandle ProcessGroup::all_gather_into_flat(const at::Tensor& output, const at
     OMNI_CHECK(input.data_ptr() == own, "all_gather_into_flat: input overlaps output but is not output's slice ",
                "for rank ", rank_);
   }
+  begin("all_gather_into_flat", output.numel(), output.scalar_type());
   return do_all_gather(output, input);
 }
 
@@ -99,6 +161,7 @@ WorkHandle ProcessGroup::all_gather_v(const at::Tensor& output, const at::Tensor
   OMNI_CHECK(output.numel() == sum_of(counts), "all_gather_v: output has ", output.numel(),
              " elements but the counts sum to ", sum_of(counts));
   OMNI_CHECK(!overlaps(output, input), "all_gather_v: input and output overlap");
+  begin("all_gather_v", output.numel(), output.scalar_type());
   return do_all_gather_v(output, input, counts);
 }
 
@@ -110,6 +173,7 @@ WorkHandle ProcessGroup::all_to_all(const at::Tensor& output, const at::Tensor& 
   OMNI_CHECK(output.numel() == input.numel() && input.numel() % size_ == 0, "all_to_all: input has ", input.numel(),
              " and output ", output.numel(), " elements; both must be the same multiple of the group size ", size_);
   OMNI_CHECK(!overlaps(output, input), "all_to_all: input and output overlap (in place is not supported)");
+  begin("all_to_all", output.numel(), output.scalar_type());
   return do_all_to_all(output, input);
 }
 
@@ -127,28 +191,32 @@ WorkHandle ProcessGroup::all_to_all_v(const at::Tensor& output, const at::Tensor
   OMNI_CHECK(output.numel() == sum_of(recv_counts), "all_to_all_v: output has ", output.numel(),
              " elements but recv_counts sum to ", sum_of(recv_counts));
   OMNI_CHECK(!overlaps(output, input), "all_to_all_v: input and output overlap (in place is not supported)");
+  begin("all_to_all_v", -1, output.scalar_type());
   return do_all_to_all_v(output, input, send_counts, recv_counts);
 }
 
 WorkHandle ProcessGroup::broadcast(const at::Tensor& tensor, int root) {
   check_tensor(tensor, "broadcast", "tensor");
   OMNI_CHECK(root >= 0 && root < size_, "broadcast: root ", root, " is outside the group of ", size_);
+  begin("broadcast", tensor.numel(), tensor.scalar_type());
   return do_broadcast(tensor, root);
 }
 
 WorkHandle ProcessGroup::all_reduce(const at::Tensor& tensor, ReduceOp op) {
   check_tensor(tensor, "all_reduce", "tensor");
   OMNI_CHECK(tensor.scalar_type() != at::kBool, "all_reduce: bool tensors cannot be reduced; use uint8");
+  begin("all_reduce", tensor.numel(), tensor.scalar_type());
   return do_all_reduce(tensor, op);
 }
 
 WorkHandle ProcessGroup::barrier() {
+  begin("barrier", 0, at::kByte);
   return do_barrier();
 }
 
 std::unique_ptr<ProcessGroup> make_process_group(const Communicator& comm, at::Device device, const std::string& name) {
   OMNI_CHECK(comm.valid(), "make_process_group: null communicator");
-  if (device.is_cpu()) return std::make_unique<ProcessGroupMpi>(comm);
+  if (device.is_cpu()) return std::make_unique<ProcessGroupMpi>(comm, name);
   if (device.is_cuda()) {
 #ifdef OMNI_WITH_NCCL
     return std::make_unique<ProcessGroupNccl>(comm, device, name);

@@ -11,6 +11,10 @@
 //   uint8 and bool (bool not in all_reduce). Violations throw an internal error naming the call and argument.
 // - Until the Work completes, inputs must not be written and outputs not read; the Work keeps the tensors
 //   alive, so dropping a handle early never frees memory under a transfer (the destructor waits).
+// - Every collective gets the group's next sequence number (1, 2, ...), which the watchdog's line names with
+//   the op. With OMNI_DIST_DEBUG=1 (on any rank of the group) the ranks first exchange each collective's
+//   fingerprint {number, op, element count, dtype} on the host and fail with one line naming the ranks and
+//   what each issued when they differ (a desync), instead of waiting for a timeout or exchanging garbage.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -50,6 +54,10 @@ class ProcessGroup {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // "shard group (world ranks 0,1,2,3)", for messages.
+  const std::string& label() const { return label_; }
+  // Collectives issued so far on this group (the last one's sequence number).
+  uint64_t sequence() const { return seq_; }
   virtual at::Device device() const = 0;
   virtual const char* backend_name() const = 0;
 
@@ -77,7 +85,9 @@ class ProcessGroup {
   virtual void set_compute_stream(void* stream) {}
 
  protected:
-  ProcessGroup(int rank, int size) : rank_(rank), size_(size) {}
+  // Collective over `comm` (agrees whether the OMNI_DIST_DEBUG check runs). `name` ("shard", "ulysses", ...)
+  // names the group in messages.
+  ProcessGroup(const Communicator& comm, const std::string& name);
 
   virtual WorkHandle do_all_gather(const at::Tensor& output, const at::Tensor& input) = 0;
   virtual WorkHandle do_all_gather_v(const at::Tensor& output, const at::Tensor& input,
@@ -92,14 +102,20 @@ class ProcessGroup {
 
  private:
   void check_tensor(const at::Tensor& t, const char* op, const char* arg) const;
+  // Numbers the collective about to be issued and, in debug mode, checks that every rank issues the same one.
+  // `count` is an element count every rank must agree on (-1: none, for all_to_all_v's per-rank splits).
+  void begin(const char* op, int64_t count, at::ScalarType dtype);
 
   int rank_;
   int size_;
+  std::string label_;
+  uint64_t seq_ = 0;
+  Communicator debug_;  // valid in debug mode: the host channel of the fingerprints
 };
 
 // Collective over `comm`: an MPI group for a CPU device, an NCCL group for a CUDA device (needs a build with
 // OMNI_WITH_NCCL; otherwise a usage error naming --device). The group keeps its own duplicate of `comm`.
-// `name` ("shard", "ulysses", ...) names the group in errors.
+// `name` ("shard", "ulysses", ...) names the group in errors and the watchdog's lines.
 std::unique_ptr<ProcessGroup> make_process_group(const Communicator& comm, at::Device device,
                                                  const std::string& name = "");
 

@@ -100,8 +100,8 @@ class MpiWork : public Work {
 
 }  // namespace
 
-ProcessGroupMpi::ProcessGroupMpi(const Communicator& comm)
-    : ProcessGroup(comm.rank(), comm.size()), comm_(comm.dup()) {}
+ProcessGroupMpi::ProcessGroupMpi(const Communicator& comm, const std::string& name)
+    : ProcessGroup(comm, name), comm_(comm.dup()) {}
 
 WorkHandle ProcessGroupMpi::do_all_gather(const at::Tensor& output, const at::Tensor& input) {
   const MPI_Datatype type = mpi_type(input.scalar_type());

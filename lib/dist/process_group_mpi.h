@@ -12,7 +12,7 @@ namespace omni::dist {
 class ProcessGroupMpi : public ProcessGroup {
  public:
   // Collective over `comm`; keeps a duplicate so that its requests never match the caller's messages.
-  explicit ProcessGroupMpi(const Communicator& comm);
+  explicit ProcessGroupMpi(const Communicator& comm, const std::string& name = "");
 
   at::Device device() const override { return at::Device(at::kCPU); }
   const char* backend_name() const override { return "mpi"; }

@@ -141,13 +141,7 @@ class NcclWork : public Work {
 }  // namespace
 
 ProcessGroupNccl::ProcessGroupNccl(const Communicator& comm, at::Device device, const std::string& name)
-    : ProcessGroup(comm.rank(), comm.size()), comm_(comm.dup()) {
-  std::ostringstream label;
-  label << (name.empty() ? std::string("a") : name) << " group (world ranks ";
-  const auto members = comm.world_ranks();
-  for (size_t i = 0; i < members.size(); ++i) label << (i ? "," : "") << members[i];
-  label << ")";
-  label_ = label.str();
+    : ProcessGroup(comm, name), comm_(comm.dup()) {
   OMNI_CHECK(device.is_cuda(), "ProcessGroupNccl needs a CUDA device, got ", device);
   if (device.has_index()) {
     device_index_ = device.index();
@@ -199,8 +193,8 @@ WorkHandle ProcessGroupNccl::finish(const char* op, const at::Tensor& data, std:
   const int64_t numel = data.defined() ? data.numel() : 1;
   const at::ScalarType type = data.defined() ? data.scalar_type() : at::kFloat;
   CollectiveWatchdog::instance().watch(
-      [op, numel, type, label = label_] {
-        return str_cat("NCCL ", op, " of ", numel, " ", dtype_name(type), " on ", label);
+      [op, numel, type, seq = sequence(), label = label()] {
+        return str_cat("NCCL ", op, " #", seq, " of ", numel, " ", dtype_name(type), " on the ", label);
       },
       [pending](std::string* why) { return pending->poll(why); });
   return std::make_shared<NcclWork>(std::move(pending), compute_stream_, std::move(keep), host_sync);

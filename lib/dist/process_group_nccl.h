@@ -55,7 +55,6 @@ class ProcessGroupNccl : public ProcessGroup {
   cudaStream_t compute_stream_ = nullptr;  // null: the legacy default stream, which LibTorch uses by default
   cudaEvent_t ready_ = nullptr;            // reused: cudaStreamWaitEvent captures the event when called
   float* scratch_ = nullptr;               // one float on the device for barrier()
-  std::string label_;                      // "the shard group (world ranks 0,1,2,3)", for errors
   int abort_hook_ = -1;                    // CollectiveWatchdog abort hook of nccl_
 };
 

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <thread>
@@ -294,6 +295,38 @@ void test_mesh(const MeshCase& mc, int wsize) {
   }
 }
 
+// Sequence numbers, and OMNI_DIST_DEBUG's desync check: set on the last rank only (the group agrees to check),
+// matching collectives pass; a mismatched all_reduce (rank 0 sends 4 elements, the others 3) fails on every
+// rank before any data moves, with one line naming the collective's number, the ranks and what each issued.
+void test_desync_check(int wsize) {
+  const bool last = g_world_rank == wsize - 1;
+  if (last) setenv("OMNI_DIST_DEBUG", "1", 1);
+  auto pg = omni::dist::make_process_group(Communicator::world(), at::Device(at::kCPU), "desync-test");
+  if (last) unsetenv("OMNI_DIST_DEBUG");
+  g_checks.truth("group label", pg->label().rfind("desync-test group (world ranks 0", 0) == 0, pg->label());
+  at::Tensor t = at::ones({4});
+  pg->all_reduce(t)->wait();
+  pg->barrier()->wait();
+  g_checks.truth("matching collectives pass the check, numbered", pg->sequence() == 2 && t[0].item<float>() == wsize);
+  if (wsize < 2) return;
+  std::string message;
+  try {
+    at::Tensor mine = at::ones({g_world_rank == 0 ? 4 : 3});
+    pg->all_reduce(mine)->wait();
+  } catch (const omni::Error& e) {
+    message = e.what();
+  }
+  const bool named = message.find("collective desync on the desync-test group") != std::string::npos &&
+                     message.find("group rank 0 issues #3 all_reduce of 4 float32") != std::string::npos &&
+                     message.find("group rank 1 issues #3 all_reduce of 3 float32") != std::string::npos;
+  g_checks.truth("a desync is one error on every rank naming both sides", named, message);
+  // Without the check, sequence numbers still count.
+  auto plain = omni::dist::make_process_group(Communicator::world(), at::Device(at::kCPU), "plain");
+  at::Tensor u = at::ones({2});
+  for (int i = 0; i < 3; ++i) plain->all_reduce(u)->wait();
+  g_checks.truth("sequence numbers without the check", plain->sequence() == 3);
+}
+
 int run_all() {
   int wsize = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &g_world_rank);
@@ -307,6 +340,7 @@ int run_all() {
   run_collectives(*world_pg, world_members, "world",
                   {at::kFloat, at::kBFloat16, at::kLong, at::kHalf, at::kInt, at::kByte});
   test_argument_checks(*world_pg);
+  test_desync_check(wsize);
 
   // The issue's 4-rank layout, checked against hand-written groups as well as against Layout::group_of.
   std::vector<MeshCase> cases;

@@ -157,7 +157,7 @@ Groups make_groups(int replicate, int shard, int world) {
   Groups g;
   g.mesh = std::make_unique<omni::dist::DeviceMesh>(hsdp_test::hsdp_layout(replicate, shard, world),
                                                     omni::dist::Communicator::world());
-  g.shard = std::make_unique<CountingGroup>(omni::dist::make_process_group(g.mesh->shard(), at::kCPU));
+  g.shard = std::make_unique<CountingGroup>(g.mesh->shard(), omni::dist::make_process_group(g.mesh->shard(), at::kCPU));
   return g;
 }
 

@@ -31,8 +31,9 @@ using omni::test_util::max_abs_err;
 // what was actually transferred, and the hooks wrapper can tell which gathers a hook issued.
 class CountingGroup : public omni::dist::ProcessGroup {
  public:
-  explicit CountingGroup(std::unique_ptr<omni::dist::ProcessGroup> inner)
-      : ProcessGroup(inner->rank(), inner->size()), inner_(std::move(inner)) {}
+  // `comm` is the communicator `inner` was made from.
+  CountingGroup(const omni::dist::Communicator& comm, std::unique_ptr<omni::dist::ProcessGroup> inner)
+      : ProcessGroup(comm, "counting"), inner_(std::move(inner)) {}
   at::Device device() const override { return inner_->device(); }
   const char* backend_name() const override { return inner_->backend_name(); }
 
