@@ -227,18 +227,21 @@ at::Tensor WanPipeline::run_transformer(int expert, const at::Tensor& x, const a
   return experts_[static_cast<size_t>(expert)]->forward(x, timestep, context, hooks);
 }
 
-at::Tensor WanPipeline::guided_prediction(int expert, const at::Tensor& x, const at::Tensor& timestep,
-                                          const at::Tensor& prompt_embeds, const at::Tensor& negative_embeds,
-                                          double scale, bool do_cfg) {
+at::Tensor WanPipeline::guided_prediction(int expert, const ModelInput& input, const at::Tensor& prompt_embeds,
+                                          const at::Tensor& negative_embeds, double scale, bool do_cfg,
+                                          CallState& state) {
+  const at::Tensor& x = input.x;
+  const at::Tensor& timestep = input.timestep;
+  const at::Tensor& recorded = input.recorded_timestep.defined() ? input.recorded_timestep : timestep;
   // Transformer calls are numbered as diffusers makes them: cond, then uncond, per step.
-  const int call = call_index_;
-  call_index_ += do_cfg ? 2 : 1;
+  const int call = state.calls;
+  state.calls += do_cfg ? 2 : 1;
   if (step_cache_) {
     // The CFG branch of each batch row of the call below: cond alone, this rank's branch, or cond then uncond.
     std::vector<int> rows(static_cast<size_t>(x.size(0)), 0);
     if (do_cfg && cfg_group_) std::fill(rows.begin(), rows.end(), cfg_group_->rank() == 0 ? 0 : 1);
     if (do_cfg && !cfg_group_) rows.resize(rows.size() * 2, 1);
-    step_cache_->begin_call(expert, step_, num_steps_, rows);
+    step_cache_->begin_call(expert, state.step, state.num_steps, rows);
   }
   if (!do_cfg) {
     at::Tensor out;
@@ -246,7 +249,7 @@ at::Tensor WanPipeline::guided_prediction(int expert, const at::Tensor& x, const
       debug::DumpScope scope(numbered("call", call));
       out = run_transformer(expert, x, timestep, prompt_embeds);
     }
-    dump_call(call, x, recorded(timestep), prompt_embeds, out);
+    dump_call(call, x, recorded, prompt_embeds, out);
     return out;
   }
   const int64_t b = x.size(0);
@@ -259,7 +262,7 @@ at::Tensor WanPipeline::guided_prediction(int expert, const at::Tensor& x, const
       debug::DumpScope scope(numbered("call", is_cond ? call : call + 1));
       mine = run_transformer(expert, x, timestep, is_cond ? prompt_embeds : negative_embeds).contiguous();
     }
-    dump_call(is_cond ? call : call + 1, x, recorded(timestep), is_cond ? prompt_embeds : negative_embeds, mine);
+    dump_call(is_cond ? call : call + 1, x, recorded, is_cond ? prompt_embeds : negative_embeds, mine);
     at::Tensor both = at::empty({2 * mine.numel()}, mine.options());
     cfg_group_->all_gather_into_flat(both, mine.view({-1}))->wait();
     both = both.view({2, mine.numel()});  // [branch, numel]
@@ -275,12 +278,149 @@ at::Tensor WanPipeline::guided_prediction(int expert, const at::Tensor& x, const
     }
     cond = out.narrow(0, 0, b);
     uncond = out.narrow(0, b, b);
-    dump_call(call, x, recorded(timestep), prompt_embeds, cond);
-    dump_call(call + 1, x, recorded(timestep), negative_embeds, uncond);
+    dump_call(call, x, recorded, prompt_embeds, cond);
+    dump_call(call + 1, x, recorded, negative_embeds, uncond);
   }
   return uncond + scale * (cond - uncond);
 }
 
+WanPipeline::LatentShape WanPipeline::latent_shape(const VideoParams& video) const {
+  const auto& vcfg = vae_->config();
+  LatentShape shape;
+  // I2V and TI2V denoise the VAE's latent channels; T2V's transformer takes them as its input channels.
+  shape.channels = (index_.image_to_video || index_.expand_timesteps) ? vcfg.z_dim : experts_[0]->config().in_channels;
+  shape.frames = video.latent_frames(temporal_factor());
+  shape.height = video.height / vcfg.scale_factor_spatial;
+  shape.width = video.width / vcfg.scale_factor_spatial;
+  return shape;
+}
+
+at::Tensor WanPipeline::prepare_latents(const VideoParams& video, const LatentShape& shape) const {
+  auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(video.seed));
+  const at::Tensor latents = at::randn({1, shape.channels, shape.frames, shape.height, shape.width}, gen,
+                                       at::TensorOptions().dtype(at::kFloat));
+  return latents.to(settings_.device);  // [1, z, T, h, w]
+}
+
+WanPipeline::ImageCondition WanPipeline::prepare_image_condition(const GenerationRequest& req, const LatentShape& shape,
+                                                                 GenerationResult& result) const {
+  const at::Device dev = settings_.device;
+  const VideoParams& video = req.video;
+  const bool expand = index_.expand_timesteps;
+  ImageCondition out;
+  if (req.image.defined()) {
+    ScopedPhase phase(result.times, "image_encode", dev);
+    OMNI_CHECK(req.image.dim() == 4 && req.image.size(2) == video.height && req.image.size(3) == video.width,
+               "conditioning image of shape ", req.image.sizes(), " is not [1, 3, ", video.height, ", ", video.width,
+               "]");
+    at::Tensor image = req.image.to(dev).to(at::kFloat).unsqueeze(2);  // [1, 3, 1, H, W] in [-1, 1]
+    at::Tensor clip = image;
+    if (!expand) {
+      // I2V-A14B: the image then num_frames - 1 zero frames.
+      const int num_frames = video.rounded_num_frames(temporal_factor());
+      clip = at::cat({image, at::zeros({1, 3, num_frames - 1, video.height, video.width}, image.options())}, 2);
+    }
+    at::Tensor z = vae_->encode(clip.to(settings_.vae_dtype)).to(at::kFloat);  // [1, z, T or 1, h, w]
+    debug::dump("vae_encode.in", clip);
+    debug::dump("vae_encode.mean", z);
+    z = vae_->normalize_latents(z);
+    if (req.keep_tensors) result.tensors.emplace_back("image_latents", to_float_cpu(z));  // normalized VAE mean
+    if (expand) {
+      out.condition = z;
+    } else {
+      // 4-channel first-frame mask: 1 on latent frame 0 (the image), 0 after.
+      at::Tensor mask = at::zeros({1, 4, shape.frames, shape.height, shape.width}, z.options());
+      mask.narrow(2, 0, 1).fill_(1.0);
+      out.condition = at::cat({mask, z}, 1);  // [1, 4 + z, T, h, w]
+    }
+  }
+  if (expand) {
+    out.first_frame_mask =
+        at::ones({1, 1, shape.frames, shape.height, shape.width}, at::TensorOptions().dtype(at::kFloat).device(dev));
+    if (req.image.defined()) out.first_frame_mask.narrow(2, 0, 1).fill_(0.0);
+  }
+  return out;
+}
+
+WanPipeline::ModelInput WanPipeline::model_input(const at::Tensor& latents, const ImageCondition& image, int64_t t,
+                                                 const LatentShape& shape) const {
+  const at::Device dev = settings_.device;
+  const auto& pcfg = experts_[0]->config();
+  ModelInput in;
+  if (index_.expand_timesteps && image.condition.defined()) {
+    const at::Tensor& mask = image.first_frame_mask;
+    in.x = (1 - mask) * image.condition + mask * latents;
+    // Per-token timesteps: t on every token, 0 on the conditioning frame's tokens. [1, S]
+    at::Tensor m =
+        mask[0][0].slice(1, 0, shape.height, pcfg.patch_size[1]).slice(2, 0, shape.width, pcfg.patch_size[2]);
+    in.timestep = (m * static_cast<double>(t)).flatten().unsqueeze(0);
+  } else if (index_.expand_timesteps) {
+    // TI2V text mode: diffusers expands t over every token ([1, S], all equal). One timestep per batch row
+    // is the same arithmetic without the per-token tables: temb [B, S, D], its projection [B, S, 6, D] and
+    // each block's [B, S, 6, D] float32 modulation (gigabytes at 720p). The dumps record diffusers' [1, S].
+    in.x = latents;
+    in.timestep = at::full({1}, t, at::TensorOptions().dtype(at::kLong).device(dev));
+    if (debug::dumps_enabled()) {
+      const int64_t tokens = pcfg.token_count(shape.frames, shape.height, shape.width);
+      in.recorded_timestep = at::full({1, tokens}, static_cast<double>(t), at::TensorOptions().dtype(at::kFloat));
+    }
+  } else {
+    in.x = index_.image_to_video ? at::cat({latents, image.condition}, 1) : latents;
+    in.timestep = at::full({1}, t, at::TensorOptions().dtype(at::kLong).device(dev));
+  }
+  in.x = in.x.to(settings_.dtype);
+  return in;
+}
+
+namespace {
+
+// The denoising loop's step times from device marks (CUDA events on a GPU, where host clocks read only the
+// queueing). Step i is reported once step i + 1 is queued: reading its end mark then waits for the GPU to
+// finish step i while step i + 1 is already queued, so the report never leaves the GPU idle.
+class StepReporter {
+ public:
+  StepReporter(const at::Device& device, const std::vector<int64_t>& timesteps, const StepCallback& on_step)
+      : device_(device), clock_(device), timesteps_(timesteps), on_step_(on_step) {
+    marks_.push_back(clock_.mark());
+  }
+  // Step `step` is queued (the CPU: done).
+  void step_queued(int step, const char* expert, bool cached) {
+    marks_.push_back(clock_.mark());
+    experts_.push_back(expert);
+    cached_.push_back(cached);
+    if (device_.is_cpu()) {
+      report_through(step);
+    } else if (step > 0) {
+      report_through(step - 1);
+    }
+  }
+  void finish() {
+    if (!timesteps_.empty()) report_through(static_cast<int>(timesteps_.size()) - 1);
+  }
+
+ private:
+  void report_through(int last) {
+    for (; reported_ <= last && static_cast<size_t>(reported_) + 1 < marks_.size(); ++reported_) {
+      if (!on_step_) continue;
+      const auto r = static_cast<size_t>(reported_);
+      on_step_({reported_, static_cast<int>(timesteps_.size()), timesteps_[r], experts_[r],
+                DeviceClock::seconds(marks_[r], marks_[r + 1]), cached_[r]});
+    }
+  }
+
+  at::Device device_;
+  DeviceClock clock_;
+  const std::vector<int64_t>& timesteps_;
+  const StepCallback& on_step_;
+  std::vector<DeviceClock::MarkPtr> marks_;
+  std::vector<const char*> experts_;
+  std::vector<bool> cached_;
+  int reported_ = 0;
+};
+
+}  // namespace
+
+// diffusers' WanPipeline.__call__ / WanImageToVideoPipeline.__call__, section by section.
 GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepCallback& on_step) {
   GenerationResult result;
   const at::Device dev = settings_.device;
@@ -288,16 +428,12 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   OMNI_CHECK(video.image == req.image.defined(), "GenerationRequest: video.image is ", video.image,
              " but the image tensor is ", req.image.defined() ? "given" : "missing");
   const bool do_cfg = video.guidance_on();
-  const bool two_experts = experts_.size() == 2;
-  const bool expand = index_.expand_timesteps;
-  const bool image_mode = req.image.defined();
-  call_index_ = 0;
   if (step_cache_) step_cache_->reset();
   auto keep = [&](const std::string& name, const at::Tensor& t) {
     if (req.keep_tensors) result.tensors.emplace_back(name, to_float_cpu(t));
   };
 
-  // 1. Text.
+  // 1. Encode the prompts (the negative one only with guidance).
   at::Tensor prompt_embeds, negative_embeds;
   {
     ScopedPhase phase(result.times, "text_encode", dev);
@@ -315,172 +451,86 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   keep("prompt_embeds", prompt_embeds);
   if (do_cfg) keep("negative_prompt_embeds", negative_embeds);
 
-  // 2. Latents: the noise is drawn on the CPU from a generator seeded like torch.Generator("cpu").manual_seed.
-  const auto& vcfg = vae_->config();
-  const int num_frames = video.rounded_num_frames(temporal_factor());
-  const int64_t lat_frames = video.latent_frames(temporal_factor());
-  const int64_t lat_h = video.height / vcfg.scale_factor_spatial;
-  const int64_t lat_w = video.width / vcfg.scale_factor_spatial;
-  const int64_t channels = (index_.image_to_video || expand) ? vcfg.z_dim : experts_[0]->config().in_channels;
-  at::Tensor latents;
-  {
-    auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(video.seed));
-    latents = at::randn({1, channels, lat_frames, lat_h, lat_w}, gen, at::TensorOptions().dtype(at::kFloat));
-    latents = latents.to(dev);  // [1, z, T, h, w]
-  }
+  // 2. Prepare the latents.
+  const LatentShape shape = latent_shape(video);
+  at::Tensor latents = prepare_latents(video, shape);
   keep("init_latents", latents);
 
-  // 3. Image conditioning.
-  at::Tensor condition;         // i2v: [1, 4 + z, T, h, w]; ti2v image mode: [1, z, 1, h, w]
-  at::Tensor first_frame_mask;  // ti2v: [1, 1, T, h, w], 0 on the first latent frame when an image is given
-  if (image_mode) {
-    ScopedPhase phase(result.times, "image_encode", dev);
-    OMNI_CHECK(req.image.dim() == 4 && req.image.size(2) == video.height && req.image.size(3) == video.width,
-               "conditioning image of shape ", req.image.sizes(), " is not [1, 3, ", video.height, ", ", video.width,
-               "]");
-    at::Tensor image = req.image.to(dev).to(at::kFloat).unsqueeze(2);  // [1, 3, 1, H, W] in [-1, 1]
-    at::Tensor clip = image;
-    if (!expand) {
-      // I2V-A14B: the image then num_frames - 1 zero frames.
-      clip = at::cat({image, at::zeros({1, 3, num_frames - 1, video.height, video.width}, image.options())}, 2);
-    }
-    at::Tensor z = vae_->encode(clip.to(settings_.vae_dtype)).to(at::kFloat);  // [1, z, T or 1, h, w]
-    debug::dump("vae_encode.in", clip);
-    debug::dump("vae_encode.mean", z);
-    z = vae_->normalize_latents(z);
-    keep("image_latents", z);  // normalized VAE mean of the conditioning clip
-    if (expand) {
-      condition = z;
-    } else {
-      // 4-channel first-frame mask: 1 on latent frame 0 (the image), 0 after.
-      at::Tensor mask = at::zeros({1, 4, lat_frames, lat_h, lat_w}, z.options());
-      mask.narrow(2, 0, 1).fill_(1.0);
-      condition = at::cat({mask, z}, 1);  // [1, 4 + z, T, h, w]
-    }
-  }
-  if (expand) {
-    first_frame_mask = at::ones({1, 1, lat_frames, lat_h, lat_w}, latents.options());
-    if (image_mode) first_frame_mask.narrow(2, 0, 1).fill_(0.0);
-  }
+  // 3. Image conditioning (I2V; TI2V with an image).
+  const ImageCondition image = prepare_image_condition(req, shape, result);
 
-  // 4. Denoise.
+  // 4. Denoise: the expert by boundary_ratio (the second takes the low-noise steps, with its own scale).
   auto scheduler =
       sched::make_scheduler(scheduler_config_, settings_.sample_solver, settings_.flow_shift, scheduler_source_);
   scheduler->set_timesteps(video.num_inference_steps, dev);
   const auto& timesteps = scheduler->timestep_values();
-  const std::optional<double> ratio = settings_.boundary_ratio ? settings_.boundary_ratio : index_.boundary_ratio;
-  const int train_steps = scheduler->config().num_train_timesteps;
-  const double g2 = video.guidance_scale_2.value_or(video.guidance_scale);
-  const auto& pcfg = experts_[0]->config();
+  const std::optional<double> ratio = boundary_ratio();
+  const double boundary = ratio ? *ratio * scheduler->config().num_train_timesteps : 0.0;
   {
     ScopedPhase phase(result.times, "denoise", dev);
-    // Step times from device marks (CUDA events on a GPU, where host clocks read only the queueing). Step i
-    // is reported once step i + 1 is queued: reading its end mark then waits for the GPU to finish step i
-    // while step i + 1 is already queued, so the report never leaves the GPU idle.
-    DeviceClock clock(dev);
-    std::vector<DeviceClock::MarkPtr> marks{clock.mark()};
-    std::vector<const char*> step_experts;
-    std::vector<bool> step_cached;
-    size_t reported = 0;
-    auto report_through = [&](size_t last) {
-      for (; reported <= last && reported + 1 < marks.size(); ++reported) {
-        if (on_step) {
-          on_step({static_cast<int>(reported), static_cast<int>(timesteps.size()), timesteps[reported],
-                   step_experts[reported], DeviceClock::seconds(marks[reported], marks[reported + 1]),
-                   step_cached[reported]});
-        }
-      }
-    };
+    StepReporter reporter(dev, timesteps, on_step);
+    CallState state;
+    state.num_steps = static_cast<int>(timesteps.size());
     for (size_t i = 0; i < timesteps.size(); ++i) {
       const int64_t t = timesteps[i];
-      const int64_t step_received_before = stats_->received_bytes_total;
-      int expert = 0;
-      double scale = video.guidance_scale;
-      if (two_experts && ratio && static_cast<double>(t) < *ratio * train_steps) {
-        expert = 1;
-        scale = g2;
-      }
-      at::Tensor model_input;
-      at::Tensor timestep;
-      recorded_timestep_ = at::Tensor();
-      if (expand && image_mode) {
-        model_input = (1 - first_frame_mask) * condition + first_frame_mask * latents;
-        // Per-token timesteps: t on every token, 0 on the conditioning frame's tokens. [1, S]
-        at::Tensor m =
-            first_frame_mask[0][0].slice(1, 0, lat_h, pcfg.patch_size[1]).slice(2, 0, lat_w, pcfg.patch_size[2]);
-        timestep = (m * static_cast<double>(t)).flatten().unsqueeze(0);
-      } else if (expand) {
-        // TI2V text mode: diffusers expands t over every token ([1, S], all equal). One timestep per batch row
-        // is the same arithmetic without the per-token tables: temb [B, S, D], its projection [B, S, 6, D] and
-        // each block's [B, S, 6, D] float32 modulation (gigabytes at 720p). The dumps record diffusers' [1, S].
-        model_input = latents;
-        timestep = at::full({1}, t, at::TensorOptions().dtype(at::kLong).device(dev));
-        if (debug::dumps_enabled()) {
-          const int64_t tokens = pcfg.token_count(lat_frames, lat_h, lat_w);
-          recorded_timestep_ = at::full({1, tokens}, static_cast<double>(t), at::TensorOptions().dtype(at::kFloat));
-        }
-      } else {
-        model_input = index_.image_to_video ? at::cat({latents, condition}, 1) : latents;
-        timestep = at::full({1}, t, at::TensorOptions().dtype(at::kLong).device(dev));
-      }
-      model_input = model_input.to(settings_.dtype);
-      step_ = static_cast<int>(i);
-      num_steps_ = static_cast<int>(timesteps.size());
-      at::Tensor noise_pred =
-          guided_prediction(expert, model_input, timestep, prompt_embeds, negative_embeds, scale, do_cfg);
+      const int64_t received_before = stats_->received_bytes_total;
+      const int expert = experts_.size() == 2 && ratio && static_cast<double>(t) < boundary ? 1 : 0;
+      const double scale = expert == 1 ? video.guidance_scale_2.value_or(video.guidance_scale) : video.guidance_scale;
+      state.step = static_cast<int>(i);
+      const at::Tensor noise_pred = guided_prediction(expert, model_input(latents, image, t, shape), prompt_embeds,
+                                                      negative_embeds, scale, do_cfg, state);
       latents = scheduler->step(noise_pred, t, latents);
       keep(numbered("step", static_cast<int>(i)) + ".latents", latents);
-      gathered_last_step_ = stats_->received_bytes_total - step_received_before;
-      marks.push_back(clock.mark());
-      step_experts.push_back(kExpertNames[expert]);
-      step_cached.push_back(step_cache_ && step_cache_->last_skipped());
-      if (dev.is_cpu()) {
-        report_through(i);
-      } else if (i > 0) {
-        report_through(i - 1);
-      }
+      gathered_last_step_ = stats_->received_bytes_total - received_before;
+      reporter.step_queued(static_cast<int>(i), kExpertNames[expert], step_cache_ && step_cache_->last_skipped());
     }
-    if (!timesteps.empty()) report_through(timesteps.size() - 1);
+    reporter.finish();
     for (auto& e : experts_sharded_)
       if (e) e->settle_timings();
   }
-  if (expand && image_mode) latents = (1 - first_frame_mask) * condition + first_frame_mask * latents;
+  if (index_.expand_timesteps && image.condition.defined()) {
+    latents = (1 - image.first_frame_mask) * image.condition + image.first_frame_mask * latents;
+  }
   keep("latents", latents);
   if (step_cache_)
     for (int e = 0; e < 2; ++e) result.step_cache[e] = step_cache_->counts(e);
 
-  // 5. Decode: the writing rank alone, or with --vae-parallel every rank of the group its band of rows, the
-  //    writing rank (group rank 0) getting the whole video.
-  // The transformer's gathered buffers wait in the pool for the next video; the decode needs the memory more
-  // (the next video gathers them again: three allocations).
+  // 5. Decode.
+  decode(req, latents, result);
+  return result;
+}
+
+void WanPipeline::decode(const GenerationRequest& req, const at::Tensor& latents, GenerationResult& result) {
+  // The writing rank alone, or with --vae-parallel every rank of the group its band of rows, the writing rank
+  // (group rank 0) getting the whole video. The transformer's gathered buffers wait in the pool for the next
+  // video; the decode needs the memory more (the next video gathers them again: three allocations).
+  const at::Device dev = settings_.device;
   pool_->clear();
   const bool banded = vae_group_ != nullptr && req.decode_band;
-  if (req.decode || banded) {
-    ScopedPhase phase(result.times, "decode", dev);
-    dist::reset_peak_device_bytes(dev);
-    reset_peak_rss();
-    const int64_t device_before = dist::allocated_device_bytes(dev), host_before = current_rss_bytes();
-    at::Tensor z = vae_->denormalize_latents(latents.to(settings_.vae_dtype));
-    at::Tensor video;  // [1, 3, F, H, W] in [-1, 1]
-    if (banded) {
-      models::VaeBands bands(vae_group_, z.size(3));
-      video = vae_->decode(z, &bands, /*root=*/0);
-    } else {
-      video = vae_->decode(z);
-    }
-    if (req.decode) {
-      OMNI_CHECK(video.defined(), "--vae-parallel: the writing rank is not rank 0 of its decode group");
-      debug::dump("vae_decode.in", z);
-      debug::dump("vae_decode.out", video);
-      // In place: the decoded video becomes the frames (the same operations, one video-sized tensor fewer).
-      at::Tensor frames = video.mul_(0.5).add_(0.5).clamp_(0.0, 1.0);  // [1, 3, F, H, W]
-      result.frames = to_float_cpu(frames.permute({0, 2, 3, 4, 1}));   // [1, F, H, W, 3]
-      keep("frames", result.frames);
-    }
-    result.vae_peak_bytes = dev.is_cpu() ? std::max<int64_t>(0, peak_rss_since_reset_bytes() - host_before)
-                                         : dist::peak_device_bytes(dev) - device_before;
+  if (!req.decode && !banded) return;
+  ScopedPhase phase(result.times, "decode", dev);
+  dist::reset_peak_device_bytes(dev);
+  reset_peak_rss();
+  const int64_t device_before = dist::allocated_device_bytes(dev), host_before = current_rss_bytes();
+  at::Tensor z = vae_->denormalize_latents(latents.to(settings_.vae_dtype));
+  at::Tensor video;  // [1, 3, F, H, W] in [-1, 1]
+  if (banded) {
+    models::VaeBands bands(vae_group_, z.size(3));
+    video = vae_->decode(z, &bands, /*root=*/0);
+  } else {
+    video = vae_->decode(z);
   }
-  return result;
+  if (req.decode) {
+    OMNI_CHECK(video.defined(), "--vae-parallel: the writing rank is not rank 0 of its decode group");
+    debug::dump("vae_decode.in", z);
+    debug::dump("vae_decode.out", video);
+    // In place: the decoded video becomes the frames (the same operations, one video-sized tensor fewer).
+    at::Tensor frames = video.mul_(0.5).add_(0.5).clamp_(0.0, 1.0);  // [1, 3, F, H, W]
+    result.frames = to_float_cpu(frames.permute({0, 2, 3, 4, 1}));   // [1, F, H, W, 3]
+    if (req.keep_tensors) result.tensors.emplace_back("frames", result.frames);
+  }
+  result.vae_peak_bytes = dev.is_cpu() ? std::max<int64_t>(0, peak_rss_since_reset_bytes() - host_before)
+                                       : dist::peak_device_bytes(dev) - device_before;
 }
 
 }  // namespace omni::pipeline

@@ -119,13 +119,46 @@ class WanPipeline {
   int64_t disk_bytes_read() const { return disk_bytes_read_; }
 
  private:
+  // The latent video's size: [1, channels, frames, height, width].
+  struct LatentShape {
+    int64_t channels = 0, frames = 0, height = 0, width = 0;
+  };
+  // Image conditioning (step 3): i2v's mask-and-latents condition [1, 4 + z, T, h, w] or ti2v's image latent
+  // [1, z, 1, h, w]; ti2v's first-frame mask [1, 1, T, h, w] (0 on the image's frame in image mode).
+  struct ImageCondition {
+    at::Tensor condition;
+    at::Tensor first_frame_mask;
+  };
+  // One denoising step's transformer input: the latents (with the condition), the timestep as the model
+  // takes it, and as diffusers passes it where that differs in shape (for --dump-tensors; else undefined).
+  struct ModelInput {
+    at::Tensor x;
+    at::Tensor timestep;
+    at::Tensor recorded_timestep;
+  };
+  // Where a generate() call is: its transformer calls so far (numbered as diffusers makes them: cond, uncond)
+  // and its step.
+  struct CallState {
+    int calls = 0;
+    int step = 0;
+    int num_steps = 0;
+  };
+
   at::Tensor encode_text(const std::vector<std::string>& prompts, int max_sequence_length);
+  LatentShape latent_shape(const VideoParams& video) const;
+  // Step 2: the initial noise, drawn on the CPU from a generator seeded like torch.Generator("cpu").manual_seed.
+  at::Tensor prepare_latents(const VideoParams& video, const LatentShape& shape) const;
+  ImageCondition prepare_image_condition(const GenerationRequest& req, const LatentShape& shape,
+                                         GenerationResult& result) const;
+  ModelInput model_input(const at::Tensor& latents, const ImageCondition& image, int64_t t,
+                         const LatentShape& shape) const;
+  // Step 5: the frames on the writing rank (the whole group decodes with --vae-parallel).
+  void decode(const GenerationRequest& req, const at::Tensor& latents, GenerationResult& result);
   // One forward of `expert` (0 or 1) on a batch, through HSDP hooks when sharded.
   at::Tensor run_transformer(int expert, const at::Tensor& x, const at::Tensor& timestep, const at::Tensor& context);
   // The guided velocity: cond and uncond batched, or each on its cfg rank and exchanged.
-  at::Tensor guided_prediction(int expert, const at::Tensor& model_input, const at::Tensor& timestep,
-                               const at::Tensor& prompt_embeds, const at::Tensor& negative_embeds, double scale,
-                               bool do_cfg);
+  at::Tensor guided_prediction(int expert, const ModelInput& input, const at::Tensor& prompt_embeds,
+                               const at::Tensor& negative_embeds, double scale, bool do_cfg, CallState& call);
 
   io::ModelIndex index_;
   PipelineSettings settings_;
@@ -137,13 +170,6 @@ class WanPipeline {
   dist::ProcessGroup* vae_group_ = nullptr;          // --vae-parallel: video_group_
   dist::ProcessGroup* agree_group_ = nullptr;        // --step-cache: the ranks that must skip alike
   std::unique_ptr<StepCache> step_cache_;
-  int step_ = 0, num_steps_ = 0;  // the denoising step being run, for the step cache
-  // The timestep as diffusers passes it, for --dump-tensors, where ours differs in shape (TI2V text mode: [1, S]
-  // there, [1] here); undefined otherwise.
-  at::Tensor recorded_timestep_;
-  const at::Tensor& recorded(const at::Tensor& timestep) const {
-    return recorded_timestep_.defined() ? recorded_timestep_ : timestep;
-  }
   std::shared_ptr<hsdp::BufferPool> pool_;
   std::shared_ptr<hsdp::HsdpStats> stats_;
 
@@ -159,7 +185,6 @@ class WanPipeline {
 
   int64_t param_bytes_total_ = 0;
   int64_t gathered_last_step_ = 0;
-  int call_index_ = 0;  // transformer calls of this generate(), numbered as diffusers makes them (cond, uncond)
   int64_t disk_bytes_read_ = 0;
 };
 
