@@ -109,7 +109,7 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
   phase = Phase::kUniform;
   const std::string& preset = model.preset;
   GenerateOptions opts = omni::config::resolve_options(cli, preset);
-  omni::log::set_level(omni::log::parse_level(opts.log_level));
+  omni::log::set_level(opts.log_level);
   phase = Phase::kAgreed;
   omni::job::ResolvedRun resolved = omni::job::resolve_run(opts, model, omni::dist::Communicator::world());
   // The compute degrees: given, or chosen from the work (the model's configs and the prompt list).
@@ -117,7 +117,8 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
   phase = Phase::kUniform;
   opts.parallel = decision.parallel;
   if (decision.automatic)  // listings and sidecars say where the degrees came from
-    for (const char* key : {"ulysses-degree", "ring-degree", "cfg-parallel-size"}) opts.sources[key] = "layout auto";
+    for (const char* key : {"ulysses-degree", "ring-degree", "cfg-parallel-size"})
+      opts.sources[key] = {omni::config::Source::kLayoutAuto, ""};
   Layout layout = omni::config::resolve_layout(opts.parallel, world);
   OMNI_INFO("layout ", decision.line);
   OMNI_INFO("layout ", layout.summary());

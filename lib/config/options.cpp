@@ -82,6 +82,64 @@ std::vector<LoraSpec> to_lora_list(const std::string& v, const std::string& wher
   return out;
 }
 
+// Each choice option's one list of values and names: the parser, --help (as the value's type), the error
+// messages and name_of() read it.
+template <typename E>
+using Choices = std::vector<std::pair<E, const char*>>;
+
+const Choices<SampleSolver>& solver_choices() {
+  static const Choices<SampleSolver> c = {{SampleSolver::kUniPC, "unipc"}, {SampleSolver::kEuler, "euler"}};
+  return c;
+}
+const Choices<StepCacheMode>& step_cache_choices() {
+  static const Choices<StepCacheMode> c = {
+      {StepCacheMode::kNone, "none"}, {StepCacheMode::kTeaCache, "teacache"}, {StepCacheMode::kFirstBlock, "fbcache"}};
+  return c;
+}
+const Choices<LayoutMode>& layout_choices() {
+  static const Choices<LayoutMode> c = {{LayoutMode::kAuto, "auto"}, {LayoutMode::kManual, "manual"}};
+  return c;
+}
+const Choices<TaskChoice>& task_choices() {
+  static const Choices<TaskChoice> c = {
+      {TaskChoice::kAuto, "auto"}, {TaskChoice::kT2V, "t2v"}, {TaskChoice::kI2V, "i2v"}, {TaskChoice::kTI2V, "ti2v"}};
+  return c;
+}
+const Choices<c10::ScalarType>& dtype_choices() {
+  static const Choices<c10::ScalarType> c = {
+      {c10::ScalarType::Float, "float32"}, {c10::ScalarType::BFloat16, "bfloat16"}, {c10::ScalarType::Half, "float16"}};
+  return c;
+}
+const Choices<log::Level>& log_level_choices() {
+  static const Choices<log::Level> c = {{log::Level::kDebug, "debug"}, {log::Level::kInfo, "info"},
+                                        {log::Level::kWarn, "warn"},   {log::Level::kWarn, "warning"},
+                                        {log::Level::kError, "error"}, {log::Level::kOff, "off"}};
+  return c;
+}
+
+// "unipc or euler", "auto, t2v, i2v or ti2v".
+template <typename E>
+std::string alternatives(const Choices<E>& choices) {
+  std::string out;
+  for (size_t i = 0; i < choices.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(choices[i].second);
+  return out;
+}
+
+template <typename E>
+E parse_choice(const Choices<E>& choices, const std::string& v, const std::string& where) {
+  for (const auto& [value, name] : choices)
+    if (v == name) return value;
+  OMNI_FAIL_USAGE(where, " must be ", alternatives(choices), ", got '", v, "'");
+}
+
+template <typename E>
+const char* choice_name(const Choices<E>& choices, E value) {
+  for (const auto& [v, name] : choices)
+    if (v == value) return name;
+  OMNI_FAIL("an option value outside its list of choices");
+}
+
 // The table every layer shares. Defaults here are the built-in layer; presets override them per model.
 const std::vector<Binding>& bindings() {
   static const std::vector<Binding> table = [] {
@@ -134,6 +192,18 @@ const std::vector<Binding>& bindings() {
                    [field](const GenerateOptions& o) { return nlohmann::json(o.parallel.*field); },
                    ""});
     };
+    // One of a list (Choices): the names joined by | are the value's type in --help.
+    auto choice = [&](const char* name, const char* help, const char* def, auto field, const auto& choices) {
+      std::string type;
+      for (const auto& c : choices) type += (type.empty() ? "" : "|") + std::string(c.second);
+      t.push_back(
+          {{name, help, def, false, type},
+           [field, &choices](GenerateOptions& o, const std::string& v, const std::string& w) {
+             o.*field = parse_choice(choices, v, w);
+           },
+           [field, &choices](const GenerateOptions& o) { return nlohmann::json(choice_name(choices, o.*field)); },
+           ""});
+    };
     auto lora_list = [&](const char* name, const char* help, std::vector<LoraSpec> GenerateOptions::*field) {
       OptionSpec spec{name, help, "", false, "FILE[:SCALE]"};
       spec.is_list = true;
@@ -152,7 +222,7 @@ const std::vector<Binding>& bindings() {
         "diffusers-layout model folder, or ORG/NAME in the Hugging Face cache (offline); empty: the "
         "built-in default model (random weights, for trying the tool)",
         "", &G::model, "(built-in default model)");
-    str("task", "t2v, i2v or ti2v; default: from model_index.json and --image", "", &G::task, "(from the model)");
+    choice("task", "auto: from model_index.json and --image; or t2v, i2v, ti2v", "auto", &G::task, task_choices());
     str("config", "YAML file of options (same names as the flags, without dashes)", "", &G::config_file);
     str("prompt", "text prompt", "", &G::prompt);
     str("negative-prompt", "negative prompt (default: the model preset's)", "", &G::negative_prompt);
@@ -183,7 +253,8 @@ const std::vector<Binding>& bindings() {
             "none", &G::boundary_ratio, "(model default)");
     opt_f64("flow-shift", "flow-matching shift (default: scheduler_config.json's)", "none", &G::flow_shift,
             "(model default)");
-    str("sample-solver", "unipc or euler", "unipc", &G::sample_solver);
+    choice("sample-solver", "the sampler (diffusers' UniPCMultistepScheduler or FlowMatchEulerDiscreteScheduler)",
+           "unipc", &G::sample_solver, solver_choices());
     t.push_back({{"seed", "random seed of the initial noise (CPU generator, as diffusers)", "42", false, "INT"},
                  [](G& o, const std::string& v, const std::string& w) { o.seed = to_int(v, w); },
                  [](const G& o) { return nlohmann::json(o.seed); },
@@ -207,10 +278,10 @@ const std::vector<Binding>& bindings() {
     par("hsdp-shard-size", "ranks that split one copy of the weights (-1: automatic)", "-1",
         &ParallelConfig::hsdp_shard_size);
     par("hsdp-replicate-size", "number of weight copies (shard groups)", "-1", &ParallelConfig::hsdp_replicate_size);
-    str("layout",
-        "auto: choose --ulysses-degree, --ring-degree and --cfg-parallel-size from the work (videos, guidance, "
-        "heads, tokens) when none is given; manual: use them as given (1 when not given)",
-        "auto", &G::layout);
+    choice("layout",
+           "auto: choose --ulysses-degree, --ring-degree and --cfg-parallel-size from the work (videos, guidance, "
+           "heads, tokens) when none is given; manual: use them as given (1 when not given)",
+           "auto", &G::layout, layout_choices());
     par("ulysses-degree", "Ulysses sequence-parallel degree", "1", &ParallelConfig::ulysses_degree);
     par("ring-degree", "ring-attention sequence-parallel degree", "1", &ParallelConfig::ring_degree);
     par("cfg-parallel-size", "1, or 2 to run cond and uncond on different ranks", "1",
@@ -221,11 +292,11 @@ const std::vector<Binding>& bindings() {
          "decode each video on all the ranks of its data-parallel group, a band of rows each (exchanging halo "
          "rows; the same frames as one rank's decode, less memory and time per rank)",
          &G::vae_parallel);
-    str("step-cache",
-        "skip a step's transformer blocks when their input barely changed since the last computed step, reusing "
-        "its residual: none, teacache (timestep-modulation change, TeaCache's Wan polynomial) or fbcache (first "
-        "block's residual change)",
-        "none", &G::step_cache);
+    choice("step-cache",
+           "skip a step's transformer blocks when their input barely changed since the last computed step, reusing "
+           "its residual: teacache (timestep-modulation change, TeaCache's Wan polynomial) or fbcache (first "
+           "block's residual change)",
+           "none", &G::step_cache, step_cache_choices());
     opt_f64("step-cache-threshold",
             "relative change under which --step-cache skips (0: never skip; default teacache 0.2, fbcache 0.08)",
             "none", &G::step_cache_threshold, "(mode default)");
@@ -238,9 +309,9 @@ const std::vector<Binding>& bindings() {
         "seconds a GPU collective may wait for its peers before every rank is stopped "
         "with an error naming it",
         "600", &G::collective_timeout);
-    str("dtype", "transformer and text encoder dtype: bfloat16, float16 or float32", "bfloat16", &G::dtype);
-    str("vae-dtype", "VAE dtype: float32, bfloat16 or float16", "float32", &G::vae_dtype);
-    str("log-level", "debug, info, warn, error or off", "info", &G::log_level);
+    choice("dtype", "transformer and text encoder dtype", "bfloat16", &G::dtype, dtype_choices());
+    choice("vae-dtype", "VAE dtype", "float32", &G::vae_dtype, dtype_choices());
+    choice("log-level", "messages shown (info and debug from rank 0 only)", "info", &G::log_level, log_level_choices());
     flag("strict-memory",
          "stop before loading when the memory plan exceeds the device's memory (GPU, or the node's host memory "
          "split between its ranks), instead of warning",
@@ -426,11 +497,43 @@ std::map<std::string, std::string> preset_options(const std::string& preset_name
   return parse_yaml_options(it->second, "preset " + preset_name);
 }
 
-void apply_layer(GenerateOptions& opts, const std::map<std::string, std::string>& values, const std::string& origin) {
+std::string Source::str() const {
+  switch (kind) {
+    case kDefault:
+      return "default";
+    case kPreset:
+      return "preset " + detail;
+    case kConfig:
+      return "config " + detail;
+    case kFlag:
+      return "flag";
+    case kPromptsLine:
+      return "--prompts-file " + detail;
+    case kLayoutAuto:
+      return "layout auto";
+  }
+  return "unknown";
+}
+
+const char* name_of(SampleSolver v) {
+  return choice_name(solver_choices(), v);
+}
+const char* name_of(StepCacheMode v) {
+  return choice_name(step_cache_choices(), v);
+}
+const char* name_of(LayoutMode v) {
+  return choice_name(layout_choices(), v);
+}
+const char* name_of(TaskChoice v) {
+  return choice_name(task_choices(), v);
+}
+
+void apply_layer(GenerateOptions& opts, const std::map<std::string, std::string>& values, const Source& origin) {
   for (const auto& [key, value] : values) {
     const Binding* b = find_binding(key);
-    OMNI_CHECK_USAGE(b != nullptr, origin, ": unknown option '", key, "'; did you mean '", closest_option(key), "'?");
-    std::string where = origin == "flag" ? "--" + key : key + " (" + origin + ")";
+    OMNI_CHECK_USAGE(b != nullptr, origin.str(), ": unknown option '", key, "'; did you mean '", closest_option(key),
+                     "'?");
+    std::string where = origin.kind == Source::kFlag ? "--" + key : key + " (" + origin.str() + ")";
     b->set(opts, value, where);
     opts.sources[key] = origin;
   }
@@ -438,9 +541,7 @@ void apply_layer(GenerateOptions& opts, const std::map<std::string, std::string>
 
 bool set_by_user(const GenerateOptions& o, const std::string& key) {
   auto it = o.sources.find(key);
-  if (it == o.sources.end()) return false;
-  const std::string& s = it->second;
-  return s == "flag" || s.rfind("config ", 0) == 0 || s.rfind("--prompts-file ", 0) == 0;
+  return it != o.sources.end() && it->second.by_user();
 }
 
 void validate_options(const GenerateOptions& o) {
@@ -454,43 +555,32 @@ void validate_options(const GenerateOptions& o) {
   OMNI_CHECK_USAGE(!o.boundary_ratio || (*o.boundary_ratio >= 0 && *o.boundary_ratio <= 1),
                    "--boundary-ratio must lie in [0, 1], got ", o.boundary_ratio.value_or(0));
   OMNI_CHECK_USAGE(!o.flow_shift || *o.flow_shift > 0, "--flow-shift must be positive, got ", o.flow_shift.value_or(0));
-  OMNI_CHECK_USAGE(o.sample_solver == "unipc" || o.sample_solver == "euler",
-                   "--sample-solver must be unipc or euler, got '", o.sample_solver, "'");
   OMNI_CHECK_USAGE(o.max_sequence_length >= 1, "--max-sequence-length must be at least 1, got ", o.max_sequence_length);
   OMNI_CHECK_USAGE(o.fps >= 1 && o.fps <= 240, "--fps must lie in [1, 240], got ", o.fps);
   OMNI_CHECK_USAGE(o.crf >= 0 && o.crf <= 51, "--crf must lie in [0, 51], got ", o.crf);
-  OMNI_CHECK_USAGE(o.task.empty() || o.task == "t2v" || o.task == "i2v" || o.task == "ti2v",
-                   "--task must be t2v, i2v or ti2v, got '", o.task, "'");
-  auto is_dtype = [](const std::string& v) { return v == "float32" || v == "bfloat16" || v == "float16"; };
-  OMNI_CHECK_USAGE(is_dtype(o.dtype), "--dtype must be float32, bfloat16 or float16, got '", o.dtype, "'");
-  OMNI_CHECK_USAGE(is_dtype(o.vae_dtype), "--vae-dtype must be float32, bfloat16 or float16, got '", o.vae_dtype, "'");
   OMNI_CHECK_USAGE(o.device == "auto" || o.device == "cpu" || o.device == "cuda" ||
                        (o.device.size() > 5 && o.device.rfind("cuda:", 0) == 0 &&
                         o.device.find_first_not_of("0123456789", 5) == std::string::npos),
                    "--device must be auto, cpu, cuda or cuda:N, got '", o.device, "'");
-  OMNI_CHECK_USAGE(o.layout == "auto" || o.layout == "manual", "--layout must be auto or manual, got '", o.layout, "'");
-  OMNI_CHECK_USAGE(o.step_cache == "none" || o.step_cache == "teacache" || o.step_cache == "fbcache",
-                   "--step-cache must be none, teacache or fbcache, got '", o.step_cache, "'");
   OMNI_CHECK_USAGE(!o.step_cache_threshold || *o.step_cache_threshold >= 0,
                    "--step-cache-threshold must be non-negative, got ", o.step_cache_threshold.value_or(0));
   OMNI_CHECK_USAGE(o.collective_timeout > 0, "--collective-timeout must be a positive number of seconds, got ",
                    o.collective_timeout);
   OMNI_CHECK_USAGE(o.prompt.empty() || o.prompts_file.empty(), "--prompt and --prompts-file are exclusive; give one");
   OMNI_CHECK_USAGE(!o.output.empty(), "--output must not be empty");
-  log::parse_level(o.log_level);  // throws naming --log-level
 }
 
 GenerateOptions resolve_options(const CommandLine& cli, const std::string& preset_name) {
   GenerateOptions opts;
   std::map<std::string, std::string> defaults;
   for (const auto& b : bindings()) defaults[b.spec.name] = b.spec.default_text;
-  apply_layer(opts, defaults, "default");
-  if (!preset_name.empty()) apply_layer(opts, preset_options(preset_name), "preset " + preset_name);
+  apply_layer(opts, defaults, {Source::kDefault, ""});
+  if (!preset_name.empty()) apply_layer(opts, preset_options(preset_name), {Source::kPreset, preset_name});
   auto cfg = cli.values.find("config");
   if (cfg != cli.values.end() && !cfg->second.empty()) {
-    apply_layer(opts, read_yaml_file(cfg->second), "config " + cfg->second);
+    apply_layer(opts, read_yaml_file(cfg->second), {Source::kConfig, cfg->second});
   }
-  apply_layer(opts, cli.values, "flag");
+  apply_layer(opts, cli.values, {Source::kFlag, ""});
   validate_options(opts);
   return opts;
 }
@@ -537,7 +627,7 @@ std::string describe(const GenerateOptions& o, const std::vector<ResolvedSetting
       os << "  " << b.spec.name << ": " << nlohmann::json(r->value).dump() << "   [" << r->source << "]\n";
     } else {
       os << "  " << b.spec.name << ": " << option_value(o, b.spec.name) << "   ["
-         << (src == o.sources.end() ? "default" : src->second) << "]\n";
+         << (src == o.sources.end() ? "default" : src->second.str()) << "]\n";
     }
   }
   return os.str();

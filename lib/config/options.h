@@ -3,6 +3,8 @@
 // All layers use the same names (the flags' kebab-case names, without the dashes, are the YAML keys).
 #pragma once
 
+#include <c10/core/ScalarType.h>
+
 #include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
@@ -10,8 +12,36 @@
 #include <vector>
 
 #include "config/parallel_config.h"
+#include "core/log.h"
 
 namespace omni::config {
+
+// The typed values of the options that take one of a list; options.cpp holds each option's one list of
+// {value, name}, which the parser, --help, the error messages and name_of() all read.
+enum class SampleSolver { kUniPC, kEuler };
+// --step-cache (docs/DESIGN.md section 10).
+enum class StepCacheMode { kNone, kTeaCache, kFirstBlock };
+// --layout: degrees chosen from the work, or as given.
+enum class LayoutMode { kAuto, kManual };
+// --task: from model_index.json and --image, or forced.
+enum class TaskChoice { kAuto, kT2V, kI2V, kTI2V };
+
+const char* name_of(SampleSolver v);
+const char* name_of(StepCacheMode v);
+const char* name_of(LayoutMode v);
+const char* name_of(TaskChoice v);
+
+// Where a setting came from, lowest precedence first; `detail` names the preset, the --config file or the
+// prompts-file line.
+struct Source {
+  enum Kind { kDefault, kPreset, kConfig, kFlag, kPromptsLine, kLayoutAuto };
+  Kind kind = kDefault;
+  std::string detail;
+  // "default", "preset NAME", "config FILE", "flag", "--prompts-file FILE line N", "layout auto".
+  std::string str() const;
+  // A flag, a --config file or a prompts-file line: the user's choice, not a default or a preset.
+  bool by_user() const { return kind == kConfig || kind == kFlag || kind == kPromptsLine; }
+};
 
 // A LoRA file and the strength it is applied with (--lora FILE[:SCALE]).
 struct LoraSpec {
@@ -24,7 +54,7 @@ struct LoraSpec {
 struct GenerateOptions {
   // Model and task.
   std::string model;  // "" = the built-in default model
-  std::string task;   // "" = from model_index.json and --image: t2v, i2v, ti2v
+  TaskChoice task = TaskChoice::kAuto;
   std::string config_file;
 
   // Inputs.
@@ -44,7 +74,7 @@ struct GenerateOptions {
   std::optional<double> guidance_scale_2;  // unset: same as guidance_scale
   std::optional<double> boundary_ratio;    // unset: model_index.json's
   std::optional<double> flow_shift;        // unset: scheduler_config.json's
-  std::string sample_solver;
+  SampleSolver sample_solver = SampleSolver::kUniPC;
   int64_t seed{};
   int max_sequence_length{};
 
@@ -59,23 +89,23 @@ struct GenerateOptions {
 
   // Parallelism.
   ParallelConfig parallel;
-  std::string layout;                          // auto or manual (how the compute degrees are chosen)
-  bool vae_parallel{};                         // decode each video over the ranks of its data-parallel group
-  std::string step_cache;                      // none, teacache, fbcache
+  LayoutMode layout = LayoutMode::kAuto;  // how the compute degrees are chosen
+  bool vae_parallel{};                    // decode each video over the ranks of its data-parallel group
+  StepCacheMode step_cache = StepCacheMode::kNone;
   std::optional<double> step_cache_threshold;  // unset: the mode's default
 
   // Runtime.
   std::string device;
   bool allow_shared_gpu{};
-  double collective_timeout{};  // seconds
-  std::string dtype;
-  std::string vae_dtype;
-  std::string log_level;
+  double collective_timeout{};                        // seconds
+  c10::ScalarType dtype = c10::ScalarType::BFloat16;  // transformer and text encoder
+  c10::ScalarType vae_dtype = c10::ScalarType::Float;
+  log::Level log_level = log::Level::kInfo;
   bool strict_memory{};  // a memory plan over the device's memory is an error, not a warning
   bool dry_run{};
 
-  // Which layer set each key ("default", "preset <name>", "config <file>", "flag"), for --dry-run and reports.
-  std::map<std::string, std::string> sources;
+  // Which layer set each key, for --dry-run, the sidecars and set_by_user.
+  std::map<std::string, Source> sources;
 };
 
 // Whether the user set `key` (a flag, a --config file, a prompts-file line), not a default or a preset.
@@ -130,7 +160,7 @@ std::map<std::string, std::string> preset_options(const std::string& preset_name
 
 // Applies one layer of raw values onto `opts`, converting each to its type; a bad value is a usage error
 // naming the option and `origin`.
-void apply_layer(GenerateOptions& opts, const std::map<std::string, std::string>& values, const std::string& origin);
+void apply_layer(GenerateOptions& opts, const std::map<std::string, std::string>& values, const Source& origin);
 
 // Checks the values that do not depend on the model: positive sizes, sizes multiple of 16, known solver and
 // dtypes, non-negative guidance, and so on. Usage errors name the flag and the value.

@@ -16,7 +16,7 @@ LayoutDecision decide_layout(const config::GenerateOptions& opts, const Resolved
   std::string given;
   for (const char* key : {"ulysses-degree", "ring-degree", "cfg-parallel-size"})
     if (config::set_by_user(opts, key)) given += str_cat(given.empty() ? "--" : ", --", key);
-  if (opts.layout == "manual") {
+  if (opts.layout == config::LayoutMode::kManual) {
     out.line = "manual (--layout manual)";
     return out;
   }

@@ -52,11 +52,15 @@ void maybe_inject_fault(int rank, int step, int video) {
 GenerationJob::GenerationJob(config::GenerateOptions options, ResolvedRun run, std::string preset,
                              const dist::DeviceMesh& mesh, std::string layout_line)
     : opts_(std::move(options)),
-      preset_(std::move(preset)),
-      layout_line_(std::move(layout_line)),
       mesh_(mesh),
       model_(std::move(run.model)),
-      checkpoint_(std::move(run.checkpoint)),
+      identity_{model_->root(),
+                model_->index().class_name,
+                std::move(preset),
+                "",  // the device, once load() selected it
+                mesh.layout().summary(),
+                std::move(layout_line),
+                std::move(run.checkpoint)},
       queue_(std::make_unique<VideoQueue>(std::move(run.videos), run.written)),
       writer_(opts_) {}
 
@@ -165,7 +169,7 @@ int GenerationJob::dry_run(const std::function<void()>& print_header) {
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
   if (!opts_.report.empty()) {
-    nlohmann::json r = report_header(mesh_.layout(), device_.str(), layout_line_, memory_->budget());
+    nlohmann::json r = report_header(mesh_.layout(), device_.str(), identity_.layout_choice, memory_->budget());
     r["dry_run"] = true;
     nlohmann::json ranks = nlohmann::json::array();
     for (size_t i = 0; i < memory_->plans().size(); ++i) {
@@ -187,25 +191,26 @@ void GenerationJob::load() {
   // here cannot leave the others waiting inside a communicator's set-up.
   dist::run_agreed(mesh_.world(), [&] {
     device_ = dist::select_device(opts_.device, mesh_.world(), opts_.allow_shared_gpu);
+    identity_.device = device_.str();
     dist::set_collective_timeout(opts_.collective_timeout);
   });
   stats_.baseline_rss_bytes = current_rss_bytes();  // before any weight is read (a GPU's context included)
   dist::run_agreed(mesh_.world(), [&] {
     pipeline::PipelineSettings s;
     s.device = device_;
-    s.dtype = parse_dtype(opts_.dtype, "--dtype");
-    s.vae_dtype = parse_dtype(opts_.vae_dtype, "--vae-dtype");
+    s.dtype = opts_.dtype;
+    s.vae_dtype = opts_.vae_dtype;
     OMNI_CHECK_USAGE(!s.device.is_cpu() || (s.dtype != at::kHalf && s.vae_dtype != at::kHalf),
                      "--dtype/--vae-dtype float16 needs --device cuda (LibTorch's CPU kernels have no half-precision "
                      "matrix products); use bfloat16 or float32 on the CPU");
     s.use_hsdp = opts_.parallel.use_hsdp;
     s.vae_parallel = opts_.vae_parallel;
-    s.step_cache = pipeline::parse_step_cache_mode(opts_.step_cache);
+    s.step_cache = opts_.step_cache;
     s.step_cache_threshold = opts_.step_cache_threshold.value_or(pipeline::default_step_cache_threshold(s.step_cache));
     s.sample_solver = opts_.sample_solver;
     // Resolved once, before the job (ResolvedRun::checkpoint): the checkpoint's value where the user gave none.
     auto resolved = [&](const std::string& key, std::optional<double> option) -> std::optional<double> {
-      for (const auto& r : checkpoint_)
+      for (const auto& r : identity_.resolved)
         if (r.key == key) return r.value;
       return option;
     };
@@ -230,11 +235,6 @@ void GenerationJob::load() {
   const auto& st = pipeline_->hsdp_stats();
   OMNI_INFO("loaded in ", times_.get("load"), " s: weights ", format_bytes(pipeline_->param_bytes_total()),
             " in all, this rank holds ", format_bytes(st.param_bytes_resident), " of the sharded models");
-}
-
-RunIdentity GenerationJob::identity() const {
-  return {model_->root(), model_->index().class_name, preset_, device_.str(), mesh_.layout().summary(), layout_line_,
-          checkpoint_};
 }
 
 int GenerationJob::run() {
@@ -291,7 +291,7 @@ int GenerationJob::run() {
     try {
       ScopedPhase write_phase(times_, "write");
       writer_.write(a.video, v, pipeline::task_name(tasks_[static_cast<size_t>(a.video)]), result, t.seconds(),
-                    identity(), lora_);
+                    identity_, lora_);
       queue_->set_status(a.video, VideoStatus::kGenerated);
       update_interrupt_message();
     } catch (const std::exception& e) {
@@ -333,9 +333,10 @@ int GenerationJob::finish() {
   const int code = failed > 0 ? 1 : 0;
   if (mesh_.rank() != 0) return code;
 
-  const std::string cache_mode = opts_.step_cache;
+  const char* cache_mode = config::name_of(opts_.step_cache);
   const auto& c = step_cache_counts_;
-  if (cache_mode != "none") {
+  const bool caching = opts_.step_cache != config::StepCacheMode::kNone;
+  if (caching) {
     OMNI_INFO("step cache (", cache_mode, "): ", c[0].computed + c[1].computed, " transformer calls computed, ",
               c[0].skipped + c[1].skipped, " skipped (transformer ", c[0].skipped, ", transformer_2 ", c[1].skipped,
               ")");
@@ -359,7 +360,7 @@ int GenerationJob::finish() {
 
   if (!opts_.report.empty()) {
     const bool cuda = device_.is_cuda();
-    nlohmann::json r = report_header(mesh_.layout(), device_.str(), layout_line_, memory_->budget());
+    nlohmann::json r = report_header(mesh_.layout(), device_.str(), identity_.layout_choice, memory_->budget());
     r["param_bytes_total"] = pipeline_ ? pipeline_->param_bytes_total() : 0;
     nlohmann::json ranks = nlohmann::json::array();
     for (size_t i = 0; i < all.size(); ++i) {
@@ -386,15 +387,15 @@ int GenerationJob::finish() {
     r["videos"] = videos;
     r["summary"] = {{"generated", generated}, {"skipped", skipped}, {"failed", failed}};
     if (const nlohmann::json lora = lora_.to_json(); !lora.empty()) r["lora"] = lora;
-    if (cache_mode != "none") {
+    if (caching) {
       // Rank 0's transformer calls over its videos (every rank of its group took the same decisions).
-      r["step_cache"] = {{"mode", cache_mode},
-                         {"threshold", opts_.step_cache_threshold.value_or(pipeline::default_step_cache_threshold(
-                                           pipeline::parse_step_cache_mode(cache_mode)))},
-                         {"computed", c[0].computed + c[1].computed},
-                         {"skipped", c[0].skipped + c[1].skipped},
-                         {"transformer", {{"computed", c[0].computed}, {"skipped", c[0].skipped}}},
-                         {"transformer_2", {{"computed", c[1].computed}, {"skipped", c[1].skipped}}}};
+      r["step_cache"] = {
+          {"mode", cache_mode},
+          {"threshold", opts_.step_cache_threshold.value_or(pipeline::default_step_cache_threshold(opts_.step_cache))},
+          {"computed", c[0].computed + c[1].computed},
+          {"skipped", c[0].skipped + c[1].skipped},
+          {"transformer", {{"computed", c[0].computed}, {"skipped", c[0].skipped}}},
+          {"transformer_2", {{"computed", c[1].computed}, {"skipped", c[1].skipped}}}};
     }
     write_file_atomically(opts_.report, r.dump(2) + "\n", writer_.may_replace_report());
     OMNI_INFO("wrote report ", opts_.report);

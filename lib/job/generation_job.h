@@ -66,7 +66,6 @@ class GenerationJob {
   void resolve();
   pipeline::RankWork work_of(int rank) const;
   void plan_memory();
-  RunIdentity identity() const;
   // What a signal's handler prints if it ends the run now (core/files.h set_interrupt_message).
   void update_interrupt_message() const;
   // Gathers every video's status and every rank's figures to rank 0, prints the summary, writes the report;
@@ -74,11 +73,11 @@ class GenerationJob {
   int finish();
 
   config::GenerateOptions opts_;
-  std::string preset_;
-  std::string layout_line_;
   const dist::DeviceMesh& mesh_;
   std::shared_ptr<const io::ModelDir> model_;
-  std::vector<config::ResolvedSetting> checkpoint_;  // the checkpoint's flow_shift, boundary_ratio (ResolvedRun)
+  // What the sidecars record of the run: model, preset, device (set by load), layout and how it was chosen,
+  // the checkpoint's flow_shift / boundary_ratio (ResolvedRun::checkpoint).
+  RunIdentity identity_;
   std::unique_ptr<VideoQueue> queue_;
   std::vector<pipeline::Task> tasks_;  // per video (TI2V-5B: image mode where the video has an image)
   OutputWriter writer_;

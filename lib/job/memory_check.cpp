@@ -15,14 +15,14 @@ namespace {
 pipeline::MemoryPlanSettings plan_settings(const config::GenerateOptions& run, const config::Layout& l,
                                            const std::vector<std::string> (&lora_files)[2]) {
   pipeline::MemoryPlanSettings ps;
-  ps.dtype = parse_dtype(run.dtype, "--dtype");
-  ps.vae_dtype = parse_dtype(run.vae_dtype, "--vae-dtype");
+  ps.dtype = run.dtype;
+  ps.vae_dtype = run.vae_dtype;
   ps.cuda = run.device != "cpu" && dist::visible_gpu_count() > 0;
   ps.shard = l.use_hsdp ? l.hsdp_shard : 1;
   ps.ulysses = l.ulysses;
   ps.ring = l.ring;
   ps.cfg = l.cfg;
-  ps.step_cache = pipeline::parse_step_cache_mode(run.step_cache) != pipeline::StepCacheMode::kNone;
+  ps.step_cache = run.step_cache != config::StepCacheMode::kNone;
   for (int e = 0; e < 2; ++e) ps.lora_files[e] = lora_files[e];
   return ps;
 }
@@ -41,7 +41,7 @@ void MemoryCheck::plan(const std::vector<pipeline::RankWork>& work) {
 std::string MemoryCheck::advice(const pipeline::MemoryPlan& plan) const {
   const auto& l = layout_;
   const std::string& part = plan.largest_part().name;
-  const bool float32 = run_.dtype == "float32";
+  const bool float32 = run_.dtype == c10::ScalarType::Float;
   std::string shard = l.use_hsdp ? str_cat("a larger --hsdp-shard-size (now ", l.hsdp_shard, ", more ranks per copy)")
                                  : "--use-hsdp with --hsdp-shard-size N (each rank holds 1/N of the weights)";
   if (part == "transformer" || part == "transformer_2" || part == "text_encoder" ||
@@ -49,7 +49,7 @@ std::string MemoryCheck::advice(const pipeline::MemoryPlan& plan) const {
     return shard + (float32 ? ", or --dtype bfloat16" : "");
   if (part.rfind("gathered", 0) == 0 && part.find("units") != std::string::npos)
     return float32 ? "--dtype bfloat16 (a gathered block is whole on every rank)" : shard;
-  if (part == "vae") return run_.vae_dtype == "float32" ? "--vae-dtype bfloat16" : "a smaller VAE dtype";
+  if (part == "vae") return run_.vae_dtype == c10::ScalarType::Float ? "--vae-dtype bfloat16" : "a smaller VAE dtype";
   if (part.find("decode") != std::string::npos || part == "decoded video" || part == "frames" ||
       part == "gathered video")
     return str_cat(run_.vae_parallel || l.video_size() == 1 ? "" : "--vae-parallel, or ",
@@ -84,7 +84,7 @@ std::string MemoryCheck::describe(const std::function<bool(int)>& writes_video) 
   const bool cuda = run_.device != "cpu" && dist::visible_gpu_count() > 0;
   std::ostringstream os;
   os << "memory plan per rank (" << (cuda ? "GPU memory allocated" : "host memory above the process's start-up") << ", "
-     << run_.dtype << " weights, " << plans_[0].attention_kernel
+     << dtype_name(run_.dtype) << " weights, " << plans_[0].attention_kernel
      << " attention; from configs and checkpoint headers):\n";
   for (size_t r = 0; r < plans_.size(); ++r) {
     const pipeline::MemoryPlan& p = plans_[r];

@@ -122,7 +122,8 @@ void OutputWriter::write(int index, const VideoSpec& v, const std::string& task,
   if (!lora.empty()) side["lora"] = lora;
   nlohmann::json settings;
   for (const auto& spec : config::option_table()) settings[spec.name] = config::option_json(o, spec.name);
-  nlohmann::json sources = o.sources;   // where each setting came from (default, preset, config, flag, line)
+  nlohmann::json sources = nlohmann::json::object();  // where each setting came from
+  for (const auto& [key, source] : o.sources) sources[key] = source.str();
   for (const auto& r : run.resolved) {  // what ran, where the checkpoint decided it
     settings[r.key] = r.value;
     sources[r.key] = r.source;

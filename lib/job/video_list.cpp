@@ -63,7 +63,8 @@ void apply_json_line(VideoSpec& video, const std::string& text, const config::Ge
     values[key] = raw_text(it.value());
   }
   OMNI_CHECK_USAGE(values.count("prompt") && !values["prompt"].empty(), "no \"prompt\" (a non-empty string)");
-  config::apply_layer(video.opts, values, video.origin);
+  config::apply_layer(video.opts, values,
+                      {config::Source::kPromptsLine, run.prompts_file + " line " + std::to_string(video.line)});
   // Guidance on or off decides whether the negative prompt is encoded: the text encoder's gathers, which
   // groups sharing shards must run alike.
   const bool on = video.params().guidance_on(), run_on = video_params(run).guidance_on();

@@ -22,24 +22,6 @@ double polynomial(const std::vector<double>& c, double x) {
 
 }  // namespace
 
-StepCacheMode parse_step_cache_mode(const std::string& name) {
-  if (name == "none") return StepCacheMode::kNone;
-  if (name == "teacache") return StepCacheMode::kTeaCache;
-  if (name == "fbcache") return StepCacheMode::kFirstBlock;
-  OMNI_FAIL_USAGE("--step-cache must be none, teacache or fbcache, got '", name, "'");
-}
-
-const char* step_cache_mode_name(StepCacheMode mode) {
-  switch (mode) {
-    case StepCacheMode::kTeaCache:
-      return "teacache";
-    case StepCacheMode::kFirstBlock:
-      return "fbcache";
-    default:
-      return "none";
-  }
-}
-
 double default_step_cache_threshold(StepCacheMode mode) {
   // TeaCache4Wan2.1 runs its 14B models at 0.2 (e0 mode); first-block caches commonly at 0.05-0.1.
   return mode == StepCacheMode::kTeaCache ? 0.2 : mode == StepCacheMode::kFirstBlock ? 0.08 : 0.0;

@@ -23,17 +23,14 @@
 #include <string>
 #include <vector>
 
+#include "config/options.h"
 #include "dist/process_group.h"
 #include "models/module.h"
 #include "models/wan_transformer.h"
 
 namespace omni::pipeline {
 
-enum class StepCacheMode { kNone, kTeaCache, kFirstBlock };
-
-// "none", "teacache", "fbcache" (a usage error naming --step-cache otherwise).
-StepCacheMode parse_step_cache_mode(const std::string& name);
-const char* step_cache_mode_name(StepCacheMode mode);
+using config::StepCacheMode;  // --step-cache's values (config/options.h)
 // The threshold a mode uses when --step-cache-threshold is not given.
 double default_step_cache_threshold(StepCacheMode mode);
 

@@ -62,9 +62,11 @@ const char* task_name(Task task) {
   return "?";
 }
 
-Task WanPipeline::resolve_task(const io::ModelIndex& index, const std::string& task_flag, bool has_image) {
+Task WanPipeline::resolve_task(const io::ModelIndex& index, config::TaskChoice task, bool has_image) {
+  using config::TaskChoice;
+  const char* flag = config::name_of(task);
   if (index.image_to_video) {
-    OMNI_CHECK_USAGE(task_flag.empty() || task_flag == "i2v", "--task ", task_flag,
+    OMNI_CHECK_USAGE(task == TaskChoice::kAuto || task == TaskChoice::kI2V, "--task ", flag,
                      " does not fit this model: its "
                      "model_index.json names WanImageToVideoPipeline (image-to-video); use --task i2v");
     OMNI_CHECK_USAGE(has_image, "this model is image-to-video (WanImageToVideoPipeline) and needs --image");
@@ -72,11 +74,11 @@ Task WanPipeline::resolve_task(const io::ModelIndex& index, const std::string& t
   }
   if (index.expand_timesteps) {
     // TI2V-5B: image mode with --image, text mode without.
-    OMNI_CHECK_USAGE(!(task_flag == "i2v" && !has_image), "--task i2v needs --image");
-    OMNI_CHECK_USAGE(!(task_flag == "t2v" && has_image), "--task t2v takes no --image (drop one of them)");
+    OMNI_CHECK_USAGE(!(task == TaskChoice::kI2V && !has_image), "--task i2v needs --image");
+    OMNI_CHECK_USAGE(!(task == TaskChoice::kT2V && has_image), "--task t2v takes no --image (drop one of them)");
     return Task::kTextImageToVideo;
   }
-  OMNI_CHECK_USAGE(task_flag.empty() || task_flag == "t2v", "--task ", task_flag,
+  OMNI_CHECK_USAGE(task == TaskChoice::kAuto || task == TaskChoice::kT2V, "--task ", flag,
                    " does not fit this model: it is "
                    "text-to-video (WanPipeline without expand_timesteps); use --task t2v");
   OMNI_CHECK_USAGE(!has_image,
@@ -173,10 +175,10 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
   scheduler_source_ = model.component_config_path("scheduler");
   scheduler_config_ = model.component_config("scheduler");
   // Validate the scheduler now, so that a bad config fails before the first prompt.
-  flow_shift_ =
-      sched::make_scheduler(scheduler_config_, settings_.sample_solver, settings_.flow_shift, scheduler_source_)
-          ->config()
-          .flow_shift;
+  flow_shift_ = sched::make_scheduler(scheduler_config_, config::name_of(settings_.sample_solver), settings_.flow_shift,
+                                      scheduler_source_)
+                    ->config()
+                    .flow_shift;
 
   if (experts_.size() == 2) {
     OMNI_CHECK_INPUT(settings_.boundary_ratio || index_.boundary_ratio, model.root(),
@@ -460,8 +462,8 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   const ImageCondition image = prepare_image_condition(req, shape, result);
 
   // 4. Denoise: the expert by boundary_ratio (the second takes the low-noise steps, with its own scale).
-  auto scheduler =
-      sched::make_scheduler(scheduler_config_, settings_.sample_solver, settings_.flow_shift, scheduler_source_);
+  auto scheduler = sched::make_scheduler(scheduler_config_, config::name_of(settings_.sample_solver),
+                                         settings_.flow_shift, scheduler_source_);
   scheduler->set_timesteps(video.num_inference_steps, dev);
   const auto& timesteps = scheduler->timestep_values();
   const std::optional<double> ratio = boundary_ratio();

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/options.h"
 #include "core/timer.h"
 #include "dist/device_mesh.h"
 #include "dist/process_group.h"
@@ -43,7 +44,7 @@ struct PipelineSettings {
   at::ScalarType dtype = at::kFloat;  // transformer and text encoder
   at::ScalarType vae_dtype = at::kFloat;
   bool use_hsdp = false;
-  std::string sample_solver = "unipc";
+  config::SampleSolver sample_solver = config::SampleSolver::kUniPC;
   std::optional<double> flow_shift;      // --flow-shift; else scheduler_config.json's
   std::optional<double> boundary_ratio;  // --boundary-ratio; else model_index.json's
   // LoRA files merged at load: lora[0] into `transformer` (--lora), lora[1] into `transformer_2` (--lora-2).
@@ -93,7 +94,7 @@ class WanPipeline {
 
   // The task this checkpoint runs given whether an image is supplied (and --task, "" for automatic); a usage
   // error when they do not fit (an image-to-video checkpoint without --image, ...).
-  static Task resolve_task(const io::ModelIndex& index, const std::string& task_flag, bool has_image);
+  static Task resolve_task(const io::ModelIndex& index, config::TaskChoice task, bool has_image);
 
   // Spatial multiple that height and width must be: VAE spatial factor x transformer patch size.
   int spatial_multiple() const;

@@ -47,9 +47,9 @@ TEST(Options, BuiltInDefaultsWithoutPreset) {
   GenerateOptions o = omni::config::resolve_options(parse({}), "");
   EXPECT_EQ(o.num_inference_steps, 40);
   EXPECT_EQ(o.height, 720);
-  EXPECT_EQ(o.sample_solver, "unipc");
+  EXPECT_EQ(o.sample_solver, omni::config::SampleSolver::kUniPC);
   EXPECT_FALSE(o.guidance_scale_2.has_value());
-  EXPECT_EQ(o.sources.at("height"), "default");
+  EXPECT_EQ(o.sources.at("height").str(), "default");
 }
 
 TEST(Options, PresetsCarryTheOfficialSettings) {
@@ -61,7 +61,7 @@ TEST(Options, PresetsCarryTheOfficialSettings) {
   EXPECT_DOUBLE_EQ(*t2v.flow_shift, 12.0);
   EXPECT_EQ(t2v.fps, 16);
   EXPECT_NE(t2v.negative_prompt.find("色调艳丽"), std::string::npos);
-  EXPECT_EQ(t2v.sources.at("flow-shift"), "preset wan2.2-t2v-a14b");
+  EXPECT_EQ(t2v.sources.at("flow-shift").str(), "preset wan2.2-t2v-a14b");
 
   GenerateOptions i2v = omni::config::resolve_options(parse({}), "wan2.2-i2v-a14b");
   EXPECT_DOUBLE_EQ(*i2v.boundary_ratio, 0.9);
@@ -85,9 +85,9 @@ TEST(Options, ConfigFileOverridesPresetAndFlagsOverrideConfig) {
   EXPECT_EQ(o.height, 256);              // flag over config (480)
   EXPECT_EQ(o.width, 1280);              // preset, untouched
   EXPECT_TRUE(o.parallel.use_hsdp);      // flags can come from the file too
-  EXPECT_EQ(o.sources.at("height"), "flag");
-  EXPECT_EQ(o.sources.at("num-inference-steps"), "config " + cfg);
-  EXPECT_EQ(o.sources.at("width"), "preset wan2.2-t2v-a14b");
+  EXPECT_EQ(o.sources.at("height").str(), "flag");
+  EXPECT_EQ(o.sources.at("num-inference-steps").str(), "config " + cfg);
+  EXPECT_EQ(o.sources.at("width").str(), "preset wan2.2-t2v-a14b");
 }
 
 TEST(Options, NullInConfigResetsAnOptionalToTheModelDefault) {
@@ -131,6 +131,11 @@ TEST(Options, BadValuesNameTheirSource) {
   std::string cfg = write_temp("bad.yaml", "fps: fast\n");
   msg = usage_error([&] { omni::config::resolve_options(parse({"--config", cfg}), ""); });
   EXPECT_NE(msg.find("fps (config " + cfg + "): expected an integer, got 'fast'"), std::string::npos) << msg;
+  // A choice option's error lists its one table of names, whichever layer gave the value.
+  std::string solver = write_temp("solver.yaml", "sample-solver: ddim\n");
+  msg = usage_error([&] { omni::config::resolve_options(parse({"--config", solver}), ""); });
+  EXPECT_NE(msg.find("sample-solver (config " + solver + ") must be unipc or euler, got 'ddim'"), std::string::npos)
+      << msg;
   msg = usage_error([] { omni::config::resolve_options(parse({"--config", "/nonexistent/x.yaml"}), ""); });
   EXPECT_NE(msg.find("--config: cannot open '/nonexistent/x.yaml'"), std::string::npos) << msg;
 }
@@ -146,9 +151,11 @@ TEST(Options, ValidationNamesTheFlag) {
       {{"--width", "-16"}, "--width must be a positive multiple of 16, got -16"},
       {{"--sample-solver", "ddim"}, "--sample-solver must be unipc or euler, got 'ddim'"},
       {{"--dtype", "fp8"}, "--dtype must be float32, bfloat16 or float16, got 'fp8'"},
-      {{"--log-level", "loud"}, "--log-level: expected one of debug, info, warn, error, off; got 'loud'"},
+      {{"--step-cache", "deepcache"}, "--step-cache must be none, teacache or fbcache, got 'deepcache'"},
+      {{"--layout", "fixed"}, "--layout must be auto or manual, got 'fixed'"},
+      {{"--log-level", "loud"}, "--log-level must be debug, info, warn, warning, error or off, got 'loud'"},
       {{"--boundary-ratio", "1.5"}, "--boundary-ratio must lie in [0, 1], got 1.5"},
-      {{"--task", "v2v"}, "--task must be t2v, i2v or ti2v, got 'v2v'"},
+      {{"--task", "v2v"}, "--task must be auto, t2v, i2v or ti2v, got 'v2v'"},
       {{"--prompt", "a", "--prompts-file", "p.txt"}, "--prompt and --prompts-file are exclusive"},
   };
   for (const auto& c : cases) {
@@ -177,7 +184,7 @@ TEST(Options, AFlagGivenTwiceTakesItsLastValue) {
   EXPECT_EQ(o.device, "auto");
   EXPECT_EQ(o.prompt, "b");
   EXPECT_TRUE(o.overwrite);
-  EXPECT_EQ(o.sources.at("seed"), "flag");
+  EXPECT_EQ(o.sources.at("seed").str(), "flag");
 }
 
 TEST(Options, DeviceDefaultsToAutoAndCollectiveTimeoutTo600) {
@@ -253,6 +260,25 @@ TEST(Options, TypedValuesAndTextComeFromTheTable) {
   EXPECT_EQ(omni::config::option_value(o, "model"), "(built-in default model)");
   EXPECT_EQ(omni::config::option_value(o, "device"), "auto");
   EXPECT_EQ(omni::config::option_value(o, "height"), "720");
+  // Choice options are typed from the parse on, and read back by their table's names.
+  GenerateOptions c =
+      omni::config::resolve_options(parse({"--sample-solver", "euler", "--step-cache", "fbcache", "--dtype", "float32",
+                                           "--task", "ti2v", "--layout", "manual", "--log-level", "warning"}),
+                                    "");
+  EXPECT_EQ(c.sample_solver, omni::config::SampleSolver::kEuler);
+  EXPECT_EQ(c.step_cache, omni::config::StepCacheMode::kFirstBlock);
+  EXPECT_EQ(c.dtype, c10::ScalarType::Float);
+  EXPECT_EQ(c.task, omni::config::TaskChoice::kTI2V);
+  EXPECT_EQ(c.layout, omni::config::LayoutMode::kManual);
+  EXPECT_EQ(c.log_level, omni::log::Level::kWarn);
+  EXPECT_EQ(omni::config::option_json(c, "sample-solver").get<std::string>(), "euler");
+  EXPECT_EQ(omni::config::option_value(c, "dtype"), "float32");
+  EXPECT_EQ(omni::config::option_value(c, "log-level"), "warn");
+  EXPECT_STREQ(omni::config::name_of(c.task), "ti2v");
+  // The provenance is a kind with its detail; only the user's own layers count as set by the user.
+  EXPECT_EQ(c.sources.at("dtype").kind, omni::config::Source::kFlag);
+  EXPECT_TRUE(omni::config::set_by_user(c, "dtype"));
+  EXPECT_FALSE(omni::config::set_by_user(c, "height"));
   // Every option of the table has a getter: the sidecar can list them all.
   for (const auto& spec : omni::config::option_table()) EXPECT_NO_THROW(omni::config::option_json(o, spec.name));
 }
@@ -293,7 +319,7 @@ TEST(Options, LoraListsFromFlagsAndYamlReplaceLowerLayers) {
   ASSERT_EQ(o.lora.size(), 2u);
   EXPECT_EQ(o.lora[0].path, "x.safetensors");
   EXPECT_EQ(o.lora[1].path, "y.safetensors");
-  EXPECT_EQ(o.sources.at("lora"), "flag");
+  EXPECT_EQ(o.sources.at("lora").str(), "flag");
   EXPECT_EQ(o.lora_2.size(), 1u);  // still the file's
   // No LoRA by default; a mapping is not a list.
   EXPECT_TRUE(omni::config::resolve_options(parse({}), "").lora.empty());

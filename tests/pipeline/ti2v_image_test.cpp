@@ -40,7 +40,7 @@ TEST(Ti2vImageMode, FirstLatentFrameIsTheImage) {
   auto model = omni::io::ModelDir::open(kRef + "/ti2v-5b-tiny/model");
   omni::pipeline::PipelineSettings settings;  // float32 CPU, one process
   omni::pipeline::WanPipeline pipe(model, settings, nullptr);
-  EXPECT_EQ(omni::pipeline::WanPipeline::resolve_task(model.index(), "", true),
+  EXPECT_EQ(omni::pipeline::WanPipeline::resolve_task(model.index(), omni::config::TaskChoice::kAuto, true),
             omni::pipeline::Task::kTextImageToVideo);
 
   auto req = request();
