@@ -498,11 +498,11 @@ namespace {
 
 // ---- libsentencepiece_train, opened privately --------------------------------------------------------------
 //
-// Debian's libsentencepiece carries its own protobuf-lite (3.14) and exports it, while LibTorch loads the
-// system libprotobuf (3.21); a process that links both crashes while it starts (lib/models/umt5_tokenizer.cpp
-// has the details). So, as the tokenizer does, the trainer is opened at run time with RTLD_LOCAL (its symbols
-// stay out of the global scope) and RTLD_DEEPBIND (it binds to its own protobuf), and called through a few
-// symbols found by name. Nothing here references SentencePiece at link time.
+// Debian's libsentencepiece carries its own protobuf-lite (3.14) and exports it, as LibTorch's libtorch_cpu.so
+// exports the protobuf it bundles; a process with both in its global scope mixes them
+// (lib/models/umt5_tokenizer.cpp has the details). So, as the tokenizer does, the trainer is opened at run time with
+// RTLD_LOCAL (its symbols stay out of the global scope) and RTLD_DEEPBIND (it binds to its own protobuf), and called
+// through a few symbols found by name. Nothing here references SentencePiece at link time.
 struct TrainerLibrary {
   using TrainFn = sentencepiece::util::Status (*)(std::string_view args, sentencepiece::SentenceIterator* it,
                                                   std::string* serialized_model);

@@ -142,29 +142,4 @@ at::Tensor Umt5Encoder::forward(const at::Tensor& ids, const at::Tensor& mask, U
   return hidden;
 }
 
-at::Tensor encode_prompts(const Umt5Tokenizer& tokenizer, const Umt5Encoder& encoder,
-                          const std::vector<std::string>& prompts, int64_t max_sequence_length, at::ScalarType dtype,
-                          const at::Device& device, UnitHooks* hooks) {
-  std::vector<std::string> cleaned;
-  cleaned.reserve(prompts.size());
-  for (const auto& p : prompts) cleaned.push_back(clean_prompt(p));
-  const auto tokens = tokenizer(cleaned, max_sequence_length);
-  // Added tokens (<extra_id_N>, a bos new to the vocabulary) can lie past a small encoder's embedding table.
-  const int64_t max_id = tokens.input_ids.max().item<int64_t>();
-  OMNI_CHECK_INPUT(max_id < encoder.config().vocab_size, tokenizer.path(), ": a prompt tokenizes to id ", max_id,
-                   ", past the text encoder's vocabulary of ", encoder.config().vocab_size,
-                   " (an added special token such as <extra_id_N> written in the prompt?)");
-  auto ids = tokens.input_ids.to(device);                     // [B, L]
-  auto mask = tokens.attention_mask.to(device);               // [B, L]
-  auto hidden = encoder.forward(ids, mask, hooks).to(dtype);  // [B, L, D]
-  debug::dump("input_ids", ids);
-  debug::dump("attention_mask", mask);
-  debug::dump("last_hidden_state", hidden);
-  // diffusers keeps u[:len] and pads with zeros back to max_sequence_length; a select does the same exactly.
-  auto lengths = mask.gt(0).sum(1, /*keepdim=*/true);  // [B, 1]
-  auto positions = at::arange(max_sequence_length, at::TensorOptions().dtype(at::kLong).device(device));
-  auto keep = (positions.unsqueeze(0) < lengths).unsqueeze(-1);     // [B, L, 1]
-  return at::where(keep, hidden, at::zeros({}, hidden.options()));  // [B, L, D]
-}
-
 }  // namespace omni::models

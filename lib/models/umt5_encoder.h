@@ -84,11 +84,4 @@ class Umt5Encoder : public Module {
   std::vector<Umt5Block*> blocks_;
 };
 
-// WanPipeline._get_t5_prompt_embeds: clean each prompt (clean_prompt), tokenize to `max_sequence_length`, run
-// the encoder, keep each row's first true-length positions and zero the rest; returns prompt_embeds
-// [B, max_sequence_length, d_model] in `dtype` on `device` (where the encoder's parameters live).
-at::Tensor encode_prompts(const Umt5Tokenizer& tokenizer, const Umt5Encoder& encoder,
-                          const std::vector<std::string>& prompts, int64_t max_sequence_length, at::ScalarType dtype,
-                          const at::Device& device = at::kCPU, UnitHooks* hooks = nullptr);
-
 }  // namespace omni::models

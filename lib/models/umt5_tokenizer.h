@@ -1,5 +1,5 @@
 // The UMT5 tokenizer of the Wan pipelines (transformers' T5Tokenizer / T5TokenizerFast over the checkpoint's
-// tokenizer/spiece.model) and the pipeline's prompt cleaning (diffusers' prompt_clean).
+// tokenizer/spiece.model). The prompt cleaning before it is the pipeline's (pipeline/prompt_encoding.h).
 //
 // What HF's fast tokenizer does beyond plain SentencePiece ids, and what is mirrored here:
 // - special tokens written in the text ("</s>", "<pad>", "<unk>") are matched before normalization and become
@@ -11,8 +11,8 @@
 // never span "▁", extra whitespace removed), so whole segments go through SentencePiece unchanged.
 //
 // libsentencepiece is opened at run time, privately (RTLD_LOCAL | RTLD_DEEPBIND), never linked: Debian's copy
-// exports the protobuf it bundles, which clashes with the libprotobuf that Debian's LibTorch loads (see
-// umt5_tokenizer.cpp). An executable must therefore not have libsentencepiece among its start-up libraries.
+// exports the protobuf it bundles, and so does LibTorch's libtorch_cpu.so (see umt5_tokenizer.cpp). An executable must
+// therefore not have libsentencepiece among its start-up libraries.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -28,16 +28,6 @@ class SentencePieceProcessor;
 }
 
 namespace omni::models {
-
-// Python's html.unescape: named references (the HTML 4 set plus &apos; and HTML5's semicolon-less legacy
-// forms, longest-prefix rule included), &#NNN; and &#xHH; with the HTML5 replacements (cp1252 for 0x80-0x9F,
-// U+FFFD for 0, surrogates and out-of-range values, nothing for noncharacters). Unknown names stay as written.
-std::string html_unescape(const std::string& text);
-
-// diffusers' prompt_clean: html unescape twice, strip, runs of (Unicode) whitespace folded to one space,
-// strip. ftfy.fix_text, which diffusers also applies where installed, is an identity for plain text and is
-// not reproduced.
-std::string clean_prompt(const std::string& text);
 
 // What `tokenizer(texts, padding="max_length", max_length=L, truncation=True, add_special_tokens=True,
 // return_attention_mask=True, return_tensors="pt")` returns.

@@ -18,6 +18,7 @@
 #include "models/umt5_encoder.h"
 #include "models/umt5_tokenizer.h"
 #include "models/wan_transformer.h"
+#include "pipeline/prompt_encoding.h"
 #include "sched/scheduler.h"
 
 namespace omni::pipeline {
@@ -215,8 +216,8 @@ void WanPipeline::check_video(const VideoParams& v) const {
 
 at::Tensor WanPipeline::encode_text(const std::vector<std::string>& prompts, int max_sequence_length) {
   models::HsdpHooks hooks(text_encoder_sharded_.get());
-  return models::encode_prompts(*tokenizer_, *text_encoder_, prompts, max_sequence_length, settings_.dtype,
-                                settings_.device, &hooks);
+  return encode_prompts(*tokenizer_, *text_encoder_, prompts, max_sequence_length, settings_.dtype, settings_.device,
+                        &hooks);
 }
 
 at::Tensor WanPipeline::run_transformer(int expert, const at::Tensor& x, const at::Tensor& timestep,

@@ -7,11 +7,14 @@
 #include <fstream>
 #include <vector>
 
+#include "pipeline/prompt_encoding.h"
 #include "text_test_util.h"
 
 namespace omni::models {
 namespace {
 
+using omni::pipeline::clean_prompt;
+using omni::pipeline::html_unescape;
 using namespace text_testing;  // fixture paths and tensors, expect_error, TempDir
 
 std::vector<int64_t> json_ids(const nlohmann::json& j) {
