@@ -8,7 +8,7 @@
 #include "core/files.h"
 #include "core/log.h"
 #include "dist/agreement.h"
-#include "models/checkpoint_generator.h"
+#include "generator/checkpoint_generator.h"
 
 namespace omni::job {
 namespace {
@@ -54,9 +54,9 @@ std::string ensure_default_model(const dist::Communicator& world) {
     if (world.rank() != 0 || is_dir(dir)) return;
     OMNI_INFO("generating the built-in default model (once) ...");
     make_dirs(cache_root());
-    auto spec = models::make_preset(models::CheckpointKind::kT2vA14b, "small");
+    auto spec = generator::make_preset(generator::CheckpointKind::kT2vA14b, "small");
     spec.seed = 0;
-    models::generate_checkpoint(spec, dir, /*overwrite=*/false);
+    generator::generate_checkpoint(spec, dir, /*overwrite=*/false);
   });
   return dir;
 }

@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "core/error.h"
+#include "generator/checkpoint_generator.h"
 #include "io/json_file.h"
 #include "io/model_dir.h"
 #include "io/safetensors.h"
 #include "models/autoencoder_kl_wan.h"
-#include "models/checkpoint_generator.h"
 #include "models/umt5_encoder.h"
 #include "models/umt5_tokenizer.h"
 #include "models/wan_transformer.h"
@@ -32,6 +32,7 @@
 
 namespace fs = std::filesystem;
 using namespace omni::models;
+using namespace omni::generator;
 
 namespace {
 

@@ -31,10 +31,10 @@
 #include "core/error.h"
 #include "dist/communicator.h"
 #include "dist/device_mesh.h"
+#include "generator/checkpoint_generator.h"
 #include "hsdp_test_util.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
-#include "models/checkpoint_generator.h"
 #include "models/hsdp_sharding.h"
 #include "models/umt5_encoder.h"
 #include "models/wan_transformer.h"
@@ -312,7 +312,7 @@ struct ExpertInputs {
 };
 
 void generated_checks(Checks& checks, const std::string& model_dir, int world) {
-  const auto spec = omni::models::make_preset(omni::models::CheckpointKind::kT2vA14b, "small");
+  const auto spec = omni::generator::make_preset(omni::generator::CheckpointKind::kT2vA14b, "small");
   const auto& ts = spec.transformer;
   ExpertInputs in;
   in.x = seeded_randn({1, ts.in_channels, 2, 8, 8}, 1).repeat({2, 1, 1, 1, 1});  // [2, C, F, H, W]: 32 tokens
@@ -414,8 +414,8 @@ int run_all() {
   const std::string tmp = shared_temp_dir(rank);
   const std::string model_dir = tmp + "/model";
   if (rank == 0)
-    omni::models::generate_checkpoint(omni::models::make_preset(omni::models::CheckpointKind::kT2vA14b, "small"),
-                                      model_dir);
+    omni::generator::generate_checkpoint(
+        omni::generator::make_preset(omni::generator::CheckpointKind::kT2vA14b, "small"), model_dir);
   MPI_Barrier(MPI_COMM_WORLD);
   generated_checks(checks, model_dir, world);
   MPI_Barrier(MPI_COMM_WORLD);

@@ -43,15 +43,15 @@
 #include "core/memory.h"
 #include "core/timer.h"
 #include "dist/device.h"
+#include "generator/checkpoint_generator.h"
 #include "models/autoencoder_kl_wan.h"
-#include "models/checkpoint_generator.h"
 #include "models/wan_transformer.h"
 
 namespace {
 
 using omni::dtype_name;
+using omni::generator::CheckpointKind;
 using omni::models::AutoencoderKLWan;
-using omni::models::CheckpointKind;
 using omni::models::WanTransformer3DModel;
 using omni::models::WanTransformerConfig;
 using omni::models::WanVaeConfig;
@@ -385,9 +385,9 @@ void check_output(const at::Tensor& out, at::IntArrayRef expected, const std::st
 // One transformer workload per batch size on one model built once.
 void bench_transformer(const std::string& name, CheckpointKind kind, const Clip& clip, bool per_token_timestep,
                        const Options& o, std::vector<Row>& rows) {
-  const auto spec = omni::models::make_preset(kind, o.tiny ? "small" : "full");
-  const auto cfg = WanTransformerConfig::from_json(omni::models::transformer_config_json(spec), "preset");
-  const auto vae = WanVaeConfig::from_json(omni::models::vae_config_json(spec), "preset");
+  const auto spec = omni::generator::make_preset(kind, o.tiny ? "small" : "full");
+  const auto cfg = WanTransformerConfig::from_json(omni::generator::transformer_config_json(spec), "preset");
+  const auto vae = WanVaeConfig::from_json(omni::generator::vae_config_json(spec), "preset");
   const int64_t text_len = o.tiny ? 16 : 512;
   WanTransformer3DModel model(cfg, o.dtype);
   at::manual_seed(0);
@@ -419,8 +419,8 @@ void bench_transformer(const std::string& name, CheckpointKind kind, const Clip&
 
 void bench_vae(const std::string& name, CheckpointKind kind, const Clip& clip, const Options& o,
                std::vector<Row>& rows) {
-  const auto spec = omni::models::make_preset(kind, o.tiny ? "small" : "full");
-  const auto cfg = WanVaeConfig::from_json(omni::models::vae_config_json(spec), "preset");
+  const auto spec = omni::generator::make_preset(kind, o.tiny ? "small" : "full");
+  const auto cfg = WanVaeConfig::from_json(omni::generator::vae_config_json(spec), "preset");
   AutoencoderKLWan vae(cfg);
   at::manual_seed(1);
   // decode() never runs the encoder: leaving it empty keeps the peak the decoder's own.

@@ -30,8 +30,8 @@
 #include "dist/communicator.h"
 #include "dist/device_mesh.h"
 #include "dist/process_group.h"
+#include "generator/checkpoint_generator.h"
 #include "io/safetensors.h"
-#include "models/checkpoint_generator.h"
 #include "models/hsdp_sharding.h"
 #include "models/umt5_encoder.h"
 #include "models/wan_transformer.h"
@@ -90,8 +90,8 @@ Options parse(int argc, char** argv) {
 
 // The real models' ratios at width `dim`: ffn 4 x dim (13824 / 5120 is 2.7 for A14B; 14336 / 3072 = 4.7 for
 // 5B), heads of dim / heads, UMT5 d_ff 2.5 x d_model with heads of 64.
-omni::models::CheckpointSpec bench_spec(const Options& o) {
-  auto s = omni::models::make_preset(omni::models::CheckpointKind::kTi2v5b, "small");  // VAE and tokenizer small
+omni::generator::CheckpointSpec bench_spec(const Options& o) {
+  auto s = omni::generator::make_preset(omni::generator::CheckpointKind::kTi2v5b, "small");  // VAE and tokenizer small
   auto& t = s.transformer;
   t.num_layers = o.blocks;
   t.num_attention_heads = o.heads;
@@ -145,7 +145,7 @@ int run(int argc, char** argv) {
 
   omni::Timer gen_timer;
   const bool generate = !fs::exists(o.dir + "/model_index.json");  // a complete checkpoint (written atomically)
-  if (rank == 0 && generate) omni::models::generate_checkpoint(spec, o.dir);
+  if (rank == 0 && generate) omni::generator::generate_checkpoint(spec, o.dir);
   world.barrier();
   const double gen_s = gen_timer.seconds();
 

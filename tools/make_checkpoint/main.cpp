@@ -13,11 +13,11 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
-#include "models/checkpoint_generator.h"
+#include "generator/checkpoint_generator.h"
 
 namespace {
 
-using omni::models::CheckpointSpec;
+using omni::generator::CheckpointSpec;
 
 int run(int argc, char** argv) {
   CLI::App app{"Writes a random-weight Wan2.2 checkpoint (diffusers layout) for tests and benchmarks."};
@@ -31,7 +31,7 @@ int run(int argc, char** argv) {
   double boundary_ratio = 0, flow_shift = 0;
 
   std::string presets;
-  for (const auto& p : omni::models::preset_names()) presets += (presets.empty() ? "" : ", ") + p;
+  for (const auto& p : omni::generator::preset_names()) presets += (presets.empty() ? "" : ", ") + p;
   app.add_option("--kind", kind, "t2v-a14b, i2v-a14b or ti2v-5b")->required();
   app.add_option("--preset", preset, "sizes to start from: " + presets)->capture_default_str();
   app.add_option("--seed", seed, "seed of the random weights")->capture_default_str();
@@ -77,7 +77,7 @@ int run(int argc, char** argv) {
     return static_cast<int>(omni::ExitCode::kUsage);
   }
 
-  CheckpointSpec spec = omni::models::make_preset(omni::models::parse_kind(kind), preset);
+  CheckpointSpec spec = omni::generator::make_preset(omni::generator::parse_kind(kind), preset);
   spec.seed = seed;
   const auto set = [](CLI::Option* opt, auto& field, auto value) {
     if (opt->count() > 0) field = value;
@@ -106,7 +106,7 @@ int run(int argc, char** argv) {
     for (int64_t m : vae_dim_mult) OMNI_CHECK_USAGE(m > 0, "--vae-dim-mult values must be positive, got ", m);
     spec.vae.dim_mult = vae_dim_mult;
   }
-  if (o_z->count() > 0) omni::models::set_latent_channels(spec, z_dim);
+  if (o_z->count() > 0) omni::generator::set_latent_channels(spec, z_dim);
   set(o_boundary, spec.boundary_ratio, boundary_ratio);
   set(o_shift, spec.flow_shift, flow_shift);
   if (o_dtype->count() > 0) spec.dtype = omni::parse_dtype(dtype, "--dtype", {at::kFloat, at::kBFloat16});
@@ -114,7 +114,7 @@ int run(int argc, char** argv) {
     spec.vae_dtype = omni::parse_dtype(vae_dtype, "--vae-dtype", {at::kFloat, at::kBFloat16});
   set(o_shard, spec.max_shard_bytes, max_shard_bytes);
 
-  const std::string path = omni::models::generate_checkpoint(spec, output, overwrite);
+  const std::string path = omni::generator::generate_checkpoint(spec, output, overwrite);
   std::printf("%s\n", path.c_str());
   return 0;
 }

@@ -26,7 +26,9 @@
 
 #include "models/module.h"
 
-namespace omni::models {
+namespace omni::generator {
+
+using models::Module;
 
 // Which released model the checkpoint is shaped like.
 enum class CheckpointKind {
@@ -157,4 +159,4 @@ std::vector<std::pair<std::string, at::Tensor>> random_weights(const Module& mod
 // output_dir, normalized.
 std::string generate_checkpoint(const CheckpointSpec& spec, const std::string& output_dir, bool overwrite = false);
 
-}  // namespace omni::models
+}  // namespace omni::generator

@@ -1,4 +1,4 @@
-#include "models/checkpoint_generator.h"
+#include "generator/checkpoint_generator.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <dlfcn.h>
@@ -30,7 +30,16 @@
 
 namespace fs = std::filesystem;
 
-namespace omni::models {
+namespace omni::generator {
+
+using models::AutoencoderKLWan;
+using models::Module;
+using models::PrivateLibrary;
+using models::Umt5Config;
+using models::Umt5Encoder;
+using models::WanTransformer3DModel;
+using models::WanTransformerConfig;
+using models::WanVaeConfig;
 
 namespace {
 
@@ -763,4 +772,4 @@ std::string generate_checkpoint(const CheckpointSpec& spec, const std::string& o
   return target.string();
 }
 
-}  // namespace omni::models
+}  // namespace omni::generator
