@@ -23,7 +23,7 @@
 #include "core/log.h"
 #include "io/safetensors.h"
 #include "models/autoencoder_kl_wan.h"
-#include "models/private_library.h"
+#include "models/sentencepiece_library.h"
 #include "models/umt5_encoder.h"
 #include "models/wan_transformer.h"
 #include "models/wan_transformer_config.h"
@@ -34,7 +34,6 @@ namespace omni::generator {
 
 using models::AutoencoderKLWan;
 using models::Module;
-using models::PrivateLibrary;
 using models::Umt5Config;
 using models::Umt5Encoder;
 using models::WanTransformer3DModel;
@@ -505,38 +504,30 @@ std::vector<std::string> tokenizer_corpus(int count) {
 
 namespace {
 
-// ---- libsentencepiece_train, opened privately --------------------------------------------------------------
-//
-// Debian's libsentencepiece carries its own protobuf-lite (3.14) and exports it, as LibTorch's libtorch_cpu.so
-// exports the protobuf it bundles; a process with both in its global scope mixes them
-// (lib/models/umt5_tokenizer.cpp has the details). So, as the tokenizer does, the trainer is opened at run time with
-// RTLD_LOCAL (its symbols stay out of the global scope) and RTLD_DEEPBIND (it binds to its own protobuf), and called
-// through a few symbols found by name. Nothing here references SentencePiece at link time.
-struct TrainerLibrary {
+// ---- libsentencepiece_train, opened privately (models/sentencepiece_library.h) -----------------------------
+
+struct Trainer {
   using TrainFn = sentencepiece::util::Status (*)(std::string_view args, sentencepiece::SentenceIterator* it,
                                                   std::string* serialized_model);
-  TrainFn train = nullptr;                                      // SentencePieceTrainer::Train(args, it, out)
-  void (*set_min_log_level)(int level) = nullptr;               // logging::SetMinLogLevel(int)
-  void (*destroy_status)(void* status) = nullptr;               // util::Status::~Status()
-  const char* (*status_message)(const void* status) = nullptr;  // util::Status::error_message() const
+  models::SentencePieceLibrary library{{"libsentencepiece_train.so.0", "libsentencepiece_train.so"},
+                                       "tokenizer training needs it"};
+  TrainFn train = nullptr;                         // SentencePieceTrainer::Train(args, it, out)
+  void (*set_min_log_level)(int level) = nullptr;  // logging::SetMinLogLevel(int)
 };
 
-const TrainerLibrary& trainer_library() {
-  static PrivateLibrary library({"libsentencepiece_train.so.0", "libsentencepiece_train.so"});
-  static const TrainerLibrary lib = [] {
-    TrainerLibrary l;
-    const auto find = [](const char* symbol) { return library.symbol(symbol); };
-    l.train = reinterpret_cast<TrainerLibrary::TrainFn>(
-        find("_ZN13sentencepiece20SentencePieceTrainer5TrainESt17basic_string_viewIcSt11char_traitsIcEEPNS_"
-             "16SentenceIteratorEPNSt7__cxx1112basic_stringIcS3_SaIcEEE"));
-    l.set_min_log_level = reinterpret_cast<void (*)(int)>(find("_ZN13sentencepiece7logging14SetMinLogLevelEi"));
-    l.destroy_status = reinterpret_cast<void (*)(void*)>(find("_ZN13sentencepiece4util6StatusD1Ev"));
-    l.status_message =
-        reinterpret_cast<const char* (*)(const void*)>(find("_ZNK13sentencepiece4util6Status13error_messageEv"));
+const Trainer& trainer_library() {
+  static const Trainer lib = [] {
+    Trainer l;
+    l.train = reinterpret_cast<Trainer::TrainFn>(
+        l.library.symbol("_ZN13sentencepiece20SentencePieceTrainer5TrainESt17basic_string_viewIcSt11char_traitsIcEEPNS_"
+                         "16SentenceIteratorEPNSt7__cxx1112basic_stringIcS3_SaIcEEE"));
+    l.set_min_log_level =
+        reinterpret_cast<void (*)(int)>(l.library.symbol("_ZN13sentencepiece7logging14SetMinLogLevelEi"));
     return l;
   }();
-  OMNI_CHECK(lib.train && lib.set_min_log_level && lib.destroy_status && lib.status_message,
-             "cannot load libsentencepiece_train (tokenizer training needs it): ", library.error());
+  lib.library.check();
+  OMNI_CHECK(lib.train && lib.set_min_log_level,
+             "cannot load libsentencepiece_train (tokenizer training needs it): a trainer entry point is missing");
   return lib;
 }
 
@@ -646,16 +637,7 @@ std::string train_tokenizer(int64_t vocab_size) {
               " --shuffle_input_sentence=false --hard_vocab_limit=false --character_coverage=1.0 --minloglevel=2");
   lib.set_min_log_level(2);  // errors only; the trainer reports every EM round at INFO
   std::string model;
-  std::string message;
-  {
-    alignas(sentencepiece::util::Status) unsigned char storage[sizeof(sentencepiece::util::Status)];
-    auto* status = new (storage) sentencepiece::util::Status(lib.train(args, nullptr, &model));
-    if (!status->ok()) {
-      const char* m = lib.status_message(status);
-      message = m && *m ? m : "unknown SentencePiece error";
-    }
-    lib.destroy_status(status);
-  }
+  const std::string message = lib.library.status_error([&] { return lib.train(args, nullptr, &model); });
   OMNI_CHECK(message.empty(), "SentencePiece training failed (vocab_size ", vocab_size, "): ", message);
   OMNI_CHECK(!model.empty(), "SentencePiece training returned an empty model");
   return drop_recorded_input(model);

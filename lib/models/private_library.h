@@ -1,7 +1,6 @@
 // A shared library opened privately: dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND), so that its symbols stay
-// out of the global scope and it binds to its own dependencies first. This is how SentencePiece is used:
-// Debian's libsentencepiece exports the protobuf 3.14 it bundles, and linked into a process with LibTorch's
-// protobuf 3.21 one of them breaks while the process starts (lib/models/umt5_tokenizer.cpp has the details).
+// out of the global scope and it binds to its own dependencies first. This is how SentencePiece is used
+// (models/sentencepiece_library.h has why).
 #pragma once
 
 #include <initializer_list>

@@ -11,62 +11,36 @@
 #include <new>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
 #include "core/error.h"
 #include "io/json_file.h"
-#include "models/private_library.h"
+#include "models/sentencepiece_library.h"
 
 namespace omni::models {
 
 namespace {
 
-// ---- libsentencepiece, opened privately ------------------------------------------------------------------
-//
-// Debian's libsentencepiece.so.0 carries its own protobuf-lite (3.14) and exports those symbols (1602 of
-// them), and the PyPI wheel's libtorch_cpu.so exports the protobuf it bundles too (232 google::protobuf
-// symbols in torch 2.11; checked with nm -D). Linked normally, or opened into the global scope, the copies
-// bind to each other's symbols: two protobuf versions sharing one set of globals (the crash in protobuf's
-// static initializers and version check that Debian's LibTorch, linked to libprotobuf.so.32, showed). So
-// the library is opened at run time with RTLD_LOCAL (its symbols stay out of the global scope) and
-// RTLD_DEEPBIND (it binds to its own protobuf first): still needed with the PyPI LibTorch. The tokenizer then needs
-// only three entry points by name; every other call is virtual and goes through the object's vtable, so nothing here
-// references a SentencePiece symbol at link time.
-struct SentencePieceLibrary {
-  void (*construct)(void* self) = nullptr;                      // SentencePieceProcessor::SentencePieceProcessor()
-  void (*destroy_status)(void* status) = nullptr;               // util::Status::~Status()
-  const char* (*status_message)(const void* status) = nullptr;  // util::Status::error_message() const
+// The tokenizer needs one entry point by name: the processor's constructor.
+struct Processor {
+  SentencePieceLibrary library{{"libsentencepiece.so.0", "libsentencepiece.so"}, "the UMT5 tokenizer needs it"};
+  void (*construct)(void* self) = nullptr;  // SentencePieceProcessor::SentencePieceProcessor()
 };
 
-const SentencePieceLibrary& sentencepiece_library() {
-  static PrivateLibrary library({"libsentencepiece.so.0", "libsentencepiece.so"});
-  static const SentencePieceLibrary lib = [] {
-    SentencePieceLibrary l;
-    const auto find = [](const char* symbol) { return library.symbol(symbol); };
-    l.construct = reinterpret_cast<void (*)(void*)>(find("_ZN13sentencepiece22SentencePieceProcessorC1Ev"));
-    l.destroy_status = reinterpret_cast<void (*)(void*)>(find("_ZN13sentencepiece4util6StatusD1Ev"));
-    l.status_message =
-        reinterpret_cast<const char* (*)(const void*)>(find("_ZNK13sentencepiece4util6Status13error_messageEv"));
+const Processor& sentencepiece_library() {
+  static const Processor lib = [] {
+    Processor l;
+    l.construct = reinterpret_cast<void (*)(void*)>(l.library.symbol("_ZN13sentencepiece22SentencePieceProcessorC1Ev"));
     return l;
   }();
-  OMNI_CHECK(lib.construct && lib.destroy_status && lib.status_message,
-             "cannot load libsentencepiece (the UMT5 tokenizer needs it): ", library.error());
+  lib.library.check();
+  OMNI_CHECK(lib.construct, "cannot load libsentencepiece (the UMT5 tokenizer needs it): no SentencePieceProcessor");
   return lib;
 }
 
-// Runs `call`, which returns a util::Status by value, and returns its error message ("" when ok). The status
-// is built in local storage (guaranteed copy elision) and destroyed through the library's destructor.
 template <typename Call>
 std::string status_error(Call&& call) {
-  const auto& lib = sentencepiece_library();
-  alignas(sentencepiece::util::Status) unsigned char storage[sizeof(sentencepiece::util::Status)];
-  auto* status = new (storage) sentencepiece::util::Status(call());
-  std::string message;
-  if (!status->ok()) {
-    const char* m = lib.status_message(status);
-    message = m && *m ? m : "unknown SentencePiece error";
-  }
-  lib.destroy_status(status);
-  return message;
+  return sentencepiece_library().library.status_error(std::forward<Call>(call));
 }
 
 bool file_exists(const std::string& path, bool* is_dir = nullptr) {

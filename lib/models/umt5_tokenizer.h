@@ -11,8 +11,8 @@
 // never span "▁", extra whitespace removed), so whole segments go through SentencePiece unchanged.
 //
 // libsentencepiece is opened at run time, privately (RTLD_LOCAL | RTLD_DEEPBIND), never linked: Debian's copy
-// exports the protobuf it bundles, and so does LibTorch's libtorch_cpu.so (see umt5_tokenizer.cpp). An executable must
-// therefore not have libsentencepiece among its start-up libraries.
+// exports the protobuf it bundles, and so does LibTorch's libtorch_cpu.so (see models/sentencepiece_library.h). An
+// executable must therefore not have libsentencepiece among its start-up libraries.
 #pragma once
 
 #include <ATen/ATen.h>
