@@ -40,20 +40,22 @@ void MemoryCheck::plan(const std::vector<pipeline::RankWork>& work) {
 
 std::string MemoryCheck::advice(const pipeline::MemoryPlan& plan) const {
   const auto& l = layout_;
-  const std::string& part = plan.largest_part().name;
   const bool float32 = run_.dtype == c10::ScalarType::Float;
   std::string shard = l.use_hsdp ? str_cat("a larger --hsdp-shard-size (now ", l.hsdp_shard, ", more ranks per copy)")
                                  : "--use-hsdp with --hsdp-shard-size N (each rank holds 1/N of the weights)";
-  if (part == "transformer" || part == "transformer_2" || part == "text_encoder" ||
-      part.rfind("checkpoint pages", 0) == 0)
-    return shard + (float32 ? ", or --dtype bfloat16" : "");
-  if (part.rfind("gathered", 0) == 0 && part.find("units") != std::string::npos)
-    return float32 ? "--dtype bfloat16 (a gathered block is whole on every rank)" : shard;
-  if (part == "vae") return run_.vae_dtype == c10::ScalarType::Float ? "--vae-dtype bfloat16" : "a smaller VAE dtype";
-  if (part.find("decode") != std::string::npos || part == "decoded video" || part == "frames" ||
-      part == "gathered video")
-    return str_cat(run_.vae_parallel || l.video_size() == 1 ? "" : "--vae-parallel, or ",
-                   "a lower --height / --width or fewer --num-frames");
+  switch (plan.largest_part().kind) {
+    case pipeline::MemoryKind::kWeights:
+      return shard + (float32 ? ", or --dtype bfloat16" : "");
+    case pipeline::MemoryKind::kGatheredUnits:
+      return float32 ? "--dtype bfloat16 (a gathered block is whole on every rank)" : shard;
+    case pipeline::MemoryKind::kVaeWeights:
+      return run_.vae_dtype == c10::ScalarType::Float ? "--vae-dtype bfloat16" : "a smaller VAE dtype";
+    case pipeline::MemoryKind::kDecode:
+      return str_cat(run_.vae_parallel || l.video_size() == 1 ? "" : "--vae-parallel, or ",
+                     "a lower --height / --width or fewer --num-frames");
+    case pipeline::MemoryKind::kOther:
+      break;
+  }
   return str_cat("a lower --height / --width or fewer --num-frames",
                  l.ring * l.ulysses < l.world_size ? ", or more --ulysses-degree / --ring-degree ranks" : "");
 }

@@ -177,8 +177,8 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   // The fused kernels LibTorch picks for our calls (no score matrix is ever materialized): the CPU's flash
   // kernel; on CUDA flash for bfloat16 / float16, memory-efficient for float32 (docs/DESIGN.md section 3).
   plan.attention_kernel = host ? "flash (CPU)" : set.dtype == c10::kFloat ? "memory-efficient (CUDA)" : "flash (CUDA)";
-  for (const auto& m : s.models) plan.resident.push_back({m.name, m.resident});
-  plan.resident.push_back({"vae", s.vae_resident});
+  for (const auto& m : s.models) plan.resident.push_back({m.name, m.resident, MemoryKind::kWeights});
+  plan.resident.push_back({"vae", s.vae_resident, MemoryKind::kVaeWeights});
 
   // Load, in the pipeline's order: each component at the end of its reading, with what it costs on top.
   {
@@ -191,16 +191,16 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     };
     for (size_t i = 0; i < s.models.size(); ++i) {
       const auto& m = s.models[i];
-      loaded.push_back({m.name, m.resident});
+      loaded.push_back({m.name, m.resident, MemoryKind::kWeights});
       std::vector<MemoryPart> extra;
       if (host) {
-        extra.push_back({"checkpoint pages read (" + m.name + ")", m.mapped});
+        extra.push_back({"checkpoint pages read (" + m.name + ")", m.mapped, MemoryKind::kWeights});
         extra.push_back({"read buffer", m.read_piece});
         if (i > 0 && s.lora_mapped[i - 1] > 0) extra.push_back({"LoRA files", s.lora_mapped[i - 1]});
       }
       consider(extra);
     }
-    loaded.push_back({"vae", s.vae_resident});
+    loaded.push_back({"vae", s.vae_resident, MemoryKind::kVaeWeights});
     consider(host ? std::vector<MemoryPart>{{"checkpoint pages read (vae)", s.vae_mapped}} : std::vector<MemoryPart>{});
     plan.phases.push_back(best);
   }
@@ -219,7 +219,8 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     // softmax in float32.
     const int64_t len = max_text, heads = s.text.num_heads;
     MemoryPhase p{"text_encode", plan.resident};
-    if (set.shard > 1) p.parts.push_back({"gathered text_encoder units", te.gathered_peak()});
+    if (set.shard > 1)
+      p.parts.push_back({"gathered text_encoder units", te.gathered_peak(), MemoryKind::kGatheredUnits});
     p.parts.push_back(
         {"text_encoder activations", e * len * (6 * s.text.d_model + 3 * s.text.d_ff) + f32 * 3 * heads * len * len});
     plan.phases.push_back(p);
@@ -279,7 +280,8 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   }
   if (!work.videos.empty()) {
     const ModelUnits& tr = s.models[1];
-    if (set.shard > 1) denoise.parts.push_back({"gathered transformer units", tr.gathered_peak()});
+    if (set.shard > 1)
+      denoise.parts.push_back({"gathered transformer units", tr.gathered_peak(), MemoryKind::kGatheredUnits});
     for (auto& x : best_parts) denoise.parts.push_back(x);
     plan.phases.push_back(denoise);
   }
@@ -330,12 +332,14 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
       const int64_t rows = work.decode_group > 1 ? ceil_div(v.height / sf, work.decode_group) * sf + 2 * sf : v.height;
       const int64_t video = 3 * frames_out * v.height * v.width;
       MemoryPhase p{"decode", plan.resident};
-      p.parts.push_back(
-          {"vae decode working set", vae_working_set(dec, rows / patch, v.width / patch, vc.num_res_blocks, ev, host)});
-      p.parts.push_back({"decoded video", ev * 3 * frames_out * rows * v.width});
-      if (work.decode_group > 1 && work.gathers_video) p.parts.push_back({"gathered video", ev * video});
+      p.parts.push_back({"vae decode working set",
+                         vae_working_set(dec, rows / patch, v.width / patch, vc.num_res_blocks, ev, host),
+                         MemoryKind::kDecode});
+      p.parts.push_back({"decoded video", ev * 3 * frames_out * rows * v.width, MemoryKind::kDecode});
+      if (work.decode_group > 1 && work.gathers_video)
+        p.parts.push_back({"gathered video", ev * video, MemoryKind::kDecode});
       // The frames in [0, 1] as float32 [F, H, W, 3] for the writer, next to the decoded video.
-      if (work.decode_group == 1 || work.gathers_video) p.parts.push_back({"frames", f32 * video});
+      if (work.decode_group == 1 || work.gathers_video) p.parts.push_back({"frames", f32 * video, MemoryKind::kDecode});
       if (p.bytes() > best.bytes()) best = p;
     }
     plan.phases.push_back(best);

@@ -60,9 +60,19 @@ struct MemoryPlanSettings {
   std::vector<std::string> lora_files[2];  // --lora, --lora-2 files (their mapped pages while merging)
 };
 
+// What a part is, for the advice given when a plan does not fit (job/memory_check.cpp), not its name.
+enum class MemoryKind {
+  kOther,          // sized by the video (activations, latents, buffers): smaller videos or more sp ranks
+  kWeights,        // a model's weights (its HSDP slices), or its checkpoint pages while loading: shard more
+  kGatheredUnits,  // HSDP units gathered whole for the forward: a smaller dtype
+  kVaeWeights,     // the VAE, whole on every rank
+  kDecode,         // the VAE decode's working set and the decoded video and frames: --vae-parallel
+};
+
 struct MemoryPart {
   std::string name;
   int64_t bytes = 0;
+  MemoryKind kind = MemoryKind::kOther;
 };
 
 // One phase at its peak: every part live then (resident ones included).
