@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/text.h"
@@ -105,9 +106,14 @@ const Choices<TaskChoice>& task_choices() {
       {TaskChoice::kAuto, "auto"}, {TaskChoice::kT2V, "t2v"}, {TaskChoice::kI2V, "i2v"}, {TaskChoice::kTI2V, "ti2v"}};
   return c;
 }
+// The names are core's (dtype_name: what diffusers' configs write as torch_dtype).
 const Choices<c10::ScalarType>& dtype_choices() {
-  static const Choices<c10::ScalarType> c = {
-      {c10::ScalarType::Float, "float32"}, {c10::ScalarType::BFloat16, "bfloat16"}, {c10::ScalarType::Half, "float16"}};
+  static const Choices<c10::ScalarType> c = [] {
+    Choices<c10::ScalarType> out;
+    for (auto t : {c10::ScalarType::Float, c10::ScalarType::BFloat16, c10::ScalarType::Half})
+      out.emplace_back(t, dtype_name(t));
+    return out;
+  }();
   return c;
 }
 const Choices<log::Level>& log_level_choices() {
