@@ -58,8 +58,13 @@ void print_plan(const GenerateOptions& opts, const Layout& layout, const std::st
     os << "  " << kind << ": " << group_listing(layout, kind) << "\n";
   // What --device resolves to on this rank (rank 0), without touching a GPU.
   const int gpus = omni::dist::visible_gpu_count();
-  os << "device: " << (opts.device == "auto" ? (gpus > 0 ? "cuda" : "cpu") : opts.device) << " (--device "
-     << opts.device << "; " << gpus << " GPU(s) visible to this LibTorch)\n";
+  const bool auto_cpu = opts.device.kind == omni::config::DeviceRequest::kAuto && gpus == 0;
+  const bool auto_cuda = opts.device.kind == omni::config::DeviceRequest::kAuto && gpus > 0;
+  os << "device: "
+     << (auto_cpu    ? "cpu"
+         : auto_cuda ? "cuda"
+                     : opts.device.str())
+     << " (--device " << opts.device.str() << "; " << gpus << " GPU(s) visible to this LibTorch)\n";
   os << "preset: " << preset << "\n";
   os << "settings:\n" << omni::config::describe(opts, resolved);
   std::fputs(os.str().c_str(), stdout);

@@ -306,10 +306,14 @@ const std::vector<Binding>& bindings() {
     opt_f64("step-cache-threshold",
             "relative change under which --step-cache skips (0: never skip; default teacache 0.2, fbcache 0.08)",
             "none", &G::step_cache_threshold, "(mode default)");
-    str("device",
-        "auto, cpu, cuda or cuda:N (auto: cuda when LibTorch has CUDA and a GPU is visible, else cpu; "
-        "cuda: GPU local rank % visible GPUs)",
-        "auto", &G::device);
+    t.push_back(
+        {{"device",
+          "auto: cuda when LibTorch has CUDA and a GPU is visible, else cpu; cuda: GPU local rank % visible "
+          "GPUs; or cuda:N",
+          "auto", false, "auto|cpu|cuda|cuda:N"},
+         [](GenerateOptions& o, const std::string& v, const std::string& w) { o.device = DeviceRequest::parse(v, w); },
+         [](const GenerateOptions& o) { return nlohmann::json(o.device.str()); },
+         ""});
     flag("allow-shared-gpu", "let several ranks of a node use one GPU (otherwise an error)", &G::allow_shared_gpu);
     f64("collective-timeout",
         "seconds a GPU collective may wait for its peers before every rank is stopped "
@@ -521,6 +525,35 @@ std::string Source::str() const {
   return "unknown";
 }
 
+std::string DeviceRequest::str() const {
+  switch (kind) {
+    case kAuto:
+      return "auto";
+    case kCpu:
+      return "cpu";
+    case kCuda:
+      return index < 0 ? "cuda" : "cuda:" + std::to_string(index);
+  }
+  OMNI_FAIL("a device request outside its kinds");
+}
+
+DeviceRequest DeviceRequest::parse(const std::string& v, const std::string& where) {
+  DeviceRequest r;
+  if (v == "auto") return r;
+  if (v == "cpu") {
+    r.kind = kCpu;
+    return r;
+  }
+  r.kind = kCuda;
+  if (v == "cuda") return r;
+  // cuda:N, N a non-negative decimal small enough for a device index.
+  const bool indexed = v.size() > 5 && v.size() <= 9 && v.rfind("cuda:", 0) == 0 &&
+                       v.find_first_not_of("0123456789", 5) == std::string::npos;
+  OMNI_CHECK_USAGE(indexed, where, " must be auto, cpu, cuda or cuda:N, got '", v, "'");
+  r.index = std::stoi(v.substr(5));
+  return r;
+}
+
 const char* name_of(SampleSolver v) {
   return choice_name(solver_choices(), v);
 }
@@ -564,10 +597,6 @@ void validate_options(const GenerateOptions& o) {
   OMNI_CHECK_USAGE(o.max_sequence_length >= 1, "--max-sequence-length must be at least 1, got ", o.max_sequence_length);
   OMNI_CHECK_USAGE(o.fps >= 1 && o.fps <= 240, "--fps must lie in [1, 240], got ", o.fps);
   OMNI_CHECK_USAGE(o.crf >= 0 && o.crf <= 51, "--crf must lie in [0, 51], got ", o.crf);
-  OMNI_CHECK_USAGE(o.device == "auto" || o.device == "cpu" || o.device == "cuda" ||
-                       (o.device.size() > 5 && o.device.rfind("cuda:", 0) == 0 &&
-                        o.device.find_first_not_of("0123456789", 5) == std::string::npos),
-                   "--device must be auto, cpu, cuda or cuda:N, got '", o.device, "'");
   OMNI_CHECK_USAGE(!o.step_cache_threshold || *o.step_cache_threshold >= 0,
                    "--step-cache-threshold must be non-negative, got ", o.step_cache_threshold.value_or(0));
   OMNI_CHECK_USAGE(o.collective_timeout > 0, "--collective-timeout must be a positive number of seconds, got ",

@@ -31,6 +31,19 @@ const char* name_of(StepCacheMode v);
 const char* name_of(LayoutMode v);
 const char* name_of(TaskChoice v);
 
+// --device: auto (CUDA when this LibTorch has CUDA and a GPU is visible, else the CPU), cpu, cuda (GPU local
+// rank % visible GPUs) or cuda:N. Not a c10::Device: "auto" and "cuda without an index" are resolved per rank
+// by dist::select_device.
+struct DeviceRequest {
+  enum Kind { kAuto, kCpu, kCuda };
+  Kind kind = kAuto;
+  int index = -1;  // cuda:N; -1: chosen from the local rank
+  // "auto", "cpu", "cuda", "cuda:N".
+  std::string str() const;
+  // Usage error naming `where` ("--device") unless `v` is one of the forms above.
+  static DeviceRequest parse(const std::string& v, const std::string& where);
+};
+
 // Where a setting came from, lowest precedence first; `detail` names the preset, the --config file or the
 // prompts-file line.
 struct Source {
@@ -95,7 +108,7 @@ struct GenerateOptions {
   std::optional<double> step_cache_threshold;  // unset: the mode's default
 
   // Runtime.
-  std::string device;
+  DeviceRequest device;
   bool allow_shared_gpu{};
   double collective_timeout{};                        // seconds
   c10::ScalarType dtype = c10::ScalarType::BFloat16;  // transformer and text encoder

@@ -53,8 +53,8 @@ std::string uuid_hex(const cudaUUID_t& uuid) {
 
 // The GPU a rank takes: cuda:N names it, otherwise node-local rank % visible GPUs (may be out of range for
 // cuda:N; the caller checks).
-int gpu_index(const std::string& spec, int local_rank, int gpus) {
-  return spec.rfind("cuda:", 0) == 0 ? std::atoi(spec.c_str() + 5) : local_rank % gpus;
+int gpu_index(const config::DeviceRequest& spec, int local_rank, int gpus) {
+  return spec.index >= 0 ? spec.index : local_rank % gpus;
 }
 
 // The ranks of `world` on this node, ordered by world rank.
@@ -64,13 +64,14 @@ Communicator node_of(const Communicator& world) {
   return Communicator(node_comm, /*owned=*/true);
 }
 
-LocalChoice choose(const std::string& spec, int local_rank) {
+LocalChoice choose(const config::DeviceRequest& spec, int local_rank) {
+  using K = config::DeviceRequest;
   LocalChoice out;
-  if (spec == "cpu") return out;
+  if (spec.kind == K::kCpu) return out;
   const int gpus = visible_gpu_count();
-  if (spec == "auto" && gpus == 0) return out;
+  if (spec.kind == K::kAuto && gpus == 0) return out;
   if (gpus == 0) {
-    out.error = str_cat("--device ", spec, ": no CUDA device is visible (",
+    out.error = str_cat("--device ", spec.str(), ": no CUDA device is visible (",
 #ifdef OMNI_WITH_CUDA
                         "no NVIDIA driver or GPU found, or CUDA_VISIBLE_DEVICES hides them",
 #else
@@ -80,9 +81,10 @@ LocalChoice choose(const std::string& spec, int local_rank) {
     return out;
   }
   const int index = gpu_index(spec, local_rank, gpus);
-  if (spec.rfind("cuda:", 0) == 0) {
-    if (index < 0 || index >= gpus) {
-      out.error = str_cat("--device ", spec, ": this rank sees ", gpus, " GPU(s) (cuda:0 to cuda:", gpus - 1, ")");
+  if (spec.index >= 0) {
+    if (index >= gpus) {
+      out.error =
+          str_cat("--device ", spec.str(), ": this rank sees ", gpus, " GPU(s) (cuda:0 to cuda:", gpus - 1, ")");
       return out;
     }
   }
@@ -118,7 +120,7 @@ int visible_gpu_count() {
 #endif
 }
 
-c10::Device select_device(const std::string& spec, const Communicator& world, bool allow_shared_gpu) {
+c10::Device select_device(const config::DeviceRequest& spec, const Communicator& world, bool allow_shared_gpu) {
   // Ranks of one node, ordered by world rank: the node-local rank picks the GPU.
   const Communicator node = node_of(world);
 
@@ -128,7 +130,7 @@ c10::Device select_device(const std::string& spec, const Communicator& world, bo
     mine = choose(spec, node.rank());
   } catch (const std::exception& e) {
     mine = LocalChoice{};
-    mine.error = str_cat("--device ", spec, ": ", e.what());
+    mine.error = str_cat("--device ", spec.str(), ": ", e.what());
     mine.usage = false;
   }
 
@@ -156,7 +158,7 @@ c10::Device select_device(const std::string& spec, const Communicator& world, bo
                       " visible GPU(s). Launch at most one rank per GPU, or pass --allow-shared-gpu");
     }
   }
-  if (spec == "auto" && mine.device.is_cpu())
+  if (spec.kind == config::DeviceRequest::kAuto && mine.device.is_cpu())
     OMNI_INFO("--device auto: running on the CPU (",
 #ifdef OMNI_WITH_CUDA
               "no NVIDIA driver or no visible GPU",
@@ -167,11 +169,15 @@ c10::Device select_device(const std::string& spec, const Communicator& world, bo
   return mine.device;
 }
 
-MemoryBudget memory_budget(const std::string& spec, const Communicator& world) {
+bool runs_on_cuda(const config::DeviceRequest& spec) {
+  return spec.kind != config::DeviceRequest::kCpu && visible_gpu_count() > 0;
+}
+
+MemoryBudget memory_budget(const config::DeviceRequest& spec, const Communicator& world) {
   const Communicator node = node_of(world);
   MemoryBudget out;
   const int gpus = visible_gpu_count();
-  const bool cuda = spec != "cpu" && gpus > 0;
+  const bool cuda = runs_on_cuda(spec);
 #ifdef OMNI_WITH_CUDA
   if (cuda) {
     // The GPU select_device() will pick, and the node's ranks that land on it too (--allow-shared-gpu).

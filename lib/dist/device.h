@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 
+#include "config/options.h"
 #include "dist/communicator.h"
 
 namespace omni::dist {
@@ -19,12 +20,16 @@ namespace omni::dist {
 int visible_gpu_count();
 
 // Collective over `world`; call it on every rank with the same arguments (from an agreed phase: it throws
-// a usage error on the ranks that cannot honour the request, after the collective). `spec` is auto, cpu,
-// cuda or cuda:N. A CUDA device is made current on return. Two ranks of one node on the same physical GPU
-// (same UUID, whatever CUDA_VISIBLE_DEVICES says) are a usage error naming both, unless `allow_shared_gpu`.
-c10::Device select_device(const std::string& spec, const Communicator& world, bool allow_shared_gpu);
+// a usage error on the ranks that cannot honour the request, after the collective). A CUDA device is made current on
+// return. Two ranks of one node on the same physical GPU (same UUID, whatever CUDA_VISIBLE_DEVICES says) are a usage
+// error naming both, unless `allow_shared_gpu`.
+c10::Device select_device(const config::DeviceRequest& spec, const Communicator& world, bool allow_shared_gpu);
 
-// The memory one rank may plan with under --device `spec` (auto, cpu, cuda, cuda:N), read without creating a
+// Whether --device `spec` runs on a GPU here (select_device's answer, without its collective or a CUDA context):
+// not cpu, and a GPU visible. cuda with none visible is select_device's error.
+bool runs_on_cuda(const config::DeviceRequest& spec);
+
+// The memory one rank may plan with under --device `spec`, read without creating a
 // CUDA context: on a GPU its total memory (split between the node's ranks that would share it), on the CPU the
 // node's physical memory split between the node's ranks. `what` says which ("GPU 0 (NVIDIA H200): 139.8 GiB",
 // "host memory 23.4 GiB / 2 ranks on this node"). bytes 0: unknown. Collective over `world` (node ranks).
@@ -32,7 +37,7 @@ struct MemoryBudget {
   int64_t bytes = 0;
   std::string what;
 };
-MemoryBudget memory_budget(const std::string& spec, const Communicator& world);
+MemoryBudget memory_budget(const config::DeviceRequest& spec, const Communicator& world);
 // Peak bytes LibTorch's caching allocator had allocated on `device` so far (0 for the CPU).
 int64_t peak_device_bytes(const c10::Device& device);
 // A phase's own device peak: reset the allocator's peak to what is allocated now, then read the peak above that

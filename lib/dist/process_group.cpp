@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -10,6 +11,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/text.h"
+#include "dist/device_mesh.h"
 #include "dist/process_group_mpi.h"
 #ifdef OMNI_WITH_NCCL
 #include "dist/process_group_nccl.h"
@@ -226,6 +228,23 @@ std::unique_ptr<ProcessGroup> make_process_group(const Communicator& comm, at::D
 #endif
   }
   OMNI_FAIL_USAGE("--device ", device, ": no communication backend for this device type (expected cpu or cuda)");
+}
+
+DeviceGroups::DeviceGroups(const DeviceMesh& mesh, at::Device device, const std::vector<std::string>& kinds) {
+  for (const char* kind : DeviceMesh::kinds()) {
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) continue;
+    const Communicator& comm = mesh.group(kind);
+    groups_.emplace_back(
+        kind, comm.size() > 1 ? std::shared_ptr<ProcessGroup>(make_process_group(comm, device, kind)) : nullptr);
+  }
+  // A kind outside DeviceMesh::kinds() is mesh.group()'s internal error.
+  for (const auto& k : kinds) (void)mesh.group(k);
+}
+
+std::shared_ptr<ProcessGroup> DeviceGroups::get(const std::string& kind) const {
+  for (const auto& [k, g] : groups_)
+    if (k == kind) return g;
+  return nullptr;
 }
 
 }  // namespace omni::dist

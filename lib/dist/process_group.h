@@ -119,6 +119,24 @@ class ProcessGroup {
 std::unique_ptr<ProcessGroup> make_process_group(const Communicator& comm, at::Device device,
                                                  const std::string& name = "");
 
+class DeviceMesh;
+
+// A mesh's device process groups, made once per run (by the pipeline, from the mesh and the device its rank
+// selected) so that every consumer (HSDP, sequence parallelism, CFG, the VAE bands, the step cache) shares
+// them. Only the kinds asked for are made, each once, in DeviceMesh::kinds() order on every rank; a group of one
+// rank gets none (nothing to exchange).
+class DeviceGroups {
+ public:
+  DeviceGroups() = default;
+  // Collective over the mesh's world: every rank passes the same `kinds` (DeviceMesh::kinds() names).
+  DeviceGroups(const DeviceMesh& mesh, at::Device device, const std::vector<std::string>& kinds);
+  // The group of `kind`; null when it has one rank or was not asked for.
+  std::shared_ptr<ProcessGroup> get(const std::string& kind) const;
+
+ private:
+  std::vector<std::pair<std::string, std::shared_ptr<ProcessGroup>>> groups_;
+};
+
 // Element offsets of consecutive blocks: {0, c0, c0+c1, ...} (size counts.size()).
 std::vector<int64_t> exclusive_offsets(const std::vector<int64_t>& counts);
 

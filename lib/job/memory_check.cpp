@@ -17,7 +17,7 @@ pipeline::MemoryPlanSettings plan_settings(const config::GenerateOptions& run, c
   pipeline::MemoryPlanSettings ps;
   ps.dtype = run.dtype;
   ps.vae_dtype = run.vae_dtype;
-  ps.cuda = run.device != "cpu" && dist::visible_gpu_count() > 0;
+  ps.cuda = dist::runs_on_cuda(run.device);
   ps.shard = l.use_hsdp ? l.hsdp_shard : 1;
   ps.ulysses = l.ulysses;
   ps.ring = l.ring;
@@ -83,7 +83,7 @@ void MemoryCheck::check(const dist::DeviceMesh& mesh) {
 }
 
 std::string MemoryCheck::describe(const std::function<bool(int)>& writes_video) const {
-  const bool cuda = run_.device != "cpu" && dist::visible_gpu_count() > 0;
+  const bool cuda = dist::runs_on_cuda(run_.device);
   std::ostringstream os;
   os << "memory plan per rank (" << (cuda ? "GPU memory allocated" : "host memory above the process's start-up") << ", "
      << dtype_name(run_.dtype) << " weights, " << plans_[0].attention_kernel

@@ -233,18 +233,13 @@ at::Tensor UlyssesAttention::attend(const at::Tensor& q, const at::Tensor& k, co
 // ---------------------------------------------------------------------------------------------------------
 // The sequence-parallel forward.
 
-SequenceParallel SequenceParallel::from_mesh(const dist::DeviceMesh& mesh, const at::Device& device) {
-  // Same order on every rank; a group of one rank needs no process group.
-  auto make = [&](const dist::Communicator& comm, const char* name) -> std::shared_ptr<dist::ProcessGroup> {
-    if (comm.size() == 1) return nullptr;
-    return dist::make_process_group(comm, device, name);
-  };
+SequenceParallel SequenceParallel::from_groups(const dist::DeviceGroups& groups) {
   SequenceParallel sp;
-  sp.ulysses = make(mesh.ulysses(), "ulysses");
-  sp.ring = make(mesh.ring(), "ring");
-  sp.sp = make(mesh.sp(), "sp");
-  OMNI_CHECK(mesh.sp().rank() == sp.rank(), "sp group rank ", mesh.sp().rank(), " is not ring_i * ulysses + ",
-             "ulysses_i = ", sp.rank());
+  sp.ulysses = groups.get("ulysses");
+  sp.ring = groups.get("ring");
+  sp.sp = groups.get("sp");
+  OMNI_CHECK(!sp.sp || sp.sp->rank() == sp.rank(), "sp group rank ", sp.sp ? sp.sp->rank() : 0,
+             " is not ring_i * ulysses + ulysses_i = ", sp.rank());
   return sp;
 }
 

@@ -103,9 +103,8 @@ struct SequenceParallel {
   // Index in the sp group, which orders the token chunks.
   int rank() const { return (ring ? ring->rank() : 0) * ulysses_degree() + (ulysses ? ulysses->rank() : 0); }
 
-  // Collective over the mesh's groups: process groups for `device` on the ulysses, ring and sp axes (those
-  // of degree 1 stay null).
-  static SequenceParallel from_mesh(const dist::DeviceMesh& mesh, const at::Device& device);
+  // The ulysses, ring and sp groups of `groups` (made with those kinds; those of degree 1 are null).
+  static SequenceParallel from_groups(const dist::DeviceGroups& groups);
 };
 
 // WanTransformer3DModel::forward's token split over `sp` (ForwardHooks::tokens): sp rank r holds the r-th

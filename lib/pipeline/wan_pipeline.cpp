@@ -92,26 +92,27 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
     : index_(model.index()), settings_(settings), mesh_(mesh) {
   pool_ = std::make_shared<hsdp::BufferPool>(settings_.device);
   stats_ = std::make_shared<hsdp::HsdpStats>();
-  if (mesh_ != nullptr && settings_.use_hsdp && mesh_->layout().hsdp_shard > 1)
-    shard_group_ = dist::make_process_group(mesh_->shard(), settings_.device, "shard");
-  if (mesh_ != nullptr && mesh_->layout().cfg == 2)
-    cfg_group_ = dist::make_process_group(mesh_->cfg(), settings_.device, "cfg");
-  if (mesh_ != nullptr && mesh_->layout().sp() > 1)
-    sp_ = std::make_unique<SequenceParallel>(SequenceParallel::from_mesh(*mesh_, settings_.device));
   const bool caching = settings_.step_cache != StepCacheMode::kNone;
   bool keep_gathers = false;
-  if (mesh_ != nullptr && (settings_.vae_parallel || caching)) {
-    // The ranks of this data-parallel group (cfg x ring x ulysses of them), in world order: group rank 0 is the
-    // group's writing rank (Layout::writes_video).
+  if (mesh_ != nullptr) {
+    // Every device group this run uses, made once. The video group: the ranks of this data-parallel group
+    // (cfg x ring x ulysses of them), in world order; group rank 0 writes the video (Layout::writes_video).
     const auto& l = mesh_->layout();
-    const int group_size = mesh_->video().size();
-    if (group_size > 1) video_group_ = dist::make_process_group(mesh_->video(), settings_.device, "video");
-    if (settings_.vae_parallel) vae_group_ = video_group_.get();
-    // The step cache's decisions agree within this group (its ranks share every transformer collective).
+    std::vector<std::string> kinds;
+    if (settings_.use_hsdp) kinds.push_back("shard");
+    if (l.cfg == 2) kinds.push_back("cfg");
+    if (l.sp() > 1) kinds.insert(kinds.end(), {"ulysses", "ring", "sp"});
+    if (settings_.vae_parallel || caching) kinds.push_back("video");
+    groups_ = dist::DeviceGroups(*mesh_, settings_.device, kinds);
+    shard_group_ = groups_.get("shard");
+    cfg_group_ = groups_.get("cfg");
+    if (l.sp() > 1) sp_ = std::make_unique<SequenceParallel>(SequenceParallel::from_groups(groups_));
+    if (settings_.vae_parallel) vae_group_ = groups_.get("video").get();
+    // The step cache's decisions agree within the video group (its ranks share every transformer collective).
     // When HSDP shard groups (contiguous blocks of hsdp_shard ranks) span several groups, the groups decide
     // apart (each video as on one rank) and a group that skips still joins every gather of the others.
-    agree_group_ = video_group_.get();
-    keep_gathers = settings_.use_hsdp && l.hsdp_shard > group_size;
+    agree_group_ = groups_.get("video").get();
+    keep_gathers = settings_.use_hsdp && l.hsdp_shard > mesh_->video().size();
   }
 
   // The experts' module trees (no weights yet) and their LoRA files, resolved against them first: a LoRA that

@@ -164,11 +164,11 @@ class WanPipeline {
   io::ModelIndex index_;
   PipelineSettings settings_;
   const dist::DeviceMesh* mesh_;
-  std::unique_ptr<dist::ProcessGroup> shard_group_;
-  std::unique_ptr<dist::ProcessGroup> cfg_group_;
+  dist::DeviceGroups groups_;                        // every device group of the run, made once
+  std::shared_ptr<dist::ProcessGroup> shard_group_;  // null: no HSDP sharding (or a shard of one rank)
+  std::shared_ptr<dist::ProcessGroup> cfg_group_;    // null: no CFG parallelism
   std::unique_ptr<SequenceParallel> sp_;             // null when ulysses x ring is 1
-  std::unique_ptr<dist::ProcessGroup> video_group_;  // the mesh's video group (when > 1)
-  dist::ProcessGroup* vae_group_ = nullptr;          // --vae-parallel: video_group_
+  dist::ProcessGroup* vae_group_ = nullptr;          // --vae-parallel: the video group
   dist::ProcessGroup* agree_group_ = nullptr;        // --step-cache: the ranks that must skip alike
   std::unique_ptr<StepCache> step_cache_;
   std::shared_ptr<hsdp::BufferPool> pool_;

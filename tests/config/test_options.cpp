@@ -181,7 +181,7 @@ TEST(Options, AFlagGivenTwiceTakesItsLastValue) {
                                            "auto", "--overwrite", "--overwrite", "--prompt", "b"}),
                                     "");
   EXPECT_EQ(o.seed, 7);
-  EXPECT_EQ(o.device, "auto");
+  EXPECT_EQ(o.device.kind, omni::config::DeviceRequest::kAuto);
   EXPECT_EQ(o.prompt, "b");
   EXPECT_TRUE(o.overwrite);
   EXPECT_EQ(o.sources.at("seed").str(), "flag");
@@ -189,14 +189,25 @@ TEST(Options, AFlagGivenTwiceTakesItsLastValue) {
 
 TEST(Options, DeviceDefaultsToAutoAndCollectiveTimeoutTo600) {
   GenerateOptions o = omni::config::resolve_options(parse({"--prompt", "x"}), "");
-  EXPECT_EQ(o.device, "auto");
+  EXPECT_EQ(o.device.kind, omni::config::DeviceRequest::kAuto);
   EXPECT_DOUBLE_EQ(o.collective_timeout, 600);
   EXPECT_FALSE(o.allow_shared_gpu);
-  for (const char* bad : {"gpu", "cuda:", "cuda:x", "cuda:-1", "CPU"}) {
+  for (const char* bad : {"gpu", "cuda:", "cuda:x", "cuda:-1", "CPU", "cuda:99999999999", " cpu"}) {
     EXPECT_THROW(omni::config::resolve_options(parse({"--prompt", "x", "--device", bad}), ""), omni::Error) << bad;
   }
-  for (const char* good : {"auto", "cpu", "cuda", "cuda:0", "cuda:12"}) {
-    EXPECT_NO_THROW(omni::config::resolve_options(parse({"--prompt", "x", "--device", good}), "")) << good;
+  // Each form parses to its kind and index and prints back as given.
+  const std::pair<const char*, std::pair<omni::config::DeviceRequest::Kind, int>> good[] = {
+      {"auto", {omni::config::DeviceRequest::kAuto, -1}},
+      {"cpu", {omni::config::DeviceRequest::kCpu, -1}},
+      {"cuda", {omni::config::DeviceRequest::kCuda, -1}},
+      {"cuda:0", {omni::config::DeviceRequest::kCuda, 0}},
+      {"cuda:12", {omni::config::DeviceRequest::kCuda, 12}}};
+  for (const auto& [text, want] : good) {
+    const GenerateOptions g = omni::config::resolve_options(parse({"--prompt", "x", "--device", text}), "");
+    EXPECT_EQ(g.device.kind, want.first) << text;
+    EXPECT_EQ(g.device.index, want.second) << text;
+    EXPECT_EQ(g.device.str(), text);
+    EXPECT_EQ(omni::config::option_value(g, "device"), text);
   }
 }
 

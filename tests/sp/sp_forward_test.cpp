@@ -97,6 +97,7 @@ Inputs make_inputs(int64_t f, int64_t h, int64_t w, bool per_token, uint64_t see
 struct Layout {
   std::string name;
   std::unique_ptr<DeviceMesh> mesh;
+  omni::dist::DeviceGroups groups;
   SequenceParallel sp;
 };
 
@@ -118,7 +119,8 @@ std::vector<Layout> make_layouts(int world) {
     l.name = "ulysses " + std::to_string(layout.ulysses) + " x ring " + std::to_string(layout.ring) + " (dp " +
              std::to_string(layout.dp) + ", cfg " + std::to_string(layout.cfg) + ")";
     l.mesh = std::make_unique<DeviceMesh>(layout, Communicator::world());
-    l.sp = SequenceParallel::from_mesh(*l.mesh, at::kCPU);
+    l.groups = omni::dist::DeviceGroups(*l.mesh, at::kCPU, {"ulysses", "ring", "sp"});
+    l.sp = SequenceParallel::from_groups(l.groups);
     out.push_back(std::move(l));
   }
   return out;
