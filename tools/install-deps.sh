@@ -10,6 +10,7 @@ PACKAGES=(
   python3-venv                      # the virtual environment that holds the pinned torch (LibTorch)
   libopenmpi-dev openmpi-bin        # MPI runtime and mpirun for the multi-rank tests
   libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
+  libicu-dev                        # Unicode normalization and properties (prompt cleaning, tokenizer)
   libsentencepiece-dev sentencepiece
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg
   libstb-dev

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -14,8 +15,10 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "io/json_file.h"
 #include "models/sentencepiece_library.h"
+#include "models/tokenizer_json.h"
 
 namespace omni::models {
 
@@ -144,15 +147,20 @@ constexpr std::initializer_list<const char*> kTokenizerBookkeeping = {"model_max
 
 }  // namespace
 
-Umt5Tokenizer Umt5Tokenizer::from_dir(const std::string& tokenizer_dir) {
-  Umt5Tokenizer tok(tokenizer_dir + "/spiece.model");
-  const std::string config_path = tokenizer_dir + "/tokenizer_config.json";
-  const std::string map_path = tokenizer_dir + "/special_tokens_map.json";
-  std::optional<io::ConfigFile> config, map;
-  if (file_exists(config_path)) config.emplace(io::ConfigFile::read(config_path, "T5Tokenizer"));
-  if (file_exists(map_path)) map.emplace(io::ConfigFile::read(map_path, "T5Tokenizer"));
+namespace {
 
-  if (config) {
+// tokenizer_config.json and special_tokens_map.json of a tokenizer folder, with the checks both tokenizers
+// (tokenizer.json and spiece.model) share.
+struct TokenizerFiles {
+  std::string config_path, map_path;
+  std::optional<io::ConfigFile> config, map;
+  int64_t extra_ids = 100;  // T5Tokenizer's default
+
+  explicit TokenizerFiles(const std::string& dir)
+      : config_path(dir + "/tokenizer_config.json"), map_path(dir + "/special_tokens_map.json") {
+    if (file_exists(config_path)) config.emplace(io::ConfigFile::read(config_path, "T5Tokenizer"));
+    if (file_exists(map_path)) map.emplace(io::ConfigFile::read(map_path, "T5Tokenizer"));
+    if (!config) return;
     const std::string cls = config->string_or("tokenizer_class", "T5Tokenizer");
     OMNI_CHECK_INPUT(cls == "T5Tokenizer" || cls == "T5TokenizerFast", config_path, ": tokenizer_class is '", cls,
                      "', expected T5Tokenizer or T5TokenizerFast (the UMT5 text encoder's tokenizer)");
@@ -164,18 +172,114 @@ Umt5Tokenizer Umt5Tokenizer::from_dir(const std::string& tokenizer_dir) {
     OMNI_CHECK_INPUT(!config->bool_or("split_special_tokens", false), config_path,
                      ": split_special_tokens = true is not supported (special tokens in a prompt are matched whole)");
     config->known(kTokenizerBookkeeping);
-    // transformers 5 writes the Unigram model's unk_id here (2, even for vocabularies whose <unk> is 3: issue
-    // 20); the unknown piece we use is spiece.model's own.
+    // transformers 5 writes its Unigram model's unk_id here (2, even for vocabularies whose <unk> is 3: issue
+    // 20); the unknown piece we use is the tokenizer's own (tokenizer.json's unk_id, spiece.model's unk).
     config->int_or("unk_id", 0);
-  }
-
-  // T5Tokenizer's <extra_id_0> .. <extra_id_{N-1}> (100 unless the config says otherwise) come after the
-  // vocabulary, in reverse: <extra_id_i> is piece_count + N - 1 - i.
-  int64_t extra_ids = 100;
-  if (config) {
     extra_ids = config->int_or("extra_ids", 100);
     OMNI_CHECK_INPUT(extra_ids >= 0, config_path, ": 'extra_ids' must not be negative, found ", extra_ids);
   }
+
+  // A named special token: tokenizer_config.json wins over special_tokens_map.json (transformers reads the
+  // map for tokens the config leaves out). {token or none, the file that named it}.
+  std::pair<std::optional<std::string>, std::string> named(const char* key) {
+    // Both are read (and so checked): the map's value is validated even where the config's wins.
+    std::optional<std::string> from_config = config ? token_content(*config, key) : std::nullopt;
+    std::optional<std::string> from_map = map ? token_content(*map, key) : std::nullopt;
+    if (from_config) return {from_config, config_path};
+    return {from_map, map_path};
+  }
+
+  // The additional special tokens in transformers 5's order (after a new bos): transformers 5 writes
+  // extra_special_tokens, 4.x additional_special_tokens; special_tokens_map.json's list is not read (checked
+  // against transformers 5.17). {token, key}.
+  std::vector<std::pair<std::string, const char*>> additional() {
+    std::vector<std::pair<std::string, const char*>> out;
+    if (!config) return out;
+    for (const char* key : {"additional_special_tokens", "extra_special_tokens"}) {
+      const std::vector<std::string> tokens = token_list(*config, key);
+      // T5Tokenizer: a list naming some <extra_id_N> must name all extra_ids of them; with fewer, transformers'
+      // converted vocabulary keeps the others as ordinary Unigram pieces.
+      int64_t listed = 0;
+      for (const auto& token : tokens) listed += token.find("<extra_id_") != std::string::npos ? 1 : 0;
+      OMNI_CHECK_INPUT(extra_ids == 0 || listed == 0 || listed == extra_ids, config_path, ": '", key, "' lists ",
+                       listed, " <extra_id_N> tokens but extra_ids is ", extra_ids,
+                       " (transformers requires all of them or none)");
+      for (const auto& token : tokens) out.emplace_back(token, key);
+    }
+    return out;
+  }
+
+  // {"<id>": {"content": ...}, ...}: what the tokenizer that saved the folder had at each id; a different token
+  // there would give other ids. `id_of` is the loaded tokenizer's (-1: not a token of it).
+  void check_added_tokens_decoder(const std::function<int64_t(const std::string&)>& id_of,
+                                  const char* what_is_supported) {
+    const nlohmann::json* v = config ? config->find("added_tokens_decoder") : nullptr;
+    if (v == nullptr) return;
+    OMNI_CHECK_INPUT(v->is_object(), config_path, ": 'added_tokens_decoder' must be an object, found ", v->type_name());
+    for (auto it = v->begin(); it != v->end(); ++it) {
+      OMNI_CHECK_INPUT(it->is_object() && it->contains("content") && (*it)["content"].is_string(), config_path,
+                       ": added_tokens_decoder['", it.key(), "'] must hold a string 'content', found ", it->dump());
+      const std::string token = (*it)["content"].get<std::string>();
+      const int64_t id = id_of(token);
+      OMNI_CHECK_INPUT(std::to_string(id) == it.key(), config_path, ": added_tokens_decoder gives id ", it.key(),
+                       " to '", token, "', but this tokenizer has it at ",
+                       id < 0 ? std::string("no id") : std::to_string(id), " (", what_is_supported, ")");
+    }
+  }
+
+  void finish() {
+    if (map) {
+      token_list(*map, "additional_special_tokens");  // validated only (see additional())
+      map->warn_unknown();
+    }
+    if (config) config->warn_unknown();
+  }
+};
+
+}  // namespace
+
+Umt5Tokenizer Umt5Tokenizer::from_dir(const std::string& tokenizer_dir) {
+  TokenizerFiles files(tokenizer_dir);
+  const std::string json_path = tokenizer_dir + "/tokenizer.json";
+  if (file_exists(json_path)) {
+    // tokenizer.json rules, as in transformers' fast tokenizer; the special tokens the config files name must
+    // be the ones it has.
+    Umt5Tokenizer tok;
+    tok.path_ = json_path;
+    tok.json_ = std::make_unique<TokenizerJson>(json_path, TokenizerJson::Loader::kT5TokenizerFile, files.extra_ids);
+    const TokenizerJson& tj = *tok.json_;
+    tok.eos_id_ = tj.eos_id();  // the T5 loader requires "</s>"
+    tok.pad_id_ = tj.pad_id();  // and adds "<pad>" when the file lacks it
+    for (const char* key : {"eos_token", "unk_token"}) {
+      const auto [token, source] = files.named(key);
+      if (!token) continue;
+      const bool eos = std::string(key) == "eos_token";
+      const int64_t want = eos ? tok.eos_id_ : tj.unk_id();
+      OMNI_CHECK_INPUT(tj.token_to_id(*token) == want, source, ": ", key, " '", *token, "' is not ", json_path, "'s ",
+                       eos ? "eos '</s>'" : "unk token", " (id ", want, "); another one is not supported");
+    }
+    if (const auto [token, source] = files.named("pad_token"); token) {
+      tok.pad_id_ = tj.token_to_id(*token);
+      OMNI_CHECK_INPUT(tok.pad_id_ >= 0, source, ": pad_token '", *token, "' is not a token of ", json_path,
+                       " (a new padding token is not supported)");
+    }
+    auto check_added = [&](const std::string& token, const std::string& source, const std::string& key) {
+      OMNI_CHECK_INPUT(!token.empty(), source, ": '", key, "' is an empty token");
+      OMNI_CHECK_INPUT(tj.is_added_token(token), source, ": ", key, " '", token, "' is not among ", json_path,
+                       "'s added_tokens (adding tokens to a tokenizer.json is not supported)");
+    };
+    if (const auto [token, source] = files.named("bos_token"); token) check_added(*token, source, "bos_token");
+    for (const auto& [token, key] : files.additional()) check_added(token, files.config_path, key);
+    files.check_added_tokens_decoder([&](const std::string& t) { return tj.token_to_id(t); },
+                                     "an added token outside tokenizer.json is not supported");
+    files.finish();
+    return tok;
+  }
+
+  Umt5Tokenizer tok(tokenizer_dir + "/spiece.model");
+  // T5Tokenizer's <extra_id_0> .. <extra_id_{N-1}> come after the vocabulary, in reverse: <extra_id_i> is
+  // piece_count + N - 1 - i.
+  const int64_t extra_ids = files.extra_ids;
   const int64_t pieces = tok.sp_->GetPieceSize();
   for (int64_t i = 0; i < extra_ids; ++i)
     tok.special_.emplace_back(str_cat("<extra_id_", i, ">"), pieces + extra_ids - 1 - i);
@@ -196,16 +300,9 @@ Umt5Tokenizer Umt5Tokenizer::from_dir(const std::string& tokenizer_dir) {
     tok.special_.emplace_back(token, id >= 0 ? id : next_id++);
   };
 
-  // The named special tokens: tokenizer_config.json wins over special_tokens_map.json (transformers reads the
-  // map for tokens the config leaves out). Those that set ids must be the SentencePiece model's own.
-  auto named = [&](const char* key) -> std::pair<std::optional<std::string>, std::string> {
-    std::optional<std::string> from_config = config ? token_content(*config, key) : std::nullopt;
-    std::optional<std::string> from_map = map ? token_content(*map, key) : std::nullopt;
-    if (from_config) return {from_config, config_path};
-    return {from_map, map_path};
-  };
+  // Those that set ids must be the SentencePiece model's own.
   for (const char* key : {"eos_token", "unk_token"}) {
-    const auto [token, source] = named(key);
+    const auto [token, source] = files.named(key);
     if (!token) continue;
     const bool eos = std::string(key) == "eos_token";
     const int64_t want = eos ? tok.eos_id_ : tok.sp_->unk_id();
@@ -213,50 +310,20 @@ Umt5Tokenizer Umt5Tokenizer::from_dir(const std::string& tokenizer_dir) {
                      tok.sp_->IdToPiece(static_cast<int>(want)), "'", ", the SentencePiece model's ",
                      eos ? "eos" : "unk", " piece (id ", want, "); another one is not supported");
   }
-  if (const auto [token, source] = named("pad_token"); token) {
+  if (const auto [token, source] = files.named("pad_token"); token) {
     const int64_t id = id_of(*token);
     OMNI_CHECK_INPUT(id >= 0, source, ": pad_token '", *token, "' is not a piece of ", tok.path_,
                      " (a new padding token is not supported)");
     tok.pad_id_ = id;
   }
   // transformers 5 adds a new bos first, then the additional special tokens in their order.
-  if (const auto [token, source] = named("bos_token"); token) add_special(*token, source, "bos_token");
-  if (config) {
-    // transformers 5 writes extra_special_tokens, 4.x additional_special_tokens; special_tokens_map.json's list
-    // is not read (checked against transformers 5.17).
-    for (const char* key : {"additional_special_tokens", "extra_special_tokens"}) {
-      const std::vector<std::string> tokens = token_list(*config, key);
-      // T5Tokenizer: a list naming some <extra_id_N> must name all extra_ids of them; with fewer, transformers'
-      // converted vocabulary keeps the others as ordinary Unigram pieces, which SentencePiece cannot match.
-      int64_t listed = 0;
-      for (const auto& token : tokens) listed += token.find("<extra_id_") != std::string::npos ? 1 : 0;
-      OMNI_CHECK_INPUT(extra_ids == 0 || listed == 0 || listed == extra_ids, config_path, ": '", key, "' lists ",
-                       listed, " <extra_id_N> tokens but extra_ids is ", extra_ids,
-                       " (transformers requires all of them or none)");
-      for (const auto& token : tokens) add_special(token, config_path, key);
-    }
-    // {"<id>": {"content": ...}, ...}: what the tokenizer that saved the folder had at each id; a different
-    // token there would give other ids.
-    if (const nlohmann::json* v = config->find("added_tokens_decoder")) {
-      OMNI_CHECK_INPUT(v->is_object(), config_path, ": 'added_tokens_decoder' must be an object, found ",
-                       v->type_name());
-      for (auto it = v->begin(); it != v->end(); ++it) {
-        OMNI_CHECK_INPUT(it->is_object() && it->contains("content") && (*it)["content"].is_string(), config_path,
-                         ": added_tokens_decoder['", it.key(), "'] must hold a string 'content', found ", it->dump());
-        const std::string token = (*it)["content"].get<std::string>();
-        const int64_t id = id_of(token);
-        OMNI_CHECK_INPUT(std::to_string(id) == it.key(), config_path, ": added_tokens_decoder gives id ", it.key(),
-                         " to '", token, "', but this tokenizer has it at ",
-                         id < 0 ? std::string("no id") : std::to_string(id),
-                         " (an added token outside spiece.model and extra_ids is not supported)");
-      }
-    }
-  }
-  if (map) {
-    token_list(*map, "additional_special_tokens");  // validated only (see above)
-    map->warn_unknown();
-  }
-  if (config) config->warn_unknown();
+  if (const auto [token, source] = files.named("bos_token"); token) add_special(*token, source, "bos_token");
+  for (const auto& [token, key] : files.additional()) add_special(token, files.config_path, key);
+  files.check_added_tokens_decoder(id_of, "an added token outside spiece.model and extra_ids is not supported");
+  files.finish();
+  // After the checks, so that a bad folder gives one error line.
+  OMNI_INFO("tokenizer: ", tokenizer_dir, " has no tokenizer.json; tokenizing with its spiece.model (SentencePiece, ",
+            "as transformers' T5Tokenizer)");
   std::stable_sort(tok.special_.begin(), tok.special_.end(),
                    [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
   return tok;
@@ -267,10 +334,11 @@ Umt5Tokenizer::Umt5Tokenizer(Umt5Tokenizer&&) noexcept = default;
 Umt5Tokenizer& Umt5Tokenizer::operator=(Umt5Tokenizer&&) noexcept = default;
 
 int64_t Umt5Tokenizer::vocab_size() const {
-  return sp_->GetPieceSize();
+  return json_ ? json_->vocab_size() : sp_->GetPieceSize();
 }
 
 std::vector<int64_t> Umt5Tokenizer::encode(const std::string& text) const {
+  if (json_) return json_->encode(text, /*add_special_tokens=*/false);
   std::vector<int64_t> ids;
   auto encode_segment = [&](size_t begin, size_t end) {
     if (end <= begin) return;

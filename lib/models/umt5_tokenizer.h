@@ -1,14 +1,19 @@
-// The UMT5 tokenizer of the Wan pipelines (transformers' T5Tokenizer / T5TokenizerFast over the checkpoint's
-// tokenizer/spiece.model). The prompt cleaning before it is the pipeline's (pipeline/prompt_encoding.h).
+// The UMT5 tokenizer of the Wan pipelines: the checkpoint's tokenizer folder as transformers loads it. The prompt
+// cleaning before it is the pipeline's (pipeline/prompt_encoding.h).
 //
-// What HF's fast tokenizer does beyond plain SentencePiece ids, and what is mirrored here:
+// tokenizer/tokenizer.json, when the folder has one, rules the ids (the Wan2.2 and Diffusers folders carry it,
+// and transformers' fast tokenizer loads it): models/tokenizer_json.h encodes it as
+// T5TokenizerFast(tokenizer_file=...) does - its Unigram model with the file's unk_id (UMT5: <unk> is 3) and
+// byte_fallback, normalizers, pre-tokenizer and added tokens (<extra_id_N> written in a prompt is its id).
+//
+// A folder with spiece.model alone is tokenized by SentencePiece, with what HF's tokenizer adds mirrored:
 // - special tokens written in the text ("</s>", "<pad>", "<unk>") are matched before normalization and become
 //   their ids; SentencePiece alone would spell them out piece by piece. The text between them is encoded on
 //   its own (the Metaspace pre-tokenizer prepends "▁" to every segment, as SentencePiece's dummy prefix does);
-// - eos (</s>, id 1) is appended (TemplateProcessing "$A </s>");
-// - truncation to max_length keeps eos as the last id; padding to max_length with pad id 0, mask 0.
-// The fast tokenizer's WhitespaceSplit equals SentencePiece's own whitespace folding for T5 models (pieces
-// never span "▁", extra whitespace removed), so whole segments go through SentencePiece unchanged.
+// - the fast tokenizer's WhitespaceSplit equals SentencePiece's own whitespace folding for T5 models (pieces
+//   never span "▁", extra whitespace removed), so whole segments go through SentencePiece unchanged.
+// Both: eos (</s>) is appended (TemplateProcessing "$A </s>"); truncation to max_length keeps eos as the last
+// id; padding to max_length with the pad id, mask 0.
 //
 // libsentencepiece is opened at run time, privately (RTLD_LOCAL | RTLD_DEEPBIND), never linked: Debian's copy
 // exports the protobuf it bundles, and so does LibTorch's libtorch_cpu.so (see models/sentencepiece_library.h). An
@@ -29,6 +34,8 @@ class SentencePieceProcessor;
 
 namespace omni::models {
 
+class TokenizerJson;
+
 // What `tokenizer(texts, padding="max_length", max_length=L, truncation=True, add_special_tokens=True,
 // return_attention_mask=True, return_tensors="pt")` returns.
 struct TokenizedBatch {
@@ -42,11 +49,12 @@ class Umt5Tokenizer {
   // `spiece_path`: a SentencePiece model with T5's ids (pad 0, eos 1, unk 2). A missing or unreadable file
   // is an input error naming it.
   explicit Umt5Tokenizer(const std::string& spiece_path);
-  // The tokenizer folder of a diffusers checkpoint: spiece.model, and tokenizer_config.json and
-  // special_tokens_map.json when present, read as transformers' T5Tokenizer reads them (io::ConfigFile's rule):
-  // a T5 tokenizer_class; <extra_id_N> for extra_ids (default 100); bos / pad / eos / unk and the additional
-  // special tokens matched in the text with transformers' ids; an eos or unk other than the model's, a pad or
-  // added token outside spiece.model, or SentencePiece options are input errors.
+  // The tokenizer folder of a checkpoint: tokenizer.json when present (else spiece.model, with one info line
+  // saying so), and tokenizer_config.json and special_tokens_map.json when present, read as transformers'
+  // T5Tokenizer reads them (io::ConfigFile's rule): a T5 tokenizer_class; <extra_id_N> for extra_ids (default
+  // 100); bos / pad / eos / unk and the additional special tokens matched in the text with transformers' ids.
+  // An eos or unk other than the model's, a pad or added token the tokenizer does not have, or SentencePiece
+  // options are input errors naming the file and the key.
   static Umt5Tokenizer from_dir(const std::string& tokenizer_dir);
 
   ~Umt5Tokenizer();
@@ -66,12 +74,15 @@ class Umt5Tokenizer {
   const std::string& path() const { return path_; }
 
  private:
+  Umt5Tokenizer() = default;
+
   std::string path_;
+  std::unique_ptr<TokenizerJson> json_;  // tokenizer.json rules the ids (sp_ and special_ unused)
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
   int64_t pad_id_ = 0;
   int64_t eos_id_ = 1;
-  // Texts of the special tokens HF matches verbatim in the input (control and unknown pieces) with their ids,
-  // longest first so that a longer token wins over a prefix of it.
+  // spiece.model: texts of the special tokens HF matches verbatim in the input (control and unknown pieces) with their
+  // ids, longest first so that a longer token wins over a prefix of it.
   std::vector<std::pair<std::string, int64_t>> special_;
 };
 

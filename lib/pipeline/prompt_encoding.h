@@ -1,5 +1,5 @@
-// The prompt's way to the text encoder, as diffusers' Wan pipelines take it: prompt_clean (html unescape,
-// whitespace) and _get_t5_prompt_embeds (tokenize, encode, zero past each prompt's length).
+// The prompt's way to the text encoder, as diffusers' Wan pipelines take it: prompt_clean (ftfy, html
+// unescape, whitespace) and _get_t5_prompt_embeds (tokenize, encode, zero past each prompt's length).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -16,14 +16,10 @@ class Umt5Encoder;
 
 namespace omni::pipeline {
 
-// Python's html.unescape: named references (the HTML 4 set plus &apos; and HTML5's semicolon-less legacy
-// forms, longest-prefix rule included), &#NNN; and &#xHH; with the HTML5 replacements (cp1252 for 0x80-0x9F,
-// U+FFFD for 0, surrogates and out-of-range values, nothing for noncharacters). Unknown names stay as written.
-std::string html_unescape(const std::string& text);
-
-// diffusers' prompt_clean: html unescape twice, strip, runs of (Unicode) whitespace folded to one space,
-// strip. ftfy.fix_text, which diffusers also applies where installed, is an identity for plain text and is
-// not reproduced.
+// diffusers' prompt_clean (pipeline_wan.py: whitespace_clean(basic_clean(text))), in its order:
+// ftfy.fix_text (core/fix_text.h; diffusers applies it where ftfy is installed, as in the reference
+// environment), html.unescape twice (core/html_unescape.h), strip; then every run of (Unicode) whitespace
+// folded to one space, strip.
 std::string clean_prompt(const std::string& text);
 
 // WanPipeline._get_t5_prompt_embeds: clean each prompt (clean_prompt), tokenize to `max_sequence_length`, run
