@@ -22,6 +22,7 @@
 #include "io/model_dir.h"
 #include "io/video_writer.h"
 #include "job/memory_check.h"
+#include "job/prompt_summary.h"
 #include "models/lora.h"
 
 namespace omni::job {
@@ -163,9 +164,16 @@ int GenerationJob::dry_run(const std::function<void()>& print_header) {
   if (!opts_.report.empty())
     dist::run_agreed(mesh_.world(), [&] { io::check_output_writable(opts_.report, opts_.overwrite); });
   plan_memory();
+  // The prompts as the encoder would get them: the tokenizer is read on every rank, so that a bad tokenizer
+  // folder is one agreed error.
+  std::string prompts;
+  dist::run_agreed(mesh_.world(), [&] {
+    const auto tokenizer = models::Umt5Tokenizer::from_dir(model_->component_dir("tokenizer"));
+    if (mesh_.rank() == 0) prompts = describe_prompts(tokenizer, *queue_, /*max_videos=*/20);
+  });
   if (mesh_.rank() != 0) return 0;
   print_header();
-  const std::string text = memory_->describe([&](int r) { return mesh_.layout().writes_video(r); });
+  std::string text = prompts + memory_->describe([&](int r) { return mesh_.layout().writes_video(r); });
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
   if (!opts_.report.empty()) {
@@ -286,6 +294,12 @@ int GenerationJob::run() {
       }
     }
     if (!req.decode) continue;
+    const int max_len = req.video.max_sequence_length;
+    for (const auto& line :
+         {truncation_warning(result.prompt, "prompt", v.origin, max_len),
+          req.video.guidance_on() ? truncation_warning(result.negative_prompt, "negative prompt", v.origin, max_len)
+                                  : std::string()})
+      if (!line.empty()) OMNI_WARN(line);
     // A video that cannot be written fails alone: the others of this group are not in a collective with
     // this write, and the next video keeps them in step.
     try {

@@ -108,7 +108,13 @@ void OutputWriter::write(int index, const VideoSpec& v, const std::string& task,
   // The sidecar: every resolved setting and the timings, so that a video can be reproduced from it.
   nlohmann::json side;
   side["output"] = v.output;
-  side["prompt"] = o.prompt;
+  side["prompt"] = o.prompt;  // as given; as the text encoder got it (pipeline::clean_prompt), and its tokens:
+  side["prompt_cleaned"] = result.prompt.cleaned;
+  side["prompt_tokens"] = result.prompt.tokens;
+  if (v.params().guidance_on()) {
+    side["negative_prompt_cleaned"] = result.negative_prompt.cleaned;
+    side["negative_prompt_tokens"] = result.negative_prompt.tokens;
+  }
   side["prompt_index"] = index;
   if (v.line > 0) side["prompts_file_line"] = v.line;
   side["model"] = run.model_root;

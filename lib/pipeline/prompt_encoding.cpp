@@ -43,6 +43,16 @@ std::string clean_prompt(const std::string& text) {
   return utf8_encode(strip32(folded));
 }
 
+PromptText describe_prompt(const models::Umt5Tokenizer& tokenizer, const std::string& prompt,
+                           int64_t max_sequence_length) {
+  PromptText out;
+  out.given = prompt;
+  out.cleaned = clean_prompt(prompt);
+  out.tokens = static_cast<int64_t>(tokenizer.encode(out.cleaned).size()) + 1;  // + eos
+  out.truncated = out.tokens > max_sequence_length;
+  return out;
+}
+
 at::Tensor encode_prompts(const models::Umt5Tokenizer& tokenizer, const models::Umt5Encoder& encoder,
                           const std::vector<std::string>& prompts, int64_t max_sequence_length, at::ScalarType dtype,
                           const at::Device& device, models::UnitHooks* hooks) {

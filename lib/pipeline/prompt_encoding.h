@@ -22,6 +22,18 @@ namespace omni::pipeline {
 // folded to one space, strip.
 std::string clean_prompt(const std::string& text);
 
+// A prompt on its way to the text encoder, for the sidecar and --dry-run: as given, as cleaned (clean_prompt),
+// its token count with eos before truncation, and whether max_sequence_length cuts it (the encoder then sees
+// the first max_sequence_length - 1 tokens and eos, as diffusers does, silently).
+struct PromptText {
+  std::string given;
+  std::string cleaned;
+  int64_t tokens = 0;
+  bool truncated = false;
+};
+PromptText describe_prompt(const models::Umt5Tokenizer& tokenizer, const std::string& prompt,
+                           int64_t max_sequence_length);
+
 // WanPipeline._get_t5_prompt_embeds: clean each prompt (clean_prompt), tokenize to `max_sequence_length`, run
 // the encoder, keep each row's first true-length positions and zero the rest; returns prompt_embeds
 // [B, max_sequence_length, d_model] in `dtype` on `device` (where the encoder's parameters live).

@@ -438,6 +438,8 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   };
 
   // 1. Encode the prompts (the negative one only with guidance).
+  result.prompt = describe_prompt(*tokenizer_, req.prompt, video.max_sequence_length);
+  result.negative_prompt = describe_prompt(*tokenizer_, req.negative_prompt, video.max_sequence_length);
   at::Tensor prompt_embeds, negative_embeds;
   {
     ScopedPhase phase(result.times, "text_encode", dev);

@@ -23,6 +23,7 @@
 #include "hsdp/hsdp_engine.h"
 #include "io/model_dir.h"
 #include "models/lora.h"
+#include "pipeline/prompt_encoding.h"
 #include "pipeline/sequence_parallel.h"
 #include "pipeline/step_cache.h"
 #include "pipeline/video_params.h"
@@ -82,6 +83,8 @@ struct GenerationResult {
   PhaseTimes times;                                         // text_encode, denoise, decode
   int64_t vae_peak_bytes = 0;  // the decode's own peak on this rank (device bytes on a GPU, host RSS growth on the CPU)
   StepCacheCounts step_cache[2];  // transformer calls computed / skipped per expert (--step-cache)
+  PromptText prompt;              // as given, as cleaned, its tokens
+  PromptText negative_prompt;     // likewise (the encoder reads it only with guidance)
 };
 
 class WanPipeline {

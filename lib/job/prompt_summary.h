@@ -1,0 +1,23 @@
+// The prompts of a run as the text encoder gets them: cleaned (ftfy, HTML entities, whitespace) and counted in
+// tokens, for --dry-run's listing and the warning when max_sequence_length cuts one (diffusers truncates
+// silently).
+#pragma once
+
+#include <string>
+
+#include "job/video_queue.h"
+#include "models/umt5_tokenizer.h"
+#include "pipeline/prompt_encoding.h"
+
+namespace omni::job {
+
+// "" when `p` fits; otherwise one line: "<origin>: the <what> has N tokens; --max-sequence-length L keeps the
+// first L-1 and eos".
+std::string truncation_warning(const pipeline::PromptText& p, const std::string& what, const std::string& origin,
+                               int max_sequence_length);
+
+// --dry-run: for each video of `queue` (the first `max_videos`, then a count of the rest), its prompt and, with
+// guidance, its negative prompt, cleaned, with their token counts. Warns (rank 0) for each truncated one.
+std::string describe_prompts(const models::Umt5Tokenizer& tokenizer, const VideoQueue& queue, size_t max_videos);
+
+}  // namespace omni::job
