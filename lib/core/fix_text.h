@@ -1,6 +1,6 @@
 // ftfy.fix_text (ftfy 6.3.1, default TextFixerConfig), reimplemented: what diffusers' Wan pipelines run on
 // every prompt before html.unescape (pipeline/prompt_encoding.h). The output must be exactly ftfy's, code
-// point for code point; tests/text/fix_text_check.py compares the two on a corpus.
+// point for code point; tests/core/fix_text_check.py compares the two on a corpus.
 //
 // What it does, per line (ftfy's segments), repeated until a pass changes nothing:
 //   - HTML entities (ftfy's own rule: only names ending in ';', plus all-caps forms such as &EACUTE;),

@@ -1,6 +1,6 @@
 // See precompiled_charsmap.h. Written from the behaviour of the spm_precompiled crate (0.1.4) and of
 // tokenizers' normalizers/precompiled.rs, checked text by text against tokenizers' Python binding by
-// tests/text/precompiled_check.py.
+// tests/models/precompiled_check.py.
 //
 // Grapheme clusters. tokenizers 0.23 segments with the unicode-segmentation crate 1.13 (Unicode 17 data; seen
 // from the Python binding: U+1ACF, new in 17.0, extends a cluster there); ICU 72 implements Unicode 15.0 with

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The real google/umt5-xxl tokenizer.json (the vocabulary of every Wan2.x text encoder), and the two tokenizer
-# folders tests/text/text_corpus.sh tokenizes the multilingual corpus with.
+# folders tests/e2e/text/text_corpus.sh tokenizes the multilingual corpus with.
 #   umt5_vocab.sh DEST_DIR [VENV]        (VENV: $REFERENCE_VENV, else tools/reference/.venv)
 # DEST_DIR gets:
 #   tokenizer.json, tokenizer.json.sha256  the umt5-xxl tokenizer.json (Unigram, 256300 pieces, unk_id 3), taken

@@ -1,0 +1,82 @@
+# shellcheck shell=bash
+# The end-to-end scripts' shared shell library (tests/e2e/lib.sh). Each script sources it first:
+#   source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"      (from a folder of tests/e2e)
+# It sets no shell options (the scripts keep their own set -e / -u) and defines:
+#   SOURCE_DIR                      the repository root
+#   mpi [-t SECONDS] NP CMD...      CMD on NP ranks under mpirun (quiet, oversubscribed, as root allowed, one
+#                                   OpenMP thread per rank), under timeout(1) with -t; mpirun options such as
+#                                   -x VAR may come before CMD
+#   launch NP CMD...                under mpi when NP > 1, else CMD directly (one rank, no mpirun)
+#   fail MESSAGE...                 prints "FAIL: MESSAGE" and exits 1
+#   need_venv VENV                  fails unless VENV (the reference environment) has bin/python
+#   error_lines TEXT                how many lines of TEXT start with "omni-generate: error"
+#   pass MESSAGE / flunk MESSAGE    count a passed / failed check (passes, fails) and print "ok: " / "FAIL: "
+#   expect NAME NP RC TEXT -- FLAGS...
+#                                   "$gen" FLAGS on NP ranks (timeout 120 s) must exit RC with exactly one error
+#                                   line, contain TEXT and load no model; counted with pass / flunk
+#   summary                         prints "P passed, F failed" and returns nonzero when a check failed
+
+SOURCE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+# Open MPI as root in a container (the ctest machines), for mpirun and for the singleton runs.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+mpi() {
+  local limit=()
+  if [ "$1" = -t ]; then limit=(timeout "$2"); shift 2; fi
+  local np=$1; shift
+  "${limit[@]}" mpirun -q --oversubscribe --allow-run-as-root -np "$np" -x OMP_NUM_THREADS=1 "$@"
+}
+
+launch() {
+  local np=$1; shift
+  if [ "$np" -gt 1 ]; then
+    mpi "$np" "$@"
+  else
+    "$@"
+  fi
+}
+
+fail() {
+  echo "FAIL: $*"
+  exit 1
+}
+
+need_venv() {
+  [ -x "$1/bin/python" ] || fail "no reference environment at $1 (tools/reference/setup.sh makes it)"
+}
+
+error_lines() {
+  grep -c '^omni-generate: error' <<<"$1"
+}
+
+passes=0
+fails=0
+pass() {
+  passes=$((passes + 1))
+  echo "ok: $*"
+}
+flunk() {
+  fails=$((fails + 1))
+  echo "FAIL: $*"
+}
+
+expect() {
+  local name=$1 np=$2 rc=$3 text=$4
+  shift 5
+  local out code errors
+  out=$(mpi -t 120 "$np" "$gen" "$@" 2>&1)
+  code=$?
+  errors=$(error_lines "$out")
+  if [ "$code" = "$rc" ] && [ "$errors" = 1 ] && grep -qF -- "$text" <<<"$out" && ! grep -q 'loaded in' <<<"$out"; then
+    pass "$name (exit $code)"
+  else
+    flunk "$name: exit $code (want $rc), $errors error lines, want text: $text"
+    echo "$out"
+  fi
+}
+
+summary() {
+  echo "$passes passed, $fails failed"
+  [ "$fails" = 0 ]
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The command line's error contract on real inputs: a clear one-line error printed once, the exit code of
+# docs/DESIGN.md section 5 (2 usage, 3 bad input file), found before any model is loaded, nothing written, and an
+# existing output never replaced without --overwrite.
+#   error_cases.sh GENERATE REFERENCE_DIR WORK_DIR
+set -u
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+gen=$1; ref=$2; work=$3
+rm -rf "$work"; mkdir -p "$work"
+t2v=(--model "$ref/t2v-a14b-tiny/model" --prompt "a fox" --height 32 --width 48 --num-frames 9
+     --num-inference-steps 2 --max-sequence-length 24 --dtype float32)
+i2v=(--model "$ref/i2v-a14b-tiny/model" --prompt "a city" --height 32 --width 48 --num-frames 9
+     --num-inference-steps 2 --max-sequence-length 24 --dtype float32)
+
+# expect NAME NP RC TEXT -- flags... (lib.sh): exit code RC, exactly one error line containing TEXT, model never
+# loaded.
+expect i2v_without_image 1 2 "needs --image" -- "${i2v[@]}" --output "$work/a.mp4"
+expect i2v_without_image_np2 2 2 "needs --image" -- "${i2v[@]}" --output "$work/a.mp4"
+expect missing_image 1 3 "$work/nope.png" -- "${i2v[@]}" --image "$work/nope.png" --output "$work/a.mp4"
+echo "not an image" > "$work/bad.png"
+expect unreadable_image 2 3 "$work/bad.png" -- "${i2v[@]}" --image "$work/bad.png" --output "$work/a.mp4"
+expect t2v_with_image 1 2 "takes no --image" -- "${t2v[@]}" --image "$ref/i2v-a14b-tiny/image.png" --output "$work/a.mp4"
+expect output_folder_missing 2 2 "$work/no/such/dir" -- "${t2v[@]}" --output "$work/no/such/dir/a.mp4"
+echo "a file" > "$work/plainfile"
+expect output_parent_is_file 1 2 "$work/plainfile" -- "${t2v[@]}" --output "$work/plainfile/a.mp4"
+expect missing_model 2 3 "$work/no-model" -- --model "$work/no-model" --prompt x --output "$work/a.mp4"
+expect ti2v_height_not_multiple_of_32 2 2 "multiples of 32" -- --model "$ref/ti2v-5b-tiny/model" --prompt x \
+  --height 48 --width 32 --num-frames 9 --output "$work/a.mp4"
+expect float16_on_cpu 1 2 "float16 needs --device cuda" -- --model "$ref/t2v-a14b-tiny/model" --prompt x \
+  --height 32 --width 48 --num-frames 9 --max-sequence-length 24 --dtype float16 --output "$work/a.mp4"
+# --device: cuda where no GPU is visible (this CPU suite's machines) is an agreed usage error on every rank,
+# before any model is read; a malformed name is caught with the other options.
+expect cuda_without_gpu 2 2 "--device cuda: no CUDA device is visible" -- "${t2v[@]}" --device cuda --output "$work/a.mp4"
+expect cuda_index_without_gpu 1 2 "--device cuda:1: no CUDA device is visible" -- "${t2v[@]}" --device cuda:1 \
+  --output "$work/a.mp4"
+expect bad_device_name 2 2 "--device must be auto, cpu, cuda or cuda:N, got 'gpu'" -- "${t2v[@]}" --device gpu \
+  --output "$work/a.mp4"
+expect bad_collective_timeout 1 2 "--collective-timeout must be a positive number" -- "${t2v[@]}" \
+  --collective-timeout 0 --output "$work/a.mp4"
+expect no_prompt 1 2 "no prompt" -- --model "$ref/t2v-a14b-tiny/model" --output "$work/a.mp4"
+if ls "$work"/a.mp4* >/dev/null 2>&1 || ls "$work"/.*tmp* >/dev/null 2>&1; then
+  flunk "a failed run left a file behind"; ls -la "$work"
+fi
+
+# An existing output is kept without --overwrite (on every rank count), replaced with it.
+echo "precious" > "$work/keep.mp4"
+expect existing_output 2 2 "--overwrite" -- "${t2v[@]}" --output "$work/keep.mp4"
+if [ "$(cat "$work/keep.mp4")" != "precious" ]; then flunk "existing output changed"; fi
+if mpi 2 "$gen" "${t2v[@]}" --output "$work/keep.mp4" --overwrite --log-level warn &&
+   ! grep -qx precious "$work/keep.mp4" && ffprobe -v error "$work/keep.mp4"; then
+  pass "--overwrite replaces the file with a valid video"
+else
+  flunk "--overwrite did not replace the file"
+fi
+
+# A failure on one rank in the middle of the denoising loop, while the others wait in collectives: the whole job
+# ends within seconds with that rank's one error line, and no video appears. Rank 2 fails after the first of the
+# 2 steps, so the writing rank is still waiting in the second step's gathers (after the last step it could
+# finish and commit a complete video before the abort reaches it).
+start=$(date +%s)
+out=$(OMNI_FAULT_INJECT=2:0 mpi -t 120 4 -x OMNI_FAULT_INJECT "$gen" "${t2v[@]}" --use-hsdp --hsdp-shard-size 4 \
+      --output "$work/fault.mp4" 2>&1)
+code=$?; took=$(( $(date +%s) - start ))
+if [ "$code" = 1 ] && [ "$took" -lt 60 ] && [ "$(error_lines "$out")" = 1 ] &&
+   grep -q 'error (rank 2/4): injected fault' <<<"$out" && ! ls "$work"/fault.mp4* "$work"/.fault* >/dev/null 2>&1; then
+  pass "a mid-run failure on rank 2 ends all 4 ranks (exit $code, ${took} s)"
+else
+  flunk "mid-run failure: exit $code after ${took} s"; echo "$out"; ls -la "$work"
+fi
+
+# One video whose writing fails (its tensor file fills the disk: a 64 KiB tmpfs in a mount namespace of its own):
+# exit 1 with exactly one error line, naming the file; the batch summary is for lists, so no "1 of 1 failed".
+mkdir -p "$work/full"
+out=$(unshare -m bash -c 'mount -t tmpfs -o size=64k tmpfs "$1" || exit 99; shift; "$@"' _ "$work/full" \
+      "$gen" "${t2v[@]}" --output "$work/full/a.mp4" --save-tensors "$work/full/a.safetensors" 2>&1)
+code=$?
+errors=$(grep -cE '^omni-generate: error|^\[[0-9:.]+ error ' <<<"$out")
+if [ "$code" = 1 ] && [ "$errors" = 1 ] && grep -q "failed to write $work/full/a.mp4" <<<"$out" &&
+   ! grep -q "video(s) failed\|summary:" <<<"$out"; then
+  pass "a single video that cannot be written: exit 1, one error line"
+else
+  flunk "single video write failure: exit $code (want 1), $errors error lines (want 1)"
+  echo "$out"
+fi
+
+summary

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The memory plan (docs/DESIGN.md section 12) against a real run, on a generated TI2V-5B-layout checkpoint of
+# width 2048 (2 blocks, float32: weights dominate, as in a real run; an odd FFN width, so that the units need
+# HSDP padding), 2 ranks with HSDP shard 2:
+#   - the dry run answers from configs and headers: its report holds the plan alone, the same plan as the run's,
+#     and an existing report is an error on every rank (no --overwrite);
+#   - each rank's planned resident model bytes and gathered peak equal what the run's HSDP accounting reports;
+#   - each rank's planned peak is within 15% of its measured peak RSS above its baseline;
+#   - a video that cannot fit warns, and with --strict-memory stops every rank before loading with one line
+#     naming the largest part and what would make it fit.
+# With DEVICE=cuda (the gpu-labelled test): one rank on the GPU without HSDP, the planned peak against CUDA's
+# peak allocated bytes.
+#   memory_plan.sh GENERATE MAKE_CHECKPOINT WORK_DIR
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+gen=$1; make=$2; work=$3
+device=${DEVICE:-cpu}
+rm -rf "$work"; mkdir -p "$work"
+
+"$make" --kind ti2v-5b --preset tiny --layers 2 --heads 16 --head-dim 128 --ffn-dim 8191 --text-layers 2 \
+  --output "$work/model" >/dev/null
+common=(--model "$work/model" --dtype float32 --device "$device" --height 256 --width 256 --num-frames 9
+        --num-inference-steps 2 --prompt "A fox in the snow" --max-sequence-length 32)
+np=1
+if [ "$device" != cuda ]; then np=2; common+=(--use-hsdp --hsdp-shard-size 2); fi
+
+start=$(date +%s.%N)
+mpi "$np" "$gen" "${common[@]}" --output "$work/fox.mp4" --dry-run --report "$work/plan.json" >"$work/dry.out"
+elapsed=$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$start" "$(date +%s.%N)")
+grep -q "^memory plan per rank" "$work/dry.out" || { cat "$work/dry.out"; fail "the dry run prints no memory plan"; }
+[ ! -e "$work/fox.mp4" ] || fail "the dry run wrote a video"
+# Its report is never replaced without --overwrite: exit 2 on every rank, one line, nothing printed before it.
+set +e
+mpi "$np" "$gen" "${common[@]}" --output "$work/fox.mp4" --dry-run --report "$work/plan.json" >"$work/dry2.out" \
+  2>"$work/dry2.err"
+rc=$?
+set -e
+[ "$rc" = 2 ] && [ "$(grep -c '^omni-generate: error: .*plan.json.* already exists' "$work/dry2.err")" = 1 ] &&
+  [ ! -s "$work/dry2.out" ] || { cat "$work/dry2.err"; fail "an existing plan report: rc $rc"; }
+
+mpi "$np" "$gen" "${common[@]}" --output "$work/fox.mp4" --report "$work/run.json" 2>"$work/run.log"
+
+python3 - "$work/plan.json" "$work/run.json" "$elapsed" <<'EOF'
+import json, sys
+plan = json.load(open(sys.argv[1])); run = json.load(open(sys.argv[2])); elapsed = float(sys.argv[3])
+fail = []
+if not plan.get("dry_run") or "videos" in plan or len(plan["ranks"]) != len(run["ranks"]):
+    fail.append("the dry-run report is not the plan alone: %s" % sorted(plan))
+keys = ("planned_peak_bytes", "planned_peak_phase", "planned_resident_bytes", "planned_phases")
+for p, r in zip(plan["ranks"], run["ranks"]):
+    rank = r["rank"]
+    if any(p[k] != r[k] for k in keys):
+        fail.append("rank %d: the dry run's plan differs from the run's" % rank)
+    phases = r["planned_phases"]
+    # Resident model units: the text encoder's and the transformer's slices, as HSDP holds them.
+    models = sum(phases["denoise"]["parts"][k] for k in ("text_encoder", "transformer"))
+    if models != r["param_bytes_resident"]:
+        fail.append("rank %d: planned resident units %d, HSDP holds %d" % (rank, models, r["param_bytes_resident"]))
+    gathered = max(phases["denoise"]["parts"].get("gathered transformer units", 0),
+                   phases["text_encode"]["parts"].get("gathered text_encoder units", 0))
+    if gathered != r["gathered_bytes_peak"]:
+        fail.append("rank %d: planned gather peak %d, measured %d" % (rank, gathered, r["gathered_bytes_peak"]))
+    if "cuda_peak_allocated_bytes" in r:
+        measured, what = r["cuda_peak_allocated_bytes"], "CUDA peak allocated"
+    else:
+        measured = r["peak_rss_bytes"] - r["baseline_rss_bytes"]
+        what = "peak RSS above a %.1f MiB baseline" % (r["baseline_rss_bytes"] / 2**20)
+    ratio = r["planned_peak_bytes"] / measured
+    print("rank %d: planned %.1f MiB at %s, measured %.1f MiB (%s): %.3f" %
+          (rank, r["planned_peak_bytes"] / 2**20, r["planned_peak_phase"], measured / 2**20, what, ratio))
+    if not 0.85 <= ratio <= 1.15:
+        fail.append("rank %d: planned peak is %.3f x the measured one (outside 15%%)" % (rank, ratio))
+print("dry run: %.1f s" % elapsed)
+if fail:
+    print("FAIL: " + "; ".join(fail)); sys.exit(1)
+EOF
+
+# A video far beyond this machine: a warning without --strict-memory (the dry run still succeeds), an error
+# with it: exit 2 on every rank, one line naming the largest part and the fix, before anything is loaded.
+big=(--height 2048 --width 4096 --num-frames 241)
+mpi "$np" "$gen" "${common[@]}" "${big[@]}" --output "$work/big.mp4" --dry-run >"$work/big-dry.out" 2>"$work/big-dry.err"
+grep -q "memory plan: rank .* needs .* more than .*; largest part: .*; to fit: " "$work/big-dry.err" ||
+  { cat "$work/big-dry.err"; fail "no memory warning for a video that cannot fit"; }
+grep -q "the plan does NOT fit" "$work/big-dry.out" || fail "the dry run does not say the plan does not fit"
+set +e
+mpi "$np" "$gen" "${common[@]}" "${big[@]}" --output "$work/big.mp4" --strict-memory 2>"$work/strict.err" >/dev/null
+rc=$?
+set -e
+[ "$rc" = 2 ] || { cat "$work/strict.err"; fail "--strict-memory exit code $rc, expected 2"; }
+errors=$(grep -c "error" "$work/strict.err" || true)
+[ "$errors" = 1 ] || { cat "$work/strict.err"; fail "$errors error lines, expected one"; }
+grep -q "to fit: .*--height" "$work/strict.err" || { cat "$work/strict.err"; fail "no fix named"; }
+grep -q "loaded in" "$work/strict.err" && fail "--strict-memory stopped after loading"
+[ ! -e "$work/big.mp4" ] || fail "a video was written"
+echo "ok: memory plan"
