@@ -43,6 +43,7 @@ from diffusers import (  # noqa: E402
 )
 from diffusers.pipelines.wan.pipeline_wan import prompt_clean  # noqa: E402
 from PIL import Image  # noqa: E402
+from transformers import T5TokenizerFast  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 
 
@@ -95,6 +96,16 @@ def load_pipeline(model_dir: Path, image: Path | None):
     diffusers.utils.logging.disable_progress_bar()
     transformers.utils.logging.disable_progress_bar()
     pipe = cls.from_pretrained(model_dir, dtype=torch.float32)
+    # tokenizer.json, where the folder has one, is the tokenizer's authority: read as
+    # T5TokenizerFast(tokenizer_file=...) reads it (transformers 4.x's AutoTokenizer too). transformers 5's
+    # AutoTokenizer rebuilds a T5 tokenizer from the file's vocabulary instead (unk_id 2, a WhitespaceSplit: for
+    # UMT5 an out-of-vocabulary character would become <s>), which omni-generate does not follow (docs/DESIGN.md
+    # section 5). For the ASCII prompts of the committed cases both give the same ids.
+    tokenizer_json = model_dir / "tokenizer" / "tokenizer.json"
+    if tokenizer_json.exists():
+        config_path = model_dir / "tokenizer" / "tokenizer_config.json"
+        config = json.loads(config_path.read_text()) if config_path.exists() else {}
+        pipe.tokenizer = T5TokenizerFast(tokenizer_file=str(tokenizer_json), extra_ids=config.get("extra_ids", 100))
     pipe.to("cpu")
     pipe.set_progress_bar_config(disable=True)
     return pipe
@@ -401,6 +412,8 @@ def main(argv):
         "transformer_calls": rec.calls,
         "step_log": rec.steps,
         "sentencepiece_ids": sentencepiece_ids(args.model, texts),
+        # What the text encoder got (diffusers' prompt_clean: ftfy.fix_text, html.unescape twice, whitespace).
+        "prompt_clean": {name: prompt_clean(text) for name, text in texts.items()},
         "produced_by": produced_by(),
     }
 
