@@ -22,10 +22,9 @@ namespace omni {
 std::string fix_text(const std::string& utf8);
 std::u32string fix_text(const std::u32string& text);
 
-// Pieces of fix_text that tests compare with ftfy's functions of the same names.
+// A piece of fix_text that tests compare with ftfy's function of the same name (the mojibake repair's are in
+// core/fix_encoding.h).
 namespace ftfy_detail {
-bool is_bad(const std::u32string& text);                   // ftfy.badness.is_bad
-std::u32string fix_encoding(const std::u32string& text);   // ftfy.fix_encoding
 std::u32string unescape_html(const std::u32string& text);  // ftfy.fixes.unescape_html
 }  // namespace ftfy_detail
 

@@ -70,6 +70,69 @@ std::string utf8_encode(const std::u32string& s) {
   return out;
 }
 
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char b0 = byte(i);
+  const size_t n = s.size();
+  if (b0 < 0x80) return 1;
+  const auto cont = [&](size_t k) { return k < n && (byte(k) & 0xC0) == 0x80; };
+  if (b0 >= 0xC2 && b0 <= 0xDF) return cont(i + 1) ? 2 : 0;
+  if (b0 >= 0xE0 && b0 <= 0xEF) {
+    if (!cont(i + 1) || !cont(i + 2)) return 0;
+    const unsigned char b1 = byte(i + 1);
+    if (b0 == 0xE0 && b1 < 0xA0) return 0;   // overlong
+    if (b0 == 0xED && b1 >= 0xA0) return 0;  // surrogate
+    return 3;
+  }
+  if (b0 >= 0xF0 && b0 <= 0xF4) {
+    if (!cont(i + 1) || !cont(i + 2) || !cont(i + 3)) return 0;
+    const unsigned char b1 = byte(i + 1);
+    if (b0 == 0xF0 && b1 < 0x90) return 0;   // overlong
+    if (b0 == 0xF4 && b1 >= 0x90) return 0;  // past U+10FFFF
+    return 4;
+  }
+  return 0;
+}
+
+size_t utf8_invalid_at(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = utf8_sequence_length(s, i);
+    if (len == 0) return i;
+    i += len;
+  }
+  return std::string::npos;
+}
+
+char32_t utf8_decode_at(std::string_view s, size_t i, size_t* len) {
+  const auto b = [&](size_t k) { return static_cast<char32_t>(static_cast<unsigned char>(s[i + k])); };
+  const char32_t b0 = b(0);
+  *len = b0 < 0x80 ? 1 : (b0 >> 5) == 0x6 ? 2 : (b0 >> 4) == 0xE ? 3 : 4;
+  switch (*len) {
+    case 1:
+      return b0;
+    case 2:
+      return ((b0 & 0x1F) << 6) | (b(1) & 0x3F);
+    case 3:
+      return ((b0 & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
+    default:
+      return ((b0 & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
+  }
+}
+
+char32_t utf8_decode_before(std::string_view s, size_t end) {
+  size_t b = end - 1;
+  while (b > 0 && (static_cast<unsigned char>(s[b]) & 0xC0) == 0x80) --b;
+  size_t len = 0;
+  return utf8_decode_at(s, b, &len);
+}
+
+size_t utf8_count(std::string_view s) {
+  size_t n = 0;
+  for (char c : s)
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
+  return n;
+}
+
 bool is_py_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
          (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;

@@ -35,45 +35,10 @@
 #include <memory>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 namespace omni::models {
 namespace {
-
-// Length of the well-formed UTF-8 sequence at s[i] (1 to 4), or 0 when it is ill-formed (overlong forms,
-// surrogates, past U+10FFFF, truncated): the set Rust's str accepts.
-size_t utf8_sequence_length(const std::string& s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char b0 = byte(i);
-  const size_t n = s.size();
-  if (b0 < 0x80) return 1;
-  const auto cont = [&](size_t k) { return k < n && (byte(k) & 0xC0) == 0x80; };
-  if (b0 >= 0xC2 && b0 <= 0xDF) return cont(i + 1) ? 2 : 0;
-  if (b0 >= 0xE0 && b0 <= 0xEF) {
-    if (!cont(i + 1) || !cont(i + 2)) return 0;
-    const unsigned char b1 = byte(i + 1);
-    if (b0 == 0xE0 && b1 < 0xA0) return 0;   // overlong
-    if (b0 == 0xED && b1 >= 0xA0) return 0;  // surrogate
-    return 3;
-  }
-  if (b0 >= 0xF0 && b0 <= 0xF4) {
-    if (!cont(i + 1) || !cont(i + 2) || !cont(i + 3)) return 0;
-    const unsigned char b1 = byte(i + 1);
-    if (b0 == 0xF0 && b1 < 0x90) return 0;   // overlong
-    if (b0 == 0xF4 && b1 >= 0x90) return 0;  // past U+10FFFF
-    return 4;
-  }
-  return 0;
-}
-
-// Offset of the first ill-formed byte, or npos.
-size_t first_invalid_utf8(const std::string& s) {
-  for (size_t i = 0; i < s.size();) {
-    const size_t len = utf8_sequence_length(s, i);
-    if (len == 0) return i;
-    i += len;
-  }
-  return std::string::npos;
-}
 
 uint32_t read_le32(const std::string& blob, size_t offset) {
   const auto b = [&](size_t k) { return static_cast<uint32_t>(static_cast<unsigned char>(blob[offset + k])); };
@@ -121,28 +86,12 @@ bool is_control_break(char32_t cp) {  // Grapheme_Cluster_Break Control, CR or L
   return gcb == U_GCB_CONTROL || gcb == U_GCB_CR || gcb == U_GCB_LF;
 }
 
-// The code point starting at s[i] (valid UTF-8 of `len` bytes).
-char32_t decode_at(const std::string& s, size_t i, size_t len) {
-  const auto b = [&](size_t k) { return static_cast<char32_t>(static_cast<unsigned char>(s[i + k])); };
-  switch (len) {
-    case 1:
-      return b(0);
-    case 2:
-      return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
-    case 3:
-      return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
-    default:
-      return ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
-  }
-}
-
 // Whether the boundary ICU 72 reports at byte `at` (0 < at < size) is one unicode-segmentation 1.13 would not
 // make, because of a code point ICU does not know yet.
 bool late_no_break(const std::string& s, size_t at) {
-  size_t prev = at - 1;
-  while (prev > 0 && (static_cast<unsigned char>(s[prev]) & 0xC0) == 0x80) --prev;
-  const char32_t before = decode_at(s, prev, at - prev);
-  const char32_t after = decode_at(s, at, utf8_sequence_length(s, at));
+  size_t len = 0;
+  const char32_t before = utf8_decode_before(s, at);
+  const char32_t after = utf8_decode_at(s, at, &len);
   if (is_late_extend(after)) return !is_control_break(before);
   if (before == kLatePrepend && u_charType(static_cast<UChar32>(before)) == U_UNASSIGNED) {
     return !is_control_break(after);
@@ -174,7 +123,7 @@ PrecompiledCharsmap::PrecompiledCharsmap(const std::string& blob, const std::str
   for (size_t i = 0; i < units_.size(); ++i) units_[i] = read_le32(blob, 4 + 4 * i);
   pool_ = blob.substr(4 + static_cast<size_t>(trie_size));
   // tokenizers keeps the pool as a Rust String, so it refuses a pool that is not UTF-8 when it is built.
-  const size_t bad = first_invalid_utf8(pool_);
+  const size_t bad = utf8_invalid_at(pool_);
   OMNI_CHECK_INPUT(bad == std::string::npos, source, ": precompiled charsmap's string pool is not valid UTF-8 (",
                    "byte ", bad, " of the ", pool_.size(), "-byte pool)");
 }
@@ -213,7 +162,7 @@ bool PrecompiledCharsmap::transform(const char* key, size_t size, const char** o
 }
 
 std::string PrecompiledCharsmap::normalize(const std::string& utf8) const {
-  const size_t bad = first_invalid_utf8(utf8);
+  const size_t bad = utf8_invalid_at(utf8);
   OMNI_CHECK_INPUT(bad == std::string::npos, "text to normalize with the precompiled charsmap of ", source_,
                    " is not valid UTF-8 (byte ", bad, ")");
   std::string result;

@@ -1,10 +1,8 @@
 #include "models/tokenizer_json.h"
 
-#include <locale.h>
+#include <unicode/uchar.h>
 
 #include <algorithm>
-#include <clocale>
-#include <cwctype>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -16,7 +14,9 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "models/precompiled_charsmap.h"
+#include "models/unigram_model.h"
 
 namespace omni::models {
 
@@ -26,91 +26,20 @@ using json = nlohmann::json;
 
 // ---- UTF-8 -------------------------------------------------------------------------------------------------
 
-// The length of the (valid) UTF-8 sequence starting with `c`.
-size_t utf8_len(unsigned char c) {
-  if (c < 0x80) return 1;
-  if ((c >> 5) == 0x6) return 2;
-  if ((c >> 4) == 0xE) return 3;
-  return 4;
-}
-
-// Strict UTF-8 (what a Rust &str / Python str can hold): no overlong forms, surrogates or code points past
-// U+10FFFF. Returns the byte offset of the first bad sequence, or npos.
-size_t utf8_invalid_at(const std::string& s) {
-  const size_t n = s.size();
-  size_t i = 0;
-  while (i < n) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t len;
-    char32_t cp;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return i;
-    }
-    if (i + len > n) return i;
-    for (size_t k = 1; k < len; ++k) {
-      const unsigned char d = static_cast<unsigned char>(s[i + k]);
-      if ((d & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (d & 0x3F);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
-      return i;
-    i += len;
-  }
-  return std::string::npos;
-}
-
-char32_t decode_at(std::string_view s, size_t i, size_t* len) {
-  const unsigned char c = static_cast<unsigned char>(s[i]);
-  const size_t l = utf8_len(c);
-  *len = l;
-  if (l == 1) return c;
-  char32_t cp = c & (l == 2 ? 0x1F : l == 3 ? 0x0F : 0x07);
-  for (size_t k = 1; k < l; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-  return cp;
-}
-
-// The code point ending at byte `end` (exclusive).
-char32_t decode_before(std::string_view s, size_t end) {
-  size_t b = end - 1;
-  while (b > 0 && (static_cast<unsigned char>(s[b]) & 0xC0) == 0x80) --b;
-  size_t len = 0;
-  return decode_at(s, b, &len);
-}
-
-size_t char_count(std::string_view s) {
-  size_t n = 0;
-  for (char c : s)
-    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
-  return n;
-}
-
 // Rust's char::is_whitespace (Unicode White_Space), which is also the regex crate's \s.
 bool is_ws(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
          (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
-// The regex crate's Unicode \w (Alphabetic, M, Nd, Pc, Join_Control), approximated by glibc's C.UTF-8
-// iswalnum plus '_' and the joiners: only single_word added tokens use it.
+// The regex crate's Unicode \w (used by single_word added tokens): Alphabetic, the marks (Mn, Mc, Me),
+// decimal digits (Nd), connector punctuation (Pc) and Join_Control.
 bool is_word(char32_t c) {
-  if (c < 0x80) return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-  if (c == 0x200C || c == 0x200D) return true;
-  static const locale_t loc = newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(0));
-  if (loc == static_cast<locale_t>(0)) return !is_ws(c);
-  return iswalnum_l(static_cast<wint_t>(c), loc) != 0 || (c >= 0x300 && c <= 0x36F);
+  const auto cp = static_cast<UChar32>(c);
+  if (u_hasBinaryProperty(cp, UCHAR_ALPHABETIC) || u_hasBinaryProperty(cp, UCHAR_JOIN_CONTROL)) return true;
+  const int8_t gc = u_charType(cp);
+  return gc == U_NON_SPACING_MARK || gc == U_COMBINING_SPACING_MARK || gc == U_ENCLOSING_MARK ||
+         gc == U_DECIMAL_DIGIT_NUMBER || gc == U_CONNECTOR_PUNCTUATION;
 }
 
 // ---- JSON access with errors naming the file and the key ---------------------------------------------------
@@ -171,7 +100,7 @@ struct NormStep {
         while (true) {
           const size_t at = s.find(pattern, i);
           if (at == std::string::npos) break;
-          if (at == 0 && (content.empty() || char_count(pattern) > 1)) *lead_moved = true;
+          if (at == 0 && (content.empty() || utf8_count(pattern) > 1)) *lead_moved = true;
           out.append(s, i, at - i);
           out += content;
           i = at + pattern.size();
@@ -188,7 +117,7 @@ struct NormStep {
           while (i + (run + 1) * pl <= s.size() && s.compare(i + run * pl, pl, pattern) == 0) ++run;
           if (run == 0) {
             size_t len = 0;
-            decode_at(s, i, &len);
+            utf8_decode_at(s, i, &len);
             out.append(s, i, len);
             i += len;
             continue;
@@ -197,7 +126,7 @@ struct NormStep {
           size_t left_in_run = run;
           while (left_in_run >= min_rep) {
             const size_t take = std::min(left_in_run, max_rep);
-            if (i == 0 && (content.empty() || take * char_count(pattern) > 1)) *lead_moved = true;
+            if (i == 0 && (content.empty() || take * utf8_count(pattern) > 1)) *lead_moved = true;
             out += content;
             i += take * pl;
             left_in_run -= take;
@@ -215,13 +144,13 @@ struct NormStep {
         if (left) {
           while (b < e) {
             size_t len = 0;
-            if (!is_ws(decode_at(s, b, &len))) break;
+            if (!is_ws(utf8_decode_at(s, b, &len))) break;
             b += len;
           }
           if (b > 0) *lead_moved = true;
         }
         if (right) {
-          while (e > b && is_ws(decode_before(s, e))) {
+          while (e > b && is_ws(utf8_decode_before(s, e))) {
             size_t k = e - 1;
             while (k > b && (static_cast<unsigned char>(s[k]) & 0xC0) == 0x80) --k;
             e = k;
@@ -283,7 +212,7 @@ bool parse_regex(const std::string& re, NormStep* step) {
       return true;
     }
     if (meta.find(c) != std::string::npos) return false;
-    const size_t len = utf8_len(static_cast<unsigned char>(c));
+    const size_t len = std::max<size_t>(1, utf8_sequence_length(re, i));
     chars.push_back(re.substr(i, len));
     i += len;
   }
@@ -323,7 +252,7 @@ void apply_pre(const PreStep& step, std::vector<Piece>& pieces) {
       size_t i = 0, word = std::string::npos;
       while (i <= s.size()) {
         size_t len = 1;
-        const bool ws = i == s.size() || is_ws(decode_at(s, i, &len));
+        const bool ws = i == s.size() || is_ws(utf8_decode_at(s, i, &len));
         if (ws) {
           if (word != std::string::npos) out.push_back({s.substr(word, i - word), p.at_origin && word == 0, -1});
           word = std::string::npos;
@@ -358,7 +287,7 @@ void apply_pre(const PreStep& step, std::vector<Piece>& pieces) {
         out.push_back({t.substr(begin, i - begin), p.at_origin && begin == 0, -1});
         begin = i;
       }
-      i += (t.compare(i, rl, step.replacement) == 0) ? rl : utf8_len(static_cast<unsigned char>(t[i]));
+      i += (t.compare(i, rl, step.replacement) == 0) ? rl : utf8_sequence_length(t, i);
     }
     if (begin < t.size()) out.push_back({t.substr(begin), p.at_origin && begin == 0, -1});
   }
@@ -402,197 +331,13 @@ struct Matcher {
   }
 };
 
-// ---- the Unigram model -------------------------------------------------------------------------------------
-
-// A byte trie over the vocabulary (children as sibling lists in byte order, the root's in a table) for the
-// common-prefix search of the Viterbi pass; the value of a node is the piece's id (the last id of a repeated
-// piece, as tokenizers' token_to_ids keeps it).
-struct Trie {
-  struct Node {
-    int32_t first_child = -1, next_sibling = -1;
-    int64_t value = -1;
-    unsigned char byte = 0;
-  };
-  std::vector<Node> nodes;
-  int32_t root[256];
-
-  void build(const std::unordered_map<std::string_view, int64_t>& ids) {
-    std::vector<std::string_view> keys;
-    keys.reserve(ids.size());
-    for (const auto& kv : ids)
-      if (!kv.first.empty()) keys.push_back(kv.first);
-    std::sort(keys.begin(), keys.end());  // string_view compares bytes as unsigned char (char_traits<char>)
-    nodes.clear();
-    nodes.reserve(keys.size() * 4);
-    std::fill(std::begin(root), std::end(root), -1);
-    std::vector<int32_t> path;        // path[j]: the node of prev[0..j]
-    std::vector<int32_t> last_child;  // per node: its last child so far
-    std::string_view prev;
-    for (const std::string_view k : keys) {
-      size_t lcp = 0;
-      while (lcp < k.size() && lcp < prev.size() && k[lcp] == prev[lcp]) ++lcp;
-      path.resize(lcp);
-      for (size_t j = lcp; j < k.size(); ++j) {
-        const int32_t id = static_cast<int32_t>(nodes.size());
-        Node n;
-        n.byte = static_cast<unsigned char>(k[j]);
-        nodes.push_back(n);
-        last_child.push_back(-1);
-        if (j == 0) {
-          root[n.byte] = id;
-        } else {
-          const int32_t parent = path[j - 1];
-          if (last_child[parent] < 0)
-            nodes[parent].first_child = id;
-          else
-            nodes[last_child[parent]].next_sibling = id;
-          last_child[parent] = id;
-        }
-        path.push_back(id);
-      }
-      nodes[path.back()].value = ids.at(k);
-      prev = k;
-    }
-  }
-  int32_t child(int32_t node, unsigned char c) const {
-    for (int32_t ch = nodes[node].first_child; ch >= 0; ch = nodes[ch].next_sibling) {
-      if (nodes[ch].byte == c) return ch;
-      if (nodes[ch].byte > c) return -1;
-    }
-    return -1;
-  }
-};
-
-struct Unigram {
-  std::vector<std::string> pieces;
-  std::vector<double> scores;
-  std::unordered_map<std::string_view, int64_t> ids;  // views into `pieces`; a repeated piece maps to its last id
-  double min_score = std::numeric_limits<double>::infinity();
-  int64_t unk_id = -1;
-  bool byte_fallback = false;
-  size_t max_len = 0;
-  std::string source;
-  Trie trie;
-
-  void build() {
-    ids.reserve(pieces.size() * 2);
-    for (size_t i = 0; i < pieces.size(); ++i) {
-      ids[std::string_view(pieces[i])] = static_cast<int64_t>(i);
-      min_score = std::min(min_score, scores[i]);
-      max_len = std::max(max_len, pieces[i].size());
-    }
-    trie.build(ids);
-  }
-  int64_t lookup(std::string_view s) const {
-    const auto it = ids.find(s);
-    return it == ids.end() ? -1 : it->second;
-  }
-
-  void encode(const std::string& s, std::vector<int64_t>& out) const {
-    if (s.empty()) return;
-    struct Node {
-      int64_t id = 0;
-      double score = 0.0;
-      int64_t start = -1;
-    };
-    const size_t n = s.size();
-    const double unk_score = min_score - 10.0;
-    std::vector<Node> best(n + 1);
-    const std::string_view sv(s);
-    size_t pos = 0;
-    while (pos < n) {
-      const double base = best[pos].score;
-      const size_t mblen = utf8_len(static_cast<unsigned char>(s[pos]));
-      bool has_single = false;
-      int32_t node = trie.root[static_cast<unsigned char>(s[pos])];
-      for (size_t i = pos; node >= 0;) {
-        const int64_t id = trie.nodes[node].value;
-        const size_t end = i + 1;
-        if (id >= 0) {  // a piece is UTF-8, so it ends on a character boundary of s
-          Node& t = best[end];
-          const double cand = scores[static_cast<size_t>(id)] + base;
-          if (t.start < 0 || cand > t.score) {
-            t.score = cand;
-            t.start = static_cast<int64_t>(pos);
-            t.id = id;
-          }
-          if (end - pos == mblen) has_single = true;
-        }
-        if (++i >= n) break;
-        node = trie.child(node, static_cast<unsigned char>(s[i]));
-      }
-      if (!has_single) {
-        OMNI_CHECK_INPUT(unk_id >= 0, source, ": the Unigram model has no unk_id and the text has a character ",
-                         "outside its vocabulary (tokenizers: MissingUnkId)");
-        Node& t = best[pos + mblen];
-        const double cand = unk_score + base;
-        if (t.start < 0 || cand > t.score) {
-          t.score = cand;
-          t.start = static_cast<int64_t>(pos);
-          t.id = unk_id;
-        }
-      }
-      pos += mblen;
-    }
-    // Backtrack, fusing consecutive unknown nodes (fuse_unk is always true in tokenizers' Unigram).
-    std::vector<std::pair<size_t, size_t>> spans;  // reversed
-    size_t end = n;
-    size_t fused_end = std::string::npos, fused_begin = 0;
-    while (end > 0) {
-      const Node& node = best[end];
-      const size_t start = static_cast<size_t>(node.start);
-      if (node.id == unk_id) {
-        if (fused_end == std::string::npos) fused_end = end;
-        fused_begin = start;
-      } else {
-        if (fused_end != std::string::npos) {
-          spans.emplace_back(fused_begin, fused_end);
-          fused_end = std::string::npos;
-        }
-        spans.emplace_back(start, end);
-      }
-      end = start;
-    }
-    if (fused_end != std::string::npos) spans.emplace_back(fused_begin, fused_end);
-    for (auto it = spans.rbegin(); it != spans.rend(); ++it) {
-      const std::string_view piece = sv.substr(it->first, it->second - it->first);
-      const int64_t id = lookup(piece);
-      if (id >= 0) {
-        out.push_back(id);
-        continue;
-      }
-      if (byte_fallback) {
-        std::vector<int64_t> bytes;
-        bool all = true;
-        for (unsigned char c : piece) {
-          static const char* hex = "0123456789ABCDEF";
-          const std::string b = std::string("<0x") + hex[c >> 4] + hex[c & 15] + ">";
-          const int64_t bid = lookup(b);
-          if (bid < 0) {
-            all = false;
-            break;
-          }
-          bytes.push_back(bid);
-        }
-        if (all) {
-          out.insert(out.end(), bytes.begin(), bytes.end());
-          continue;
-        }
-      }
-      OMNI_CHECK_INPUT(unk_id >= 0, source, ": the Unigram model has no unk_id and the text has a character ",
-                       "outside its vocabulary (tokenizers: MissingUnkId)");
-      out.push_back(unk_id);
-    }
-  }
-};
-
 }  // namespace
 
 // ---- the tokenizer -----------------------------------------------------------------------------------------
 
 struct TokenizerJson::Impl {
   std::string path;
-  Unigram model;
+  UnigramModel model;
   std::vector<NormStep> normalizers;
   std::vector<PreStep> pre;
   // Added tokens: content -> id, id -> token (the last one added for an id), the two matchers.
@@ -676,14 +421,14 @@ struct TokenizerJson::Impl {
       size_t start = mstart, stop = mend;
       const AddedTok& tok = added_by_id.at(id);
       if (tok.single_word) {
-        const bool start_space = start == 0 || !is_word(decode_before(s, start));
+        const bool start_space = start == 0 || !is_word(utf8_decode_before(s, start));
         size_t len = 0;
-        const bool stop_space = stop == s.size() || !is_word(decode_at(s, stop, &len));
+        const bool stop_space = stop == s.size() || !is_word(utf8_decode_at(s, stop, &len));
         if (!start_space || !stop_space) continue;
       }
       if (tok.lstrip) {
         size_t b = start;
-        while (b > 0 && is_ws(decode_before(s, b))) {
+        while (b > 0 && is_ws(utf8_decode_before(s, b))) {
           --b;
           while (b > 0 && (static_cast<unsigned char>(s[b]) & 0xC0) == 0x80) --b;
         }
@@ -692,7 +437,7 @@ struct TokenizerJson::Impl {
       if (tok.rstrip) {
         while (stop < s.size()) {
           size_t len = 0;
-          if (!is_ws(decode_at(s, stop, &len))) break;
+          if (!is_ws(utf8_decode_at(s, stop, &len))) break;
           stop += len;
         }
       }
@@ -791,7 +536,7 @@ void parse_pre(const Doc& doc, const json& p, const std::string& where, std::vec
     step.replacement = doc.str(p, "replacement", where);
     size_t len = 0;
     OMNI_CHECK_INPUT(!step.replacement.empty() && utf8_invalid_at(step.replacement) == std::string::npos &&
-                         (decode_at(step.replacement, 0, &len), len == step.replacement.size()),
+                         (utf8_decode_at(step.replacement, 0, &len), len == step.replacement.size()),
                      doc.path, ": '", where, ".replacement' must be one character, found '", step.replacement, "'");
     step.split = doc.boolean(p, "split", where, true);
     step.scheme = PreStep::kAlways;
@@ -1027,7 +772,7 @@ int64_t TokenizerJson::unk_id() const {
   return impl_->model.unk_id;
 }
 int64_t TokenizerJson::vocab_size() const {
-  int64_t n = static_cast<int64_t>(impl_->model.ids.size());
+  int64_t n = static_cast<int64_t>(impl_->model.size());
   for (const auto& kv : impl_->added_ids)
     if (impl_->model.lookup(kv.first) < 0) ++n;
   return n;

@@ -1,8 +1,8 @@
 // Driver for tests/core/fix_text_check.py: reads one JSON string per line on stdin and writes, per line, one
 // JSON string (or boolean) with the result of the function the first argument names:
 //   fix_text (default)  omni::fix_text            ftfy.fix_text
-//   is_bad              ftfy_detail::is_bad       ftfy.badness.is_bad
-//   fix_encoding        ftfy_detail::fix_encoding ftfy.fix_encoding
+//   is_bad              ftfy::is_bad              ftfy.badness.is_bad
+//   fix_encoding        ftfy::fix_encoding        ftfy.fix_encoding
 //   unescape_html       ftfy_detail::unescape_html ftfy.fixes.unescape_html
 //   html_unescape       omni::html_unescape       html.unescape
 //   bench N             times N calls of fix_text on each input and prints the mean per call
@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/fix_encoding.h"
 #include "core/fix_text.h"
 #include "core/html_unescape.h"
 #include "core/utf8.h"
@@ -30,9 +31,9 @@ int main(int argc, char** argv) {
     if (mode == "fix_text") {
       result = omni::fix_text(text);
     } else if (mode == "is_bad") {
-      result = omni::ftfy_detail::is_bad(t32);
+      result = omni::ftfy::is_bad(t32);
     } else if (mode == "fix_encoding") {
-      result = omni::utf8_encode(omni::ftfy_detail::fix_encoding(t32));
+      result = omni::utf8_encode(omni::ftfy::fix_encoding(t32));
     } else if (mode == "unescape_html") {
       result = omni::utf8_encode(omni::ftfy_detail::unescape_html(t32));
     } else if (mode == "html_unescape") {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes lib/core/fix_text_tables.inc: the character data core/fix_text.cpp needs to behave as ftfy 6.3.1.
+"""Writes lib/core/fix_text_tables.inc: the character data core/fix_text.cpp and core/fix_encoding.cpp (through core/ftfy_tables.h) need to behave as ftfy 6.3.1.
 
 Run it with the reference environment, which has ftfy installed:
 
