@@ -38,9 +38,9 @@ void MemoryCheck::plan(const std::vector<pipeline::RankWork>& work) {
   for (const auto& w : work) plans_.push_back(planner_.plan(w));
 }
 
-std::string MemoryCheck::advice(const pipeline::MemoryPlan& plan) const {
-  const auto& l = layout_;
-  const bool float32 = run_.dtype == c10::ScalarType::Float;
+std::string memory_advice(const pipeline::MemoryPlan& plan, const config::GenerateOptions& run,
+                          const config::Layout& l) {
+  const bool float32 = run.dtype == c10::ScalarType::Float;
   std::string shard = l.use_hsdp ? str_cat("a larger --hsdp-shard-size (now ", l.hsdp_shard, ", more ranks per copy)")
                                  : "--use-hsdp with --hsdp-shard-size N (each rank holds 1/N of the weights)";
   switch (plan.largest_part().kind) {
@@ -49,9 +49,9 @@ std::string MemoryCheck::advice(const pipeline::MemoryPlan& plan) const {
     case pipeline::MemoryKind::kGatheredUnits:
       return float32 ? "--dtype bfloat16 (a gathered block is whole on every rank)" : shard;
     case pipeline::MemoryKind::kVaeWeights:
-      return run_.vae_dtype == c10::ScalarType::Float ? "--vae-dtype bfloat16" : "a smaller VAE dtype";
+      return run.vae_dtype == c10::ScalarType::Float ? "--vae-dtype bfloat16" : "a smaller VAE dtype";
     case pipeline::MemoryKind::kDecode:
-      return str_cat(run_.vae_parallel || l.video_size() == 1 ? "" : "--vae-parallel, or ",
+      return str_cat(run.vae_parallel || l.video_size() == 1 ? "" : "--vae-parallel, or ",
                      "a lower --height / --width or fewer --num-frames");
     case pipeline::MemoryKind::kOther:
       break;
@@ -75,7 +75,7 @@ void MemoryCheck::check(const dist::DeviceMesh& mesh) {
     line = str_cat("memory plan: rank ", world.rank(), " needs ", format_bytes(mine.peak_bytes()), " at its ",
                    mine.peak_phase().name, " peak, more than ", budget_.what, " (", format_bytes(budget_.bytes),
                    " for this rank); largest part: ", mine.largest_part().name, " ",
-                   format_bytes(mine.largest_part().bytes), "; to fit: ", advice(mine));
+                   format_bytes(mine.largest_part().bytes), "; to fit: ", memory_advice(mine, run_, layout_));
   }
   line = world.broadcast(line, worst);
   if (run_.strict_memory) dist::run_agreed(world, [&] { OMNI_FAIL_USAGE(line, " (--strict-memory)"); });

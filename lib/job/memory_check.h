@@ -20,6 +20,13 @@ class ModelDir;
 
 namespace omni::job {
 
+// What would make `plan` fit, by the kind of its largest part: weights -> HSDP (a larger shard) or bfloat16;
+// gathered units -> bfloat16 or a larger shard; the VAE's weights -> a smaller VAE dtype; the decode ->
+// --vae-parallel (when the video has several ranks and it is off) or a smaller video; anything else -> a
+// smaller video or more sequence-parallel ranks. One phrase for the warning's "to fit: ...".
+std::string memory_advice(const pipeline::MemoryPlan& plan, const config::GenerateOptions& run,
+                          const config::Layout& layout);
+
 class MemoryCheck {
  public:
   // Reads the model's shapes for `run` on `layout` (configs and headers; nothing else). `lora_files`: the
@@ -40,8 +47,6 @@ class MemoryCheck {
   std::string describe(const std::function<bool(int)>& writes_video) const;
 
  private:
-  std::string advice(const pipeline::MemoryPlan& plan) const;
-
   const config::GenerateOptions& run_;
   const config::Layout& layout_;
   pipeline::MemoryPlanner planner_;

@@ -177,10 +177,10 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
   scheduler_source_ = model.component_config_path("scheduler");
   scheduler_config_ = model.component_config("scheduler");
   // Validate the scheduler now, so that a bad config fails before the first prompt.
-  flow_shift_ = sched::make_scheduler(scheduler_config_, config::name_of(settings_.sample_solver), settings_.flow_shift,
-                                      scheduler_source_)
-                    ->config()
-                    .flow_shift;
+  flow_shift_ =
+      sched::make_scheduler(scheduler_config_, settings_.sample_solver, settings_.flow_shift, scheduler_source_)
+          ->config()
+          .flow_shift;
 
   if (experts_.size() == 2) {
     OMNI_CHECK_INPUT(settings_.boundary_ratio || index_.boundary_ratio, model.root(),
@@ -466,8 +466,8 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   const ImageCondition image = prepare_image_condition(req, shape, result);
 
   // 4. Denoise: the expert by boundary_ratio (the second takes the low-noise steps, with its own scale).
-  auto scheduler = sched::make_scheduler(scheduler_config_, config::name_of(settings_.sample_solver),
-                                         settings_.flow_shift, scheduler_source_);
+  auto scheduler =
+      sched::make_scheduler(scheduler_config_, settings_.sample_solver, settings_.flow_shift, scheduler_source_);
   scheduler->set_timesteps(video.num_inference_steps, dev);
   const auto& timesteps = scheduler->timestep_values();
   const std::optional<double> ratio = boundary_ratio();

@@ -24,10 +24,8 @@ void require_bool(io::ConfigFile& file, const char* key, bool fallback, bool req
 
 }  // namespace
 
-FlowSchedulerConfig parse_scheduler_config(const nlohmann::json& config, const std::string& solver,
+FlowSchedulerConfig parse_scheduler_config(const nlohmann::json& config, config::SampleSolver solver,
                                            std::optional<double> flow_shift_override, const std::string& source) {
-  OMNI_CHECK_USAGE(solver == "unipc" || solver == "euler", "--sample-solver must be 'unipc' or 'euler', got '", solver,
-                   "'");
   io::ConfigFile file(config, source, "UniPCMultistepScheduler");
   FlowSchedulerConfig out;
 
@@ -93,7 +91,7 @@ FlowSchedulerConfig parse_scheduler_config(const nlohmann::json& config, const s
                    "' is not supported (expected 'zero' or 'sigma_min')");
   out.final_sigma_zero = final_type == "zero";
 
-  if (solver == "euler") {  // the rest configures UniPC only
+  if (solver == config::SampleSolver::kEuler) {  // the rest configures UniPC only
     file.known({"solver_order", "solver_type", "lower_order_final", "solver_p", "disable_corrector", "predict_x0",
                 "thresholding"});
     file.warn_unknown();
@@ -200,10 +198,10 @@ int64_t Scheduler::begin_step(const at::Tensor& model_output, int64_t timestep, 
   return step_index_;
 }
 
-std::unique_ptr<Scheduler> make_scheduler(const nlohmann::json& config, const std::string& solver,
+std::unique_ptr<Scheduler> make_scheduler(const nlohmann::json& config, config::SampleSolver solver,
                                           std::optional<double> flow_shift_override, const std::string& source) {
   FlowSchedulerConfig parsed = parse_scheduler_config(config, solver, flow_shift_override, source);
-  if (solver == "euler") return std::make_unique<FlowMatchEulerScheduler>(std::move(parsed));
+  if (solver == config::SampleSolver::kEuler) return std::make_unique<FlowMatchEulerScheduler>(std::move(parsed));
   return std::make_unique<UniPCMultistepScheduler>(std::move(parsed));
 }
 

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "config/options.h"
+
 namespace omni::sched {
 
 // The keys of scheduler_config.json that matter for the flow-sigma path, validated.
@@ -34,7 +36,7 @@ struct FlowSchedulerConfig {
 // Reads and validates `config` (the scheduler_config.json object) for `solver` ("unipc" or "euler").
 // Unsupported values are input errors naming `source` and the key; a bad solver name or flow shift override
 // is a usage error naming the flag.
-FlowSchedulerConfig parse_scheduler_config(const nlohmann::json& config, const std::string& solver,
+FlowSchedulerConfig parse_scheduler_config(const nlohmann::json& config, config::SampleSolver solver,
                                            std::optional<double> flow_shift_override,
                                            const std::string& source = "scheduler_config.json");
 
@@ -87,9 +89,9 @@ class Scheduler {
   int64_t step_index_ = -1;
 };
 
-// Builds the scheduler for `solver` ("unipc" or "euler") from the scheduler_config.json object; a given
+// Builds the scheduler for `solver` (--sample-solver) from the scheduler_config.json object; a given
 // `flow_shift_override` (--flow-shift) replaces the config's flow_shift.
-std::unique_ptr<Scheduler> make_scheduler(const nlohmann::json& config, const std::string& solver,
+std::unique_ptr<Scheduler> make_scheduler(const nlohmann::json& config, config::SampleSolver solver,
                                           std::optional<double> flow_shift_override,
                                           const std::string& source = "scheduler_config.json");
 

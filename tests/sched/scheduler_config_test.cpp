@@ -17,6 +17,8 @@ namespace {
 using testing::expect_error;
 using testing::max_rel_err;
 using testing::scheduler_config;
+constexpr omni::config::SampleSolver kUniPC = omni::config::SampleSolver::kUniPC;
+constexpr omni::config::SampleSolver kEuler = omni::config::SampleSolver::kEuler;
 
 nlohmann::json with(const std::string& key, const nlohmann::json& value) {
   nlohmann::json c = scheduler_config("t2v-a14b-tiny");
@@ -25,7 +27,7 @@ nlohmann::json with(const std::string& key, const nlohmann::json& value) {
 }
 
 TEST(SchedulerConfig, ReadsTheCheckpointConfig) {
-  const FlowSchedulerConfig c = parse_scheduler_config(scheduler_config("t2v-a14b-tiny"), "unipc", std::nullopt);
+  const FlowSchedulerConfig c = parse_scheduler_config(scheduler_config("t2v-a14b-tiny"), kUniPC, std::nullopt);
   EXPECT_EQ(c.num_train_timesteps, 1000);
   EXPECT_DOUBLE_EQ(c.flow_shift, 3.0);
   EXPECT_EQ(c.solver_order, 2);
@@ -33,12 +35,12 @@ TEST(SchedulerConfig, ReadsTheCheckpointConfig) {
   EXPECT_TRUE(c.lower_order_final);
   EXPECT_TRUE(c.final_sigma_zero);
   EXPECT_TRUE(c.disable_corrector.empty());
-  EXPECT_DOUBLE_EQ(parse_scheduler_config(scheduler_config("t2v-a14b-tiny"), "unipc", 7.5).flow_shift, 7.5);
-  EXPECT_FALSE(parse_scheduler_config(with("solver_type", "bh1"), "unipc", std::nullopt).bh2);
+  EXPECT_DOUBLE_EQ(parse_scheduler_config(scheduler_config("t2v-a14b-tiny"), kUniPC, 7.5).flow_shift, 7.5);
+  EXPECT_FALSE(parse_scheduler_config(with("solver_type", "bh1"), kUniPC, std::nullopt).bh2);
 }
 
 TEST(SchedulerConfig, RejectsUnsupportedValues) {
-  const auto unipc = [](const nlohmann::json& c) { return [c] { (void)make_scheduler(c, "unipc", std::nullopt); }; };
+  const auto unipc = [](const nlohmann::json& c) { return [c] { (void)make_scheduler(c, kUniPC, std::nullopt); }; };
   expect_error(unipc(with("solver_type", "bh3")), ExitCode::kInput, {"scheduler_config.json", "solver_type", "bh3"});
   expect_error(unipc(with("prediction_type", "epsilon")), ExitCode::kInput, {"prediction_type", "epsilon"});
   expect_error(unipc(with("use_flow_sigmas", false)), ExitCode::kInput, {"use_flow_sigmas"});
@@ -67,9 +69,9 @@ TEST(SchedulerConfig, RejectsUnsupportedValues) {
   extra["added_by_a_newer_release"] = {1, 2};
   extra["_diffusers_version"] = "0.35.0.dev0";
   const FlowSchedule a =
-      flow_sigma_schedule(7, parse_scheduler_config(extra, "unipc", std::nullopt).flow_shift, 1000, true);
+      flow_sigma_schedule(7, parse_scheduler_config(extra, kUniPC, std::nullopt).flow_shift, 1000, true);
   const FlowSchedule b = flow_sigma_schedule(
-      7, parse_scheduler_config(scheduler_config("t2v-a14b-tiny"), "unipc", std::nullopt).flow_shift, 1000, true);
+      7, parse_scheduler_config(scheduler_config("t2v-a14b-tiny"), kUniPC, std::nullopt).flow_shift, 1000, true);
   EXPECT_EQ(a.timesteps, b.timesteps);
   EXPECT_EQ(a.sigmas, b.sigmas);
   nlohmann::json missing = scheduler_config("t2v-a14b-tiny");
@@ -77,9 +79,8 @@ TEST(SchedulerConfig, RejectsUnsupportedValues) {
   expect_error(unipc(missing), ExitCode::kInput, {"prediction_type"});
 
   const nlohmann::json ok = scheduler_config("t2v-a14b-tiny");
-  expect_error([&] { (void)make_scheduler(ok, "heun", std::nullopt); }, ExitCode::kUsage, {"--sample-solver", "heun"});
-  expect_error([&] { (void)make_scheduler(ok, "unipc", 0.0); }, ExitCode::kUsage, {"--flow-shift"});
-  auto sched = make_scheduler(ok, "unipc", std::nullopt);
+  expect_error([&] { (void)make_scheduler(ok, kUniPC, 0.0); }, ExitCode::kUsage, {"--flow-shift"});
+  auto sched = make_scheduler(ok, kUniPC, std::nullopt);
   expect_error([&] { sched->set_timesteps(0); }, ExitCode::kUsage, {"steps"});
   const at::Tensor x = at::zeros({2, 3});
   EXPECT_THROW(sched->step(x, 999, x), Error);  // before set_timesteps
@@ -87,7 +88,7 @@ TEST(SchedulerConfig, RejectsUnsupportedValues) {
   EXPECT_THROW(sched->step(at::zeros({3, 2}), 999, x), Error);  // shape mismatch
 
   // UniPC-only keys do not concern Euler.
-  EXPECT_STREQ(make_scheduler(with("solver_type", "bh3"), "euler", std::nullopt)->name(), "euler");
+  EXPECT_STREQ(make_scheduler(with("solver_type", "bh3"), kEuler, std::nullopt)->name(), "euler");
 }
 
 // Every solver variant on the exact velocity field of one data point d: v(x, sigma) = (x - d) / sigma.
@@ -95,22 +96,21 @@ TEST(SchedulerConfig, ExactVelocityStaysOnTheFlowPath) {
   const at::Tensor d = at::randn({1, 4, 2, 3, 5}, at::TensorOptions().dtype(at::kFloat));
   const at::Tensor noise = at::randn({1, 4, 2, 3, 5}, at::TensorOptions().dtype(at::kFloat));
   struct Variant {
-    const char* solver;
+    omni::config::SampleSolver solver;
     const char* solver_type;
     int order;
     bool lower_order_final;
     const char* final_type;
   };
   const Variant variants[] = {
-      {"unipc", "bh2", 2, true, "zero"}, {"unipc", "bh1", 2, true, "zero"},
-      {"unipc", "bh2", 1, true, "zero"}, {"unipc", "bh2", 2, false, "sigma_min"},
-      {"euler", "bh2", 2, true, "zero"}, {"euler", "bh2", 2, true, "sigma_min"},
+      {kUniPC, "bh2", 2, true, "zero"},       {kUniPC, "bh1", 2, true, "zero"}, {kUniPC, "bh2", 1, true, "zero"},
+      {kUniPC, "bh2", 2, false, "sigma_min"}, {kEuler, "bh2", 2, true, "zero"}, {kEuler, "bh2", 2, true, "sigma_min"},
   };
   for (const Variant& var : variants) {
     for (int n : {1, 3, 12}) {
-      SCOPED_TRACE(std::string(var.solver) + " " + var.solver_type + " order " + std::to_string(var.order) +
-                   (var.lower_order_final ? "" : " full-order") + " final " + var.final_type + " n " +
-                   std::to_string(n));
+      SCOPED_TRACE(std::string(omni::config::name_of(var.solver)) + " " + var.solver_type + " order " +
+                   std::to_string(var.order) + (var.lower_order_final ? "" : " full-order") + " final " +
+                   var.final_type + " n " + std::to_string(n));
       nlohmann::json c = with("solver_type", var.solver_type);
       c["solver_order"] = var.order;
       c["lower_order_final"] = var.lower_order_final;
