@@ -3,11 +3,9 @@
 #include <unicode/uchar.h>
 
 #include <algorithm>
-#include <fstream>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
@@ -15,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/utf8.h"
+#include "io/json_file.h"
 #include "models/precompiled_charsmap.h"
 #include "models/unigram_model.h"
 
@@ -576,18 +575,7 @@ TokenizerJson::TokenizerJson(const std::string& path, Loader loader, int extra_i
   Impl& im = *impl_;
   im.path = path;
   Doc doc{path};
-  json root;
-  {
-    std::ifstream in(path, std::ios::binary);
-    OMNI_CHECK_INPUT(in.good(), path, ": cannot open the tokenizer.json");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    try {
-      root = json::parse(ss.str());
-    } catch (const json::exception& e) {
-      OMNI_FAIL_INPUT(path, ": not valid JSON (", e.what(), ")");
-    }
-  }
+  const json root = io::read_json(path);
   OMNI_CHECK_INPUT(root.is_object(), path, ": a tokenizer.json must be a JSON object");
 
   // The model.
