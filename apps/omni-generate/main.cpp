@@ -71,17 +71,29 @@ void print_plan(const GenerateOptions& opts, const Layout& layout, const std::st
   std::fflush(stdout);
 }
 
-// The model name that decides the preset, from the flags or the --config file (without applying presets).
-std::string model_name_of(const omni::config::CommandLine& cli) {
-  auto it = cli.values.find("model");
-  if (it != cli.values.end()) return it->second;
+// What names the model (and so decides the preset), from the flags or the --config file, before presets apply:
+// --model and the single component files.
+struct ModelFlags {
+  std::string model;
+  omni::io::ComponentFiles files;
+};
+
+ModelFlags model_flags_of(const omni::config::CommandLine& cli) {
+  std::map<std::string, std::string> config;
   auto cfg = cli.values.find("config");
-  if (cfg != cli.values.end() && !cfg->second.empty()) {
-    auto values = omni::config::read_yaml_file(cfg->second);
-    auto m = values.find("model");
-    if (m != values.end()) return m->second;
+  if (cfg != cli.values.end() && !cfg->second.empty()) config = omni::config::read_yaml_file(cfg->second);
+  auto value = [&](const std::string& key) {
+    if (auto it = cli.values.find(key); it != cli.values.end()) return it->second;
+    if (auto it = config.find(key); it != config.end()) return it->second;
+    return std::string();
+  };
+  ModelFlags out;
+  out.model = value("model");
+  for (const char* component : {"transformer", "transformer_2", "text_encoder", "vae", "tokenizer"}) {
+    const std::string path = value(omni::io::component_flag(component).substr(2));
+    if (!path.empty()) out.files.paths[component] = path;
   }
-  return "";
+  return out;
 }
 
 enum class Phase { kUniform, kAgreed, kRunning };
@@ -109,8 +121,9 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
   // the options over that preset, then the video list and what earlier runs wrote: resolved once, here, for the
   // layout choice and the job alike.
   phase = Phase::kAgreed;
+  const ModelFlags flags = model_flags_of(cli);
   const omni::job::ResolvedModel model =
-      omni::job::resolve_model(model_name_of(cli), omni::dist::Communicator::world());
+      omni::job::resolve_model(flags.model, flags.files, omni::dist::Communicator::world());
   phase = Phase::kUniform;
   const std::string& preset = model.preset;
   GenerateOptions opts = omni::config::resolve_options(cli, preset);

@@ -228,6 +228,22 @@ const std::vector<Binding>& bindings() {
         "diffusers-layout model folder, or ORG/NAME in the Hugging Face cache (offline); empty: the "
         "built-in default model (random weights, for trying the tool)",
         "", &G::model, "(built-in default model)");
+    str("transformer",
+        "transformer weights (A14B: the high-noise expert): a .safetensors file (diffusers, Wan2.2 or ComfyUI names; "
+        "fp16, bf16, fp8_scaled) or folder; replaces --model's or stands without it",
+        "", &G::transformer_file, "(from --model)");
+    str("transformer-2", "the low-noise expert's weights (A14B), as --transformer", "", &G::transformer_2_file,
+        "(from --model)");
+    str("text-encoder",
+        "UMT5 text encoder weights: Wan2.2's models_t5_umt5-xxl-enc-bf16.pth, ComfyUI's umt5_xxl_*.safetensors or a "
+        "diffusers text_encoder folder",
+        "", &G::text_encoder_file, "(from --model)");
+    str("vae",
+        "VAE weights: Wan2.1_VAE.pth / Wan2.2_VAE.pth, ComfyUI's wan_2.1_vae / wan2.2_vae .safetensors or a "
+        "diffusers vae folder",
+        "", &G::vae_file, "(from --model)");
+    str("tokenizer", "the tokenizer's folder (google/umt5-xxl: tokenizer.json or spiece.model)", "", &G::tokenizer_dir,
+        "(from --model)");
     choice("task", "auto: from model_index.json and --image; or t2v, i2v, ti2v", "auto", &G::task, task_choices());
     str("config", "YAML file of options (same names as the flags, without dashes)", "", &G::config_file);
     str("prompt", "text prompt", "", &G::prompt);

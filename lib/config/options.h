@@ -67,6 +67,12 @@ struct LoraSpec {
 struct GenerateOptions {
   // Model and task.
   std::string model;  // "" = the built-in default model
+  // Single component files, replacing the --model folder's or standing without one (io/foreign_model.h).
+  std::string transformer_file;    // --transformer
+  std::string transformer_2_file;  // --transformer-2
+  std::string text_encoder_file;   // --text-encoder
+  std::string vae_file;            // --vae
+  std::string tokenizer_dir;       // --tokenizer
   TaskChoice task = TaskChoice::kAuto;
   std::string config_file;
 

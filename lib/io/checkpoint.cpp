@@ -2,6 +2,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstring>
+#include <initializer_list>
 #include <set>
 
 #include "core/error.h"
@@ -49,18 +51,81 @@ std::string find_in_folder(const std::string& dir) {
 
 }  // namespace
 
-Checkpoint Checkpoint::open(const std::string& path) {
+namespace {
+
+bool ends_with_any(const std::string& s, std::initializer_list<const char*> suffixes) {
+  for (const char* suffix : suffixes)
+    if (ends_with(s, suffix)) return true;
+  return false;
+}
+
+// ComfyUI's scaled-float8 companions of a weight: `<layer>.scale_weight` (or `<layer>.weight_scale`) -> the
+// weight `<layer>.weight`; empty when `stored` is not one.
+std::string scaled_weight_of(const std::string& stored) {
+  for (const char* suffix : {".scale_weight", ".weight_scale"})
+    if (ends_with(stored, suffix)) return stored.substr(0, stored.size() - std::strlen(suffix)) + ".weight";
+  return "";
+}
+
+// Stored tensors that describe the quantization rather than hold model weights, and the tokenizer some
+// ComfyUI text-encoder files carry along (spiece_model, a SentencePiece model's bytes).
+bool is_quantization_note(const std::string& stored) {
+  return stored == "scaled_fp8" || stored == "spiece_model" || ends_with(stored, ".scaled_fp8") ||
+         ends_with_any(stored, {".scale_input", ".input_scale", ".comfy_quant"});
+}
+
+}  // namespace
+
+void Checkpoint::add_file(std::shared_ptr<TensorFile> file, const NameMap* names) {
+  TensorFile* f = file.get();
+  files_.push_back(std::move(file));
+  // Scales first: a weight's scale must be known when the weight is listed.
+  std::map<std::string, at::Tensor> scales;  // stored weight name -> float32 scale
+  for (const auto& stored : f->names()) {
+    const std::string weight = scaled_weight_of(stored);
+    if (weight.empty() || !f->contains(weight)) continue;
+    const TensorInfo& w = f->info(weight);
+    const TensorInfo& s = f->info(stored);
+    OMNI_CHECK_INPUT(w.dtype == DType::F8_E4M3 || w.dtype == DType::F8_E5M2, f->path(), ": '", stored, "' scales '",
+                     weight, "', which is stored as ", dtype_name(w.dtype), ", not float8");
+    const int64_t rows = w.shape.empty() ? 1 : w.shape[0];
+    OMNI_CHECK_INPUT(s.numel() == 1 || s.numel() == rows, f->path(), ": scale '", stored, "' has ", s.numel(),
+                     " values; expected 1 (per tensor) or ", rows, " (one per output row of '", weight, "')");
+    scales[weight] = f->read(stored, at::kFloat).reshape({s.numel()});
+  }
+  for (const auto& stored : f->names()) {
+    const std::string weight = scaled_weight_of(stored);
+    if ((!weight.empty() && scales.count(weight)) || is_quantization_note(stored)) continue;
+    std::string ours = stored;
+    if (names != nullptr) {
+      std::string bare = stored;
+      if (!names->strip_prefix.empty() && bare.compare(0, names->strip_prefix.size(), names->strip_prefix) == 0)
+        bare = bare.substr(names->strip_prefix.size());
+      const auto renamed = names->rename(bare);
+      OMNI_CHECK_INPUT(renamed.has_value(), f->path(), ": tensor '", stored, "' is not a tensor of ", names->table,
+                       " (no module of the model has that name)");
+      ours = *renamed;
+    }
+    OMNI_CHECK_INPUT(entries_.count(ours) == 0, f->path(), ": tensor '", stored, "' is '", ours,
+                     "' again (stored twice, or two names mean the same module)");
+    Entry e;
+    e.file = f;
+    e.stored = stored;
+    if (auto it = scales.find(stored); it != scales.end()) e.scale = it->second;
+    entries_.emplace(ours, std::move(e));
+  }
+}
+
+Checkpoint Checkpoint::open(const std::string& path, const NameMap* names) {
   Checkpoint ck;
   ck.path_ = path;
-  if (is_dir(path)) return open(find_in_folder(path));
+  if (is_dir(path)) return open(find_in_folder(path), names);
   OMNI_CHECK_INPUT(is_file(path), path,
-                   ": checkpoint not found (expected a .safetensors file, a "
-                   ".safetensors.index.json file or a component folder)");
+                   ": checkpoint not found (expected a .safetensors, .safetensors.index.json or .pth file, or a "
+                   "component folder)");
 
   if (!ends_with(path, ".json")) {
-    auto file = std::make_shared<SafetensorsFile>(path);
-    for (const auto& n : file->names()) ck.owner_[n] = file.get();
-    ck.files_.push_back(std::move(file));
+    ck.add_file(open_tensor_file(path), names);
   } else {
     const nlohmann::json index = read_json(path);
     OMNI_CHECK_INPUT(index.is_object(), path, ": checkpoint index must be a JSON object");
@@ -68,8 +133,8 @@ Checkpoint Checkpoint::open(const std::string& path) {
     OMNI_CHECK_INPUT(wm != index.end() && wm->is_object(), path,
                      ": checkpoint index has no \"weight_map\" object {tensor: file}");
     const std::string dir = parent_dir(path);
-    std::map<std::string, std::shared_ptr<SafetensorsFile>> shards;  // by file name in the index
-    std::map<std::string, std::string> shard_of;                     // tensor -> file name
+    std::map<std::string, std::shared_ptr<TensorFile>> shards;  // by file name in the index
+    std::map<std::string, std::string> shard_of;                // tensor -> file name
     for (auto it = wm->begin(); it != wm->end(); ++it) {
       OMNI_CHECK_INPUT(it.value().is_string(), path, ": weight_map entry for tensor '", it.key(),
                        "' must be a file name string");
@@ -82,10 +147,9 @@ Checkpoint Checkpoint::open(const std::string& path) {
       shards[shard] = std::make_shared<SafetensorsFile>(shard_path);
     }
     for (const auto& [tensor, shard] : shard_of) {
-      SafetensorsFile* f = shards.at(shard).get();
+      TensorFile* f = shards.at(shard).get();
       OMNI_CHECK_INPUT(f->contains(tensor), path, ": tensor '", tensor, "' is listed in the index for shard ",
                        f->path(), " but that file does not contain it");
-      ck.owner_[tensor] = f;
     }
     for (const auto& [shard, f] : shards) {
       for (const auto& n : f->names()) {
@@ -95,32 +159,54 @@ Checkpoint Checkpoint::open(const std::string& path) {
         OMNI_CHECK_INPUT(it->second == shard, f->path(), ": tensor '", n, "' is in this shard but the index ", path,
                          " maps it to ", it->second);
       }
-      ck.files_.push_back(f);
+      ck.add_file(f, names);
     }
   }
-  for (const auto& kv : ck.owner_) ck.names_.push_back(kv.first);  // std::map: already sorted
+  for (const auto& kv : ck.entries_) ck.names_.push_back(kv.first);  // std::map: already sorted
   return ck;
 }
 
+const Checkpoint::Entry& Checkpoint::entry(const std::string& name) const {
+  auto it = entries_.find(name);
+  OMNI_CHECK_INPUT(it != entries_.end(), path_, ": checkpoint has no tensor named '", name, "'");
+  return it->second;
+}
+
 bool Checkpoint::contains(const std::string& name) const {
-  return owner_.count(name) != 0;
+  return entries_.count(name) != 0;
 }
 
 const TensorInfo& Checkpoint::info(const std::string& name) const {
-  auto it = owner_.find(name);
-  OMNI_CHECK_INPUT(it != owner_.end(), path_, ": checkpoint has no tensor named '", name, "'");
-  return it->second->info(name);
+  const Entry& e = entry(name);
+  return e.file->info(e.stored);
+}
+
+bool Checkpoint::scaled(const std::string& name) const {
+  return entry(name).scale.defined();
 }
 
 at::Tensor Checkpoint::read(const std::string& name, at::ScalarType dtype) const {
-  info(name);  // input error naming the checkpoint if absent
-  return owner_.at(name)->read(name, dtype);
+  const TensorInfo& ti = info(name);
+  return read_range(name, 0, ti.numel(), dtype).view(ti.shape);
 }
 
 at::Tensor Checkpoint::read_range(const std::string& name, int64_t elem_begin, int64_t count,
                                   at::ScalarType dtype) const {
-  info(name);
-  return owner_.at(name)->read_range(name, elem_begin, count, dtype);
+  const Entry& e = entry(name);
+  if (!e.scale.defined()) return e.file->read_range(e.stored, elem_begin, count, dtype);
+  // float8 x scale in float32 (float8 converts exactly), then the one rounding to `dtype`.
+  at::Tensor values = e.file->read_range(e.stored, elem_begin, count, at::kFloat);  // [count]
+  if (e.scale.numel() == 1) {
+    values.mul_(e.scale.item<float>());
+  } else if (count > 0) {
+    const auto& shape = e.file->info(e.stored).shape;
+    int64_t cols = 1;
+    for (size_t d = 1; d < shape.size(); ++d) cols *= shape[d];
+    const at::Tensor rows = at::arange(elem_begin, elem_begin + count, at::kLong).div(cols, "floor");  // [count]
+    values.mul_(e.scale.index_select(0, rows));
+  }
+  if (dtype != at::ScalarType::Undefined && dtype != at::kFloat) values = values.to(dtype);
+  return values;
 }
 
 at::Tensor Checkpoint::read_flat(const std::vector<std::string>& tensors, int64_t elem_begin, int64_t count,
@@ -161,10 +247,7 @@ int64_t Checkpoint::bytes_read() const {
 
 int64_t Checkpoint::total_bytes() const {
   int64_t total = 0;
-  for (const auto& kv : owner_) {
-    const TensorInfo& ti = kv.second->info(kv.first);
-    total += ti.data_end - ti.data_begin;
-  }
+  for (const auto& kv : entries_) total += info(kv.first).data_end - info(kv.first).data_begin;
   return total;
 }
 

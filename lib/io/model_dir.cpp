@@ -139,9 +139,10 @@ std::string resolve_model_path(const std::string& model) {
   std::vector<std::string> looked;  // every place looked at, for the error message
   if (is_dir(model)) {
     const std::string index = join(model, "model_index.json");
-    OMNI_CHECK_INPUT(is_file(index), "--model ", model,
-                     ": the folder has no model_index.json (expected a diffusers "
-                     "pipeline folder, e.g. a download of Wan-AI/Wan2.2-T2V-A14B-Diffusers)");
+    OMNI_CHECK_INPUT(is_file(index) || is_original_layout(model), "--model ", model,
+                     ": the folder is neither a diffusers pipeline folder (no model_index.json; e.g. a download of "
+                     "Wan-AI/Wan2.2-T2V-A14B-Diffusers) nor a Wan2.2 original one (no config.json of a WanModel at its "
+                     "root or in high_noise_model/; e.g. a download of Wan-AI/Wan2.2-T2V-A14B)");
     return model;
   }
   struct stat st {};
@@ -186,33 +187,117 @@ std::string resolve_model_path(const std::string& model) {
                   ") or give the path of a diffusers pipeline folder; nothing is fetched from the network.");
 }
 
-ModelDir ModelDir::open(const std::string& model) {
-  return ModelDir(resolve_model_path(model));
+ModelDir ModelDir::open(const std::string& model, const ComponentFiles& files) {
+  ModelDir m;
+  if (!model.empty()) {
+    const std::string path = resolve_model_path(model);
+    if (is_file(join(path, "model_index.json"))) {
+      m = ModelDir(path);
+    } else {
+      m.root_ = path;
+      while (m.root_.size() > 1 && m.root_.back() == '/') m.root_.pop_back();
+      m.layout_ = "original";
+      m.components_ = original_layout_components(m.root_);
+    }
+  } else {
+    OMNI_CHECK_USAGE(!files.empty(),
+                     "no model: give --model, or the component files (--transformer, --text-encoder, "
+                     "--vae, --tokenizer)");
+    m.layout_ = "files";
+    m.root_ = files.paths.count("transformer") ? files.paths.at("transformer") : files.paths.begin()->second;
+  }
+  for (const auto& [name, path] : files.paths) {
+    // A file replacing a folder's component keeps the folder's config: the file replaces the weights, whose
+    // sizes the strict loader holds to it tensor by tensor.
+    auto it = m.components_.find(name);
+    const bool replaces = it != m.components_.end() && name != "tokenizer";
+    const nlohmann::json config = replaces ? m.component_config(name) : nlohmann::json();
+    const std::string source = replaces ? m.component_config_path(name) : "";
+    m.components_[name] = component_from_file(name, path, component_flag(name), replaces ? &config : nullptr, source);
+    if (m.layout_ == "diffusers" && !m.index_.has(name)) {
+      OMNI_FAIL_INPUT(component_flag(name), " ", path, ": ", m.root_, "/model_index.json has no ", name, " to replace");
+    }
+  }
+  if (m.layout_ != "diffusers") m.set_index_from_components(m.root_);
+  return m;
+}
+
+void ModelDir::set_index_from_components(const std::string& source) {
+  for (const char* required : {"transformer", "text_encoder", "vae", "tokenizer"}) {
+    OMNI_CHECK_INPUT(components_.count(required), source, ": no ", required, " (give ", component_flag(required),
+                     required == std::string("tokenizer") ? " DIR, the google/umt5-xxl folder" : " FILE", ")");
+  }
+  const nlohmann::json& tc = *components_.at("transformer").config;
+  const bool two = components_.count("transformer_2") != 0;
+  const auto d = original_defaults(tc.at("in_channels").get<int64_t>(), two, components_.at("transformer").origin);
+  index_ = ModelIndex();
+  index_.class_name = d.pipeline_class;
+  index_.image_to_video = d.pipeline_class == "WanImageToVideoPipeline";
+  index_.expand_timesteps = d.expand_timesteps;
+  index_.boundary_ratio = d.boundary_ratio;
+  ModelComponent scheduler;
+  scheduler.config = unipc_scheduler_config(d.sample_shift);
+  scheduler.config_source =
+      "Wan2.2's configs (wan/configs: UniPC, sample_shift " + std::to_string(d.sample_shift) + ")";
+  scheduler.origin = scheduler.config_source;
+  components_["scheduler"] = scheduler;
+  for (const auto& kv : components_) index_.components[kv.first] = ComponentSpec{"omni", kv.first};
 }
 
 ModelDir::ModelDir(const std::string& root) : root_(root) {
   while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
   index_ = read_model_index(join(root_, "model_index.json"));
+  for (const auto& kv : index_.components) {
+    const std::string& name = kv.first;
+    ModelComponent c;
+    c.checkpoint = join(root_, name);
+    c.dir = join(root_, name);
+    c.config_source = name == "scheduler"   ? join(c.dir, "scheduler_config.json")
+                      : name == "tokenizer" ? join(c.dir, "tokenizer_config.json")
+                                            : join(c.dir, "config.json");
+    c.origin = "folder " + c.dir + " (diffusers)";
+    components_[name] = c;
+  }
 }
 
-std::string ModelDir::component_dir(const std::string& component) const {
-  OMNI_CHECK_INPUT(index_.has(component), join(root_, "model_index.json"), ": the model has no component '", component,
-                   "'");
-  const std::string dir = join(root_, component);
-  OMNI_CHECK_INPUT(is_dir(dir), dir, ": component folder '", component,
+const ModelComponent& ModelDir::component(const std::string& name) const {
+  auto it = components_.find(name);
+  OMNI_CHECK_INPUT(it != components_.end() && index_.has(name),
+                   layout_ == "diffusers" ? join(root_, "model_index.json") : root_, ": the model has no component '",
+                   name, "'");
+  return it->second;
+}
+
+std::string ModelDir::component_dir(const std::string& name) const {
+  const ModelComponent& c = component(name);
+  OMNI_CHECK_INPUT(!c.dir.empty(), c.checkpoint, ": component '", name, "' is a single file, not a folder");
+  OMNI_CHECK_INPUT(is_dir(c.dir), c.dir, ": component folder '", name,
                    "' listed in model_index.json does not exist (incomplete download?)");
-  return dir;
+  return c.dir;
 }
 
-std::string ModelDir::component_config_path(const std::string& component) const {
-  const std::string dir = component_dir(component);
-  if (component == "scheduler") return join(dir, "scheduler_config.json");
-  if (component == "tokenizer") return join(dir, "tokenizer_config.json");
-  return join(dir, "config.json");
+std::string ModelDir::component_config_path(const std::string& name) const {
+  const ModelComponent& c = component(name);
+  if (!c.config && layout_ == "diffusers" && c.config_source == join(c.dir, "config.json")) component_dir(name);
+  return c.config_source;
 }
 
-nlohmann::json ModelDir::component_config(const std::string& component) const {
-  return read_json(component_config_path(component));
+nlohmann::json ModelDir::component_config(const std::string& name) const {
+  const ModelComponent& c = component(name);
+  if (c.config) return *c.config;
+  if (!c.dir.empty() && c.config_source.compare(0, c.dir.size(), c.dir) == 0) component_dir(name);
+  return read_json(c.config_source);
+}
+
+Checkpoint ModelDir::checkpoint(const std::string& name) const {
+  const ModelComponent& c = component(name);
+  if (c.checkpoint == c.dir) component_dir(name);  // a diffusers folder: say so when it is missing
+  const auto map = c.name_map(name);
+  return Checkpoint::open(c.checkpoint, map ? &*map : nullptr);
+}
+
+std::string ModelDir::origin(const std::string& name) const {
+  return component(name).origin;
 }
 
 }  // namespace omni::io

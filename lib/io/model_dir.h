@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "io/foreign_model.h"
+
 namespace omni::io {
 
 // One entry of model_index.json: "vae": ["diffusers", "AutoencoderKLWan"].
@@ -44,26 +46,44 @@ std::string hf_hub_cache_dir();
 // every place looked at.
 std::string resolve_model_path(const std::string& model);
 
+// A model: a diffusers pipeline folder, a Wan2.2 original-layout folder (io/foreign_model.h), or single component
+// files (--transformer, --vae, ...) standing alone or replacing parts of either folder. Each component is read
+// from one place, with its config (read from the folder, or inferred) and the names its tensors carry.
 class ModelDir {
  public:
-  // `model` as given to --model (see resolve_model_path).
-  static ModelDir open(const std::string& model);
+  // `model` as given to --model (see resolve_model_path; "" when only component files are given); `files` the
+  // single components named by their flags.
+  static ModelDir open(const std::string& model, const ComponentFiles& files = {});
   // `root`: a pipeline folder holding model_index.json.
   explicit ModelDir(const std::string& root);
 
+  // The --model folder, or (without one) the first component file's path.
   const std::string& root() const { return root_; }
   const ModelIndex& index() const { return index_; }
   bool has(const std::string& component) const { return index_.has(component); }
-  // <root>/<component>; input error if the index lacks it or the folder does not exist.
+  // <root>/<component> of a diffusers folder, or the tokenizer's folder; input error if the model lacks it or
+  // (diffusers) the folder does not exist, or when the component is a single file.
   std::string component_dir(const std::string& component) const;
-  // The component's config: scheduler/scheduler_config.json, tokenizer/tokenizer_config.json, else
-  // <component>/config.json.
+  // The component's config: its path (scheduler/scheduler_config.json, tokenizer/tokenizer_config.json, else
+  // <component>/config.json), or a description of what it was inferred from (for messages).
   std::string component_config_path(const std::string& component) const;
   nlohmann::json component_config(const std::string& component) const;
+  // The component's weights, their names mapped to ours.
+  Checkpoint checkpoint(const std::string& component) const;
+  // Where the component comes from, for --dry-run.
+  std::string origin(const std::string& component) const;
+  // "diffusers", "original" (Wan2.2's layout) or "files" (single files only).
+  const std::string& layout() const { return layout_; }
 
  private:
+  ModelDir() = default;
+  const ModelComponent& component(const std::string& component) const;
+  void set_index_from_components(const std::string& source);
+
   std::string root_;
+  std::string layout_ = "diffusers";
   ModelIndex index_;
+  std::map<std::string, ModelComponent> components_;
 };
 
 }  // namespace omni::io

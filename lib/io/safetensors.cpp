@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/pth_file.h"
 
 namespace omni::io {
 
@@ -203,30 +204,109 @@ int64_t TensorInfo::numel() const {
   return n;
 }
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  OMNI_CHECK_INPUT(fd_ >= 0, path, ": cannot open safetensors file: ", std::strerror(errno));
+TensorFile::~TensorFile() {
+  release();
+}
+
+void TensorFile::release() {
+  if (map_) ::munmap(const_cast<uint8_t*>(map_), static_cast<size_t>(file_size_));
+  if (fd_ >= 0) ::close(fd_);
+  map_ = nullptr;
+  fd_ = -1;
+}
+
+void TensorFile::map_file(const char* what) {
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  OMNI_CHECK_INPUT(fd_ >= 0, path_, ": cannot open ", what, ": ", std::strerror(errno));
+  struct stat st {};
+  OMNI_CHECK_INPUT(::fstat(fd_, &st) == 0, path_, ": cannot stat: ", std::strerror(errno));
+  OMNI_CHECK_INPUT(S_ISREG(st.st_mode), path_, ": not a regular file (expected ", what, ")");
+  file_size_ = static_cast<int64_t>(st.st_size);
+  if (file_size_ == 0) return;  // nothing to map; the subclass reports the file as truncated
+  void* m = ::mmap(nullptr, static_cast<size_t>(file_size_), PROT_READ, MAP_PRIVATE, fd_, 0);
+  OMNI_CHECK_INPUT(m != MAP_FAILED, path_, ": cannot mmap: ", std::strerror(errno));
+  map_ = static_cast<const uint8_t*>(m);
+}
+
+void TensorFile::add_tensor(TensorInfo info) {
+  info.file = path_;
+  OMNI_CHECK_INPUT(infos_.count(info.name) == 0, path_, ": tensor '", info.name, "' is stored twice");
+  infos_.emplace(info.name, std::move(info));
+}
+
+void TensorFile::finish_tensors() {
+  std::vector<const TensorInfo*> by_offset;
+  for (const auto& kv : infos_) by_offset.push_back(&kv.second);
+  std::sort(by_offset.begin(), by_offset.end(), [](const TensorInfo* a, const TensorInfo* b) {
+    return a->data_begin != b->data_begin ? a->data_begin < b->data_begin : a->data_end < b->data_end;
+  });
+  names_.clear();
+  for (const TensorInfo* t : by_offset) names_.push_back(t->name);
+}
+
+bool TensorFile::contains(const std::string& name) const {
+  return infos_.count(name) != 0;
+}
+
+const TensorInfo& TensorFile::info(const std::string& name) const {
+  auto it = infos_.find(name);
+  OMNI_CHECK_INPUT(it != infos_.end(), path_, ": no tensor named '", name, "'");
+  return it->second;
+}
+
+at::Tensor TensorFile::read(const std::string& name, at::ScalarType dtype) const {
+  const TensorInfo& ti = info(name);
+  return read_range(name, 0, ti.numel(), dtype).view(ti.shape);
+}
+
+at::Tensor TensorFile::read_range(const std::string& name, int64_t elem_begin, int64_t count,
+                                  at::ScalarType dtype) const {
+  const TensorInfo& ti = info(name);
+  const int64_t numel = ti.numel();
+  OMNI_CHECK(elem_begin >= 0 && count >= 0 && elem_begin <= numel && count <= numel - elem_begin, path_, ": tensor '",
+             name, "': element range [", elem_begin, ", ", elem_begin + count, ") is outside its ", numel, " elements");
+  // Stored bytes are little-endian; a big-endian host would need byte swapping, which we do not implement.
+  OMNI_CHECK(host_is_little_endian(), "tensor file reading needs a little-endian host");
+  const int64_t esize = dtype_size(ti.dtype);
+  const uint8_t* src = map_ + data_offset_ + ti.data_begin + elem_begin * esize;
+  const auto cpu = at::TensorOptions().device(at::kCPU);
+  at::Tensor out;
+  if (ti.dtype == DType::F8_E4M3 || ti.dtype == DType::F8_E5M2) {
+    out = at::empty({count}, cpu.dtype(at::kFloat));
+    const auto& table = f8_table(ti.dtype);
+    float* dst = out.data_ptr<float>();
+    for (int64_t i = 0; i < count; ++i) dst[i] = table[src[i]];
+  } else if (ti.dtype == DType::BOOL) {
+    // Any non-zero byte is true; copying raw bytes into a bool tensor could create invalid bool values.
+    at::Tensor bytes = at::empty({count}, cpu.dtype(at::kByte));
+    if (count > 0) std::memcpy(bytes.data_ptr(), src, static_cast<size_t>(count));
+    out = bytes.ne(0);
+  } else {
+    out = at::empty({count}, cpu.dtype(to_scalar_type(ti.dtype)));
+    if (count > 0) std::memcpy(out.data_ptr(), src, static_cast<size_t>(count * esize));
+  }
+  bytes_read_ += count * esize;
+  if (dtype != at::ScalarType::Undefined && dtype != out.scalar_type()) out = out.to(dtype);
+  return out;
+}
+
+SafetensorsFile::SafetensorsFile(const std::string& path) : TensorFile(path) {
   try {
-    struct stat st {};
-    OMNI_CHECK_INPUT(::fstat(fd_, &st) == 0, path, ": cannot stat: ", std::strerror(errno));
-    OMNI_CHECK_INPUT(S_ISREG(st.st_mode), path, ": not a regular file (expected a .safetensors file)");
-    file_size_ = static_cast<int64_t>(st.st_size);
-    OMNI_CHECK_INPUT(file_size_ >= 8, path, ": truncated safetensors file: ", file_size_,
+    map_file("a .safetensors file");
+    const int64_t size = file_size();
+    const uint8_t* bytes = map();
+    OMNI_CHECK_INPUT(size >= 8, path, ": truncated safetensors file: ", size,
                      " bytes, shorter than the 8-byte header length");
-    void* m = ::mmap(nullptr, static_cast<size_t>(file_size_), PROT_READ, MAP_PRIVATE, fd_, 0);
-    OMNI_CHECK_INPUT(m != MAP_FAILED, path, ": cannot mmap: ", std::strerror(errno));
-    map_ = static_cast<const uint8_t*>(m);
 
     uint64_t header_len = 0;
-    for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | map_[i];  // little-endian u64
+    for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | bytes[i];  // little-endian u64
     OMNI_CHECK_INPUT(header_len < static_cast<uint64_t>(kMaxHeaderBytes), path, ": header length ", header_len,
                      " bytes exceeds the 100 MB limit (corrupt or not a safetensors file)");
-    OMNI_CHECK_INPUT(static_cast<int64_t>(header_len) <= file_size_ - 8, path, ": header length ", header_len,
-                     " runs past the end of the file (", file_size_, " bytes): truncated or corrupt file");
-    data_offset_ = 8 + static_cast<int64_t>(header_len);
-    const int64_t data_size = file_size_ - data_offset_;
-
-    const char* hbegin = reinterpret_cast<const char*>(map_ + 8);
+    OMNI_CHECK_INPUT(static_cast<int64_t>(header_len) <= size - 8, path, ": header length ", header_len,
+                     " runs past the end of the file (", size, " bytes): truncated or corrupt file");
+    set_data_offset(8 + static_cast<int64_t>(header_len));
+    const int64_t data_size = size - data_offset();
+    const char* hbegin = reinterpret_cast<const char*>(bytes + 8);
     nlohmann::json header;
     try {
       header = nlohmann::json::parse(hbegin, hbegin + header_len);
@@ -290,79 +370,32 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       OMNI_CHECK_INPUT(info.data_end - info.data_begin == expected, path, ": tensor '", name, "': shape ", sh->dump(),
                        " x ", dtype_name(info.dtype), " needs ", expected, " bytes but data_offsets [", info.data_begin,
                        ", ", info.data_end, "] span ", info.data_end - info.data_begin);
-      auto ins = infos_.emplace(name, std::move(info));
-      by_offset.push_back(&ins.first->second);
+      add_tensor(std::move(info));
     }
-
-    std::sort(by_offset.begin(), by_offset.end(), [](const TensorInfo* a, const TensorInfo* b) {
-      return a->data_begin != b->data_begin ? a->data_begin < b->data_begin : a->data_end < b->data_end;
-    });
-    for (size_t i = 1; i < by_offset.size(); ++i) {
-      const TensorInfo* a = by_offset[i - 1];
-      const TensorInfo* b = by_offset[i];
-      // Empty tensors occupy no bytes and cannot overlap anything.
-      if (a->data_begin == a->data_end || b->data_begin == b->data_end) continue;
-      OMNI_CHECK_INPUT(b->data_begin >= a->data_end, path, ": tensors '", a->name, "' [", a->data_begin, ", ",
-                       a->data_end, ") and '", b->name, "' [", b->data_begin, ", ", b->data_end,
-                       ") have overlapping data_offsets");
+    finish_tensors();
+    // No two byte ranges overlap (each tensor owns its bytes). Empty tensors occupy none and overlap nothing.
+    const TensorInfo* prev = nullptr;
+    for (const auto& n : names()) {
+      const TensorInfo* t = &this->info(n);
+      if (t->data_begin == t->data_end) continue;
+      OMNI_CHECK_INPUT(prev == nullptr || t->data_begin >= prev->data_end, path, ": tensors '", prev ? prev->name : "",
+                       "' [", prev ? prev->data_begin : 0, ", ", prev ? prev->data_end : 0, ") and '", t->name, "' [",
+                       t->data_begin, ", ", t->data_end, ") have overlapping data_offsets");
+      prev = t;
     }
-    for (const TensorInfo* t : by_offset) names_.push_back(t->name);
   } catch (...) {
-    if (map_) ::munmap(const_cast<uint8_t*>(map_), static_cast<size_t>(file_size_));
-    ::close(fd_);
+    release();
     throw;
   }
 }
 
-SafetensorsFile::~SafetensorsFile() {
-  if (map_) ::munmap(const_cast<uint8_t*>(map_), static_cast<size_t>(file_size_));
-  if (fd_ >= 0) ::close(fd_);
-}
-
-bool SafetensorsFile::contains(const std::string& name) const {
-  return infos_.count(name) != 0;
-}
-
-const TensorInfo& SafetensorsFile::info(const std::string& name) const {
-  auto it = infos_.find(name);
-  OMNI_CHECK_INPUT(it != infos_.end(), path_, ": no tensor named '", name, "'");
-  return it->second;
-}
-
-at::Tensor SafetensorsFile::read(const std::string& name, at::ScalarType dtype) const {
-  const TensorInfo& ti = info(name);
-  return read_range(name, 0, ti.numel(), dtype).view(ti.shape);
-}
-
-at::Tensor SafetensorsFile::read_range(const std::string& name, int64_t elem_begin, int64_t count,
-                                       at::ScalarType dtype) const {
-  const TensorInfo& ti = info(name);
-  const int64_t numel = ti.numel();
-  OMNI_CHECK(elem_begin >= 0 && count >= 0 && elem_begin <= numel && count <= numel - elem_begin, path_, ": tensor '",
-             name, "': element range [", elem_begin, ", ", elem_begin + count, ") is outside its ", numel, " elements");
-  // Stored bytes are little-endian; a big-endian host would need byte swapping, which we do not implement.
-  OMNI_CHECK(host_is_little_endian(), "safetensors reading needs a little-endian host");
-  const int64_t esize = dtype_size(ti.dtype);
-  const uint8_t* src = map_ + data_offset_ + ti.data_begin + elem_begin * esize;
-  const auto cpu = at::TensorOptions().device(at::kCPU);
-  at::Tensor out;
-  if (ti.dtype == DType::F8_E4M3 || ti.dtype == DType::F8_E5M2) {
-    out = at::empty({count}, cpu.dtype(at::kFloat));
-    const auto& table = f8_table(ti.dtype);
-    float* dst = out.data_ptr<float>();
-    for (int64_t i = 0; i < count; ++i) dst[i] = table[src[i]];
-  } else if (ti.dtype == DType::BOOL) {
-    // Any non-zero byte is true; copying raw bytes into a bool tensor could create invalid bool values.
-    at::Tensor bytes = at::empty({count}, cpu.dtype(at::kByte));
-    if (count > 0) std::memcpy(bytes.data_ptr(), src, static_cast<size_t>(count));
-    out = bytes.ne(0);
-  } else {
-    out = at::empty({count}, cpu.dtype(to_scalar_type(ti.dtype)));
-    if (count > 0) std::memcpy(out.data_ptr(), src, static_cast<size_t>(count * esize));
-  }
-  bytes_read_ += count * esize;
-  if (dtype != at::ScalarType::Undefined && dtype != out.scalar_type()) out = out.to(dtype);
-  return out;
+std::shared_ptr<TensorFile> open_tensor_file(const std::string& path) {
+  auto ends = [&](const char* suffix) {
+    const std::string s(suffix);
+    return path.size() >= s.size() && path.compare(path.size() - s.size(), s.size(), s) == 0;
+  };
+  if (ends(".pth") || ends(".pt") || ends(".bin") || ends(".ckpt")) return std::make_shared<PthFile>(path);
+  return std::make_shared<SafetensorsFile>(path);
 }
 
 }  // namespace omni::io

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,22 +37,20 @@ struct TensorInfo {
   int64_t numel() const;
 };
 
-// One .safetensors file. Opening it validates the whole header: length within the file and below 100 MB,
-// valid JSON, known dtypes, shape x dtype size equal to each byte range, ranges inside the data section,
-// no two ranges overlapping. Any violation throws an input error (exit 3) naming the file and the tensor.
-class SafetensorsFile {
+// A file of named tensors, each stored contiguously (row-major, little-endian) at a known byte range of the file,
+// memory-mapped: the common ground of .safetensors files and torch.save's .pth archives (io/pth_file.h). A
+// subclass maps the file (map_file), validates its own format and registers each tensor (add_tensor) with byte
+// offsets relative to data_offset(); reads then touch only the bytes asked for.
+class TensorFile {
  public:
-  explicit SafetensorsFile(const std::string& path);
-  ~SafetensorsFile();
-  SafetensorsFile(const SafetensorsFile&) = delete;
-  SafetensorsFile& operator=(const SafetensorsFile&) = delete;
+  virtual ~TensorFile();
+  TensorFile(const TensorFile&) = delete;
+  TensorFile& operator=(const TensorFile&) = delete;
 
   const std::string& path() const { return path_; }
   const std::vector<std::string>& names() const { return names_; }  // in data-offset order
   bool contains(const std::string& name) const;
   const TensorInfo& info(const std::string& name) const;  // input error naming the tensor and file if absent
-  const std::map<std::string, std::string>& metadata() const { return metadata_; }
-
   // The whole tensor in its shape, converted to `dtype` (at::ScalarType::Undefined keeps the stored type).
   at::Tensor read(const std::string& name, at::ScalarType dtype = at::ScalarType::Undefined) const;
   // Elements [elem_begin, elem_begin + count) of the tensor in row-major order as a 1-D tensor; touches
@@ -60,18 +59,49 @@ class SafetensorsFile {
                         at::ScalarType dtype = at::ScalarType::Undefined) const;
   // Bytes of tensor data copied out of the mapping so far (for the load accounting).
   int64_t bytes_read() const { return bytes_read_; }
+  int64_t file_size() const { return file_size_; }
+
+ protected:
+  explicit TensorFile(std::string path) : path_(std::move(path)) {}
+  // Opens and maps the whole file read-only (input errors name the file; `what` says what was expected, as in
+  // "a .safetensors file").
+  void map_file(const char* what);
+  const uint8_t* map() const { return map_; }
+  void set_data_offset(int64_t offset) { data_offset_ = offset; }
+  int64_t data_offset() const { return data_offset_; }
+  // Registers a tensor whose bytes [data_begin, data_end) (relative to data_offset()) the subclass has checked:
+  // inside the file, numel x dtype size long. Then, once all are added, finish_tensors() sorts them by offset
+  // and refuses overlaps.
+  void add_tensor(TensorInfo info);
+  void finish_tensors();
+  // Unmaps and closes; for a subclass whose constructor throws (the base destructor runs too, harmlessly).
+  void release();
 
  private:
   std::string path_;
   int fd_ = -1;
   const uint8_t* map_ = nullptr;
   int64_t file_size_ = 0;
-  int64_t data_offset_ = 0;  // 8 + header length
+  int64_t data_offset_ = 0;
   std::vector<std::string> names_;
   std::map<std::string, TensorInfo> infos_;
-  std::map<std::string, std::string> metadata_;
   mutable int64_t bytes_read_ = 0;
 };
+
+// One .safetensors file. Opening it validates the whole header: length within the file and below 100 MB,
+// valid JSON, known dtypes, shape x dtype size equal to each byte range, ranges inside the data section,
+// no two ranges overlapping. Any violation throws an input error (exit 3) naming the file and the tensor.
+class SafetensorsFile : public TensorFile {
+ public:
+  explicit SafetensorsFile(const std::string& path);
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+ private:
+  std::map<std::string, std::string> metadata_;
+};
+
+// Opens a tensor file by its kind: a .pth / .pt / .bin torch.save archive (io/pth_file.h), else safetensors.
+std::shared_ptr<TensorFile> open_tensor_file(const std::string& path);
 
 // A checkpoint: one .safetensors file or a set of shards listed by a *.safetensors.index.json
 // ({"weight_map": {tensor: file}}). Every shard named by the index must exist and every tensor it lists must
@@ -84,16 +114,34 @@ struct ReadAdjust {
   std::function<void(const std::string& name, int64_t elem_begin, at::Tensor& values)> add;
 };
 
+// How a file's stored names become ours (io/wan_names.h). `rename` gives our name for a stored one, after
+// `strip_prefix` is removed where present, or nothing for a tensor that is not part of the model: an input error
+// naming the tensor, the file and `table`.
+struct NameMap {
+  std::string table;  // what the names are, for messages: "Wan2.2's original transformer names"
+  std::string strip_prefix;
+  std::function<std::optional<std::string>(const std::string& stored)> rename;
+};
+
 class Checkpoint {
  public:
-  // `path`: a .safetensors file, a .safetensors.index.json file, or a component folder holding exactly one
-  // of: <stem>.safetensors.index.json or *.safetensors (diffusion_pytorch_model / model).
-  static Checkpoint open(const std::string& path);
+  // `path`: a .safetensors file, a .safetensors.index.json file, a torch.save .pth file (io/pth_file.h), or a
+  // component folder holding exactly one of: <stem>.safetensors.index.json or *.safetensors
+  // (diffusion_pytorch_model / model). With `names`, the stored names are renamed to ours as they are listed.
+  //
+  // Scaled float8 weights (ComfyUI's fp8_scaled files) are read as float8 x scale: a `<layer>.weight` in float8
+  // with a `<layer>.scale_weight` (or the newer `<layer>.weight_scale`) float scalar, or one scale per output
+  // row. The scales, the activation scales (`scale_input`, `input_scale`), the `comfy_quant` descriptions and the
+  // `scaled_fp8` marker are consumed, not model tensors.
+  static Checkpoint open(const std::string& path, const NameMap* names = nullptr);
 
   const std::string& path() const { return path_; }
-  const std::vector<std::string>& names() const { return names_; }  // sorted by name
+  const std::vector<std::string>& names() const { return names_; }  // our names, sorted
   bool contains(const std::string& name) const;
+  // The stored tensor behind our `name` (its name in the file, dtype, shape and bytes).
   const TensorInfo& info(const std::string& name) const;
+  // True when `name` is a float8 weight read times its scale.
+  bool scaled(const std::string& name) const;
   at::Tensor read(const std::string& name, at::ScalarType dtype = at::ScalarType::Undefined) const;
   at::Tensor read_range(const std::string& name, int64_t elem_begin, int64_t count,
                         at::ScalarType dtype = at::ScalarType::Undefined) const;
@@ -105,13 +153,21 @@ class Checkpoint {
   static constexpr int64_t kAdjustPiece = int64_t{1} << 20;
   at::Tensor read_flat(const std::vector<std::string>& tensors, int64_t elem_begin, int64_t count, at::ScalarType dtype,
                        const ReadAdjust* adjust = nullptr) const;
-  int64_t bytes_read() const;   // over all shards
-  int64_t total_bytes() const;  // stored bytes of all tensors
+  int64_t bytes_read() const;   // over all files
+  int64_t total_bytes() const;  // stored bytes of all model tensors
 
  private:
+  struct Entry {
+    TensorFile* file = nullptr;
+    std::string stored;  // its name in the file
+    at::Tensor scale;    // float32 [1] or [rows]: float8 x scale (undefined: read as stored)
+  };
+  void add_file(std::shared_ptr<TensorFile> file, const NameMap* names);
+  const Entry& entry(const std::string& name) const;
+
   std::string path_;
-  std::vector<std::shared_ptr<SafetensorsFile>> files_;
-  std::map<std::string, SafetensorsFile*> owner_;
+  std::vector<std::shared_ptr<TensorFile>> files_;
+  std::map<std::string, Entry> entries_;  // by our name
   std::vector<std::string> names_;
 };
 

@@ -28,8 +28,10 @@ LayoutDecision decide_layout(const config::GenerateOptions& opts, const Resolved
   models::WanTransformerConfig tc;
   int64_t tf = 1, sf = 1;
   dist::run_agreed(world, [&] {
-    tc = models::WanTransformerConfig::load(run.model->component_dir("transformer"));
-    const auto vae = models::WanVaeConfig::from_file(run.model->component_config_path("vae"));
+    tc = models::WanTransformerConfig::from_json(run.model->component_config("transformer"),
+                                                 run.model->component_config_path("transformer"));
+    const auto vae =
+        models::WanVaeConfig::from_json(run.model->component_config("vae"), run.model->component_config_path("vae"));
     tf = vae.scale_factor_temporal;
     sf = vae.scale_factor_spatial;
   });

@@ -9,13 +9,16 @@
 
 namespace omni::job {
 
-ResolvedModel resolve_model(const std::string& model, const dist::Communicator& world) {
+ResolvedModel resolve_model(const std::string& model, const io::ComponentFiles& files,
+                            const dist::Communicator& world) {
   ResolvedModel out;
-  const std::string path = model.empty() ? ensure_default_model(world) : model;
-  dist::run_agreed(world, [&] { out.dir = std::make_shared<const io::ModelDir>(io::ModelDir::open(path)); });
+  const bool builtin = model.empty() && files.empty();
+  const std::string path = builtin ? ensure_default_model(world) : model;
+  dist::run_agreed(world, [&] { out.dir = std::make_shared<const io::ModelDir>(io::ModelDir::open(path, files)); });
   const auto& index = out.dir->index();
   out.preset =
-      model.empty() ? default_model_preset() : config::preset_for(model, index.class_name, index.expand_timesteps);
+      builtin ? default_model_preset()
+              : config::preset_for(model.empty() ? out.dir->root() : model, index.class_name, index.expand_timesteps);
   return out;
 }
 

@@ -21,9 +21,10 @@ struct ResolvedModel {
 };
 
 // Opens --model (`model`, as given; "" for the built-in default model, which rank 0 generates once when
-// missing) and chooses its preset from its name and model_index.json. Agreed over `world`: a bad model is one
-// error, exit 3, on every rank.
-ResolvedModel resolve_model(const std::string& model, const dist::Communicator& world);
+// missing, unless component files are given) and chooses its preset from its name and model_index.json. Agreed over
+// `world`: a bad model is one error, exit 3, on every rank. `files`: single component files (--transformer, ...)
+// replacing the folder's or, without --model, the whole model.
+ResolvedModel resolve_model(const std::string& model, const io::ComponentFiles& files, const dist::Communicator& world);
 
 struct ResolvedRun {
   std::shared_ptr<const io::ModelDir> model;

@@ -161,8 +161,15 @@ std::unique_ptr<AutoencoderKLWan> AutoencoderKLWan::load(const std::string& comp
                                                          const at::Device& device) {
   OMNI_CHECK_USAGE(dtype == at::kFloat || dtype == at::kBFloat16, "the VAE runs in float32 or bfloat16, not ",
                    c10::toString(dtype));
-  auto model = std::make_unique<AutoencoderKLWan>(WanVaeConfig::from_file(component_dir + "/config.json"));
-  auto ckpt = io::Checkpoint::open(component_dir);
+  return load(WanVaeConfig::from_file(component_dir + "/config.json"), io::Checkpoint::open(component_dir), dtype,
+              device);
+}
+
+std::unique_ptr<AutoencoderKLWan> AutoencoderKLWan::load(const WanVaeConfig& config, const io::Checkpoint& ckpt,
+                                                         at::ScalarType dtype, const at::Device& device) {
+  OMNI_CHECK_USAGE(dtype == at::kFloat || dtype == at::kBFloat16, "the VAE runs in float32 or bfloat16, not ",
+                   c10::toString(dtype));
+  auto model = std::make_unique<AutoencoderKLWan>(config);
   load_state(*model, ckpt, dtype, device);
   return model;
 }

@@ -61,6 +61,8 @@ class AutoencoderKLWan : public Module {
   explicit AutoencoderKLWan(const WanVaeConfig& config);
 
   // Reads <component_dir>/config.json and the checkpoint in `component_dir`; parameters in `dtype` on `device`.
+  static std::unique_ptr<AutoencoderKLWan> load(const WanVaeConfig& config, const io::Checkpoint& ckpt,
+                                                at::ScalarType dtype, const at::Device& device);
   static std::unique_ptr<AutoencoderKLWan> load(const std::string& component_dir, at::ScalarType dtype,
                                                 const at::Device& device = at::kCPU);
 

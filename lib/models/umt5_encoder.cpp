@@ -25,7 +25,11 @@ int64_t positive_int(io::ConfigFile& file, const char* key, bool required, int64
 }  // namespace
 
 Umt5Config Umt5Config::from_json(const std::string& path) {
-  io::ConfigFile file = io::ConfigFile::read(path, "UMT5EncoderModel");
+  return from_json(io::read_json(path), path);
+}
+
+Umt5Config Umt5Config::from_json(const nlohmann::json& j, const std::string& source) {
+  io::ConfigFile file(j, source, "UMT5EncoderModel");
   Umt5Config c;
   c.vocab_size = positive_int(file, "vocab_size", true, 0);
   c.d_model = positive_int(file, "d_model", true, 0);
@@ -36,18 +40,18 @@ Umt5Config Umt5Config::from_json(const std::string& path) {
   c.relative_attention_num_buckets = positive_int(file, "relative_attention_num_buckets", false, 32);
   c.relative_attention_max_distance = positive_int(file, "relative_attention_max_distance", false, 128);
   c.layer_norm_epsilon = file.number_or("layer_norm_epsilon", c.layer_norm_epsilon);
-  OMNI_CHECK_INPUT(c.layer_norm_epsilon > 0, path, ": 'layer_norm_epsilon' must be positive");
+  OMNI_CHECK_INPUT(c.layer_norm_epsilon > 0, source, ": 'layer_norm_epsilon' must be positive");
   // UMT5Config derives the activation from feed_forward_proj ("gated-gelu" means gelu_new, whatever
   // dense_act_fn says), so that is the key that decides.
   const std::string ff = file.string_or("feed_forward_proj", "gated-gelu");
-  OMNI_CHECK_INPUT(ff == "gated-gelu", path, ": feed_forward_proj is '", ff,
+  OMNI_CHECK_INPUT(ff == "gated-gelu", source, ": feed_forward_proj is '", ff,
                    "'; only 'gated-gelu' (UMT5 as used by Wan) is supported");
   // The dtype the weights were saved in: transformers 5 writes 'dtype', 4.x 'torch_dtype'. --dtype decides the
   // compute dtype, as the pipeline's torch_dtype= does in diffusers.
   for (const char* key : {"dtype", "torch_dtype"}) {
     const std::string v = file.string_or(key, "float32");
-    OMNI_CHECK_INPUT(v == "float32" || v == "bfloat16" || v == "float16" || v == "float64", path, ": '", key, "' is '",
-                     v, "', expected float32, bfloat16, float16 or float64");
+    OMNI_CHECK_INPUT(v == "float32" || v == "bfloat16" || v == "float16" || v == "float64", source, ": '", key,
+                     "' is '", v, "', expected float32, bfloat16, float16 or float64");
   }
   // UMT5Config and PretrainedConfig keys that do not change the encoder's output: derived from
   // feed_forward_proj (dense_act_fn, is_gated_act), training (dropout_rate, classifier_dropout,
@@ -58,10 +62,10 @@ Umt5Config Umt5Config::from_json(const std::string& path) {
               "tie_word_embeddings", "pad_token_id", "eos_token_id", "bos_token_id", "architectures", "model_type",
               "transformers_version", "tokenizer_class"});
   // Bidirectional buckets: half per direction, half of those exact; the log range must be non-empty.
-  OMNI_CHECK_INPUT(c.relative_attention_num_buckets >= 4 && c.relative_attention_num_buckets % 2 == 0, path,
+  OMNI_CHECK_INPUT(c.relative_attention_num_buckets >= 4 && c.relative_attention_num_buckets % 2 == 0, source,
                    ": relative_attention_num_buckets must be an even number >= 4, found ",
                    c.relative_attention_num_buckets);
-  OMNI_CHECK_INPUT(c.relative_attention_max_distance > c.relative_attention_num_buckets / 4, path,
+  OMNI_CHECK_INPUT(c.relative_attention_max_distance > c.relative_attention_num_buckets / 4, source,
                    ": relative_attention_max_distance (", c.relative_attention_max_distance,
                    ") must exceed a quarter of relative_attention_num_buckets");
   file.warn_unknown();

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,8 @@ struct Umt5Config {
   // text_encoder/config.json. Only feed_forward_proj "gated-gelu" (gelu_new), UMT5's and Wan's, is supported;
   // anything else, or a missing or non-positive size, is an input error naming the file and the key.
   static Umt5Config from_json(const std::string& path);
+  // The same from a parsed config; `source` names it in errors (a path, or what it was inferred from).
+  static Umt5Config from_json(const nlohmann::json& j, const std::string& source);
   // Picks the embedding's tensor name from what `ckpt` holds.
   void resolve_embedding(const io::Checkpoint& ckpt);
 };

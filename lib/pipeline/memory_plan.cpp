@@ -128,8 +128,9 @@ MemoryPlanner::MemoryPlanner(const io::ModelDir& model, const MemoryPlanSettings
   s.expand_timesteps = model.index().expand_timesteps;
   s.image_to_video = model.index().image_to_video;
   {
-    const auto ckpt = io::Checkpoint::open(model.component_dir("text_encoder"));
-    s.text = models::Umt5Config::from_json(model.component_config_path("text_encoder"));
+    const auto ckpt = model.checkpoint("text_encoder");
+    s.text = models::Umt5Config::from_json(model.component_config("text_encoder"),
+                                           model.component_config_path("text_encoder"));
     s.text.resolve_embedding(ckpt);
     const models::Umt5Encoder encoder(s.text, settings.dtype);
     s.models.push_back(
@@ -137,22 +138,22 @@ MemoryPlanner::MemoryPlanner(const io::ModelDir& model, const MemoryPlanSettings
   }
   for (const char* name : {"transformer", "transformer_2"}) {
     if (!model.has(name)) continue;
-    const std::string dir = model.component_dir(name);
-    const auto config = models::WanTransformerConfig::load(dir);
+    const auto config =
+        models::WanTransformerConfig::from_json(model.component_config(name), model.component_config_path(name));
     if (s.models.size() == 1) s.transformer = config;
     const models::WanTransformer3DModel expert(config, settings.dtype);
-    const auto ckpt = io::Checkpoint::open(dir);
+    const auto ckpt = model.checkpoint(name);
     s.models.push_back(units_of(name, expert, models::blocks_of(expert), ckpt, settings.dtype, settings.shard));
   }
   OMNI_CHECK_INPUT(s.models.size() > 1, model.root(), ": no transformer component");
-  s.vae = models::WanVaeConfig::from_file(model.component_config_path("vae"));
+  s.vae = models::WanVaeConfig::from_json(model.component_config("vae"), model.component_config_path("vae"));
   const models::AutoencoderKLWan vae(s.vae);
   for (const auto& p : vae.parameters()) {
     int64_t n = 1;
     for (int64_t d : p.shape) n *= d;
     s.vae_resident += n * esize(settings.vae_dtype);
   }
-  s.vae_mapped = io::Checkpoint::open(model.component_dir("vae")).total_bytes();
+  s.vae_mapped = model.checkpoint("vae").total_bytes();
   for (int e = 0; e < 2; ++e)
     for (const auto& f : settings.lora_files[e]) s.lora_mapped[e] += file_size(f);
 }

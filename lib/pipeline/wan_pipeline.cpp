@@ -117,7 +117,7 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
 
   // The experts' module trees (no weights yet) and their LoRA files, resolved against them first: a LoRA that
   // does not fit fails in seconds, before the text encoder or any expert weight is read.
-  std::vector<std::string> expert_dirs, expert_names;
+  std::vector<std::string> expert_names;
   std::vector<std::unique_ptr<models::LoraSet>> loras;
   for (int e = 0; e < 2; ++e) {
     const char* name = kExpertNames[e];
@@ -127,8 +127,8 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
       continue;
     }
     expert_names.push_back(name);
-    expert_dirs.push_back(model.component_dir(name));
-    auto config = models::WanTransformerConfig::load(expert_dirs.back());
+    auto config =
+        models::WanTransformerConfig::from_json(model.component_config(name), model.component_config_path(name));
     experts_.push_back(std::make_unique<models::WanTransformer3DModel>(config, settings_.dtype));
     loras.push_back(settings_.lora[e].empty()
                         ? nullptr
@@ -140,12 +140,12 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
   // Text: tokenizer and UMT5, the encoder sharded block by block like the transformers.
   tokenizer_ =
       std::make_unique<models::Umt5Tokenizer>(models::Umt5Tokenizer::from_dir(model.component_dir("tokenizer")));
-  const std::string te_dir = model.component_dir("text_encoder");
   {
-    auto ckpt = io::Checkpoint::open(te_dir);
+    auto ckpt = model.checkpoint("text_encoder");
     // Which name the (tied) embedding is stored under decides the module tree: shared.weight and/or
     // encoder.embed_tokens.weight.
-    auto te_config = models::Umt5Config::from_json(model.component_config_path("text_encoder"));
+    auto te_config = models::Umt5Config::from_json(model.component_config("text_encoder"),
+                                                   model.component_config_path("text_encoder"));
     te_config.resolve_embedding(ckpt);
     text_encoder_ = std::make_unique<models::Umt5Encoder>(te_config, settings_.dtype);
     text_encoder_sharded_ = models::shard_model("text_encoder", *text_encoder_, models::blocks_of(*text_encoder_), ckpt,
@@ -155,7 +155,7 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
 
   // The experts' weights, each rank its own slice, LoRA merged into it as it is read.
   for (size_t e = 0; e < experts_.size(); ++e) {
-    auto ckpt = io::Checkpoint::open(expert_dirs[e]);
+    auto ckpt = model.checkpoint(expert_names[e]);
     experts_sharded_.push_back(models::shard_model(expert_names[e], *experts_[e], models::blocks_of(*experts_[e]), ckpt,
                                                    shard_group_.get(), settings_.dtype, settings_.device, pool_, stats_,
                                                    loras[e].get()));
@@ -169,8 +169,9 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
   }
 
   // The VAE stays whole on every rank.
-  const std::string vae_dir = model.component_dir("vae");
-  vae_ = models::AutoencoderKLWan::load(vae_dir, settings_.vae_dtype, settings_.device);
+  vae_ = models::AutoencoderKLWan::load(
+      models::WanVaeConfig::from_json(model.component_config("vae"), model.component_config_path("vae")),
+      model.checkpoint("vae"), settings_.vae_dtype, settings_.device);
   param_bytes_total_ += vae_->parameter_bytes();
   disk_bytes_read_ += vae_->parameter_bytes();  // read whole (converted); an upper bound of the stored bytes
 

@@ -1,0 +1,435 @@
+// Components from Wan2.2's original folders and from single files: which file, which names, which config.
+#include "io/foreign_model.h"
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/error.h"
+#include "core/files.h"
+#include "io/json_file.h"
+
+namespace omni::io {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::string join(const std::string& dir, const std::string& name) {
+  if (dir.empty() || dir.back() == '/') return dir + name;
+  return dir + "/" + name;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// Names in `dir` (files only) that start with `prefix` and end with `suffix`, sorted.
+std::vector<std::string> files_matching(const std::string& dir, const std::string& prefix, const std::string& suffix) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (starts_with(name, prefix) && ends_with(name, suffix) && is_file(join(dir, name))) out.push_back(name);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The one file of `dir` matching; an input error listing what was expected or found otherwise.
+std::string one_file(const std::string& dir, const std::string& prefix, const std::string& suffix, const char* what) {
+  const auto found = files_matching(dir, prefix, suffix);
+  OMNI_CHECK_INPUT(!found.empty(), dir, ": no ", what, " (expected a file ", prefix, "*", suffix,
+                   ", as in the Wan-AI repositories)");
+  if (found.size() > 1) {
+    std::string list;
+    for (const auto& f : found) list += (list.empty() ? "" : ", ") + f;
+    OMNI_FAIL_INPUT(dir, ": several files could be the ", what, ": ", list, "; keep one, or name it with its flag");
+  }
+  return join(dir, found[0]);
+}
+
+// The shape of our tensor `name` in `ckpt`; an input error naming the file and what the model needs otherwise.
+const std::vector<int64_t>& shape_of(const Checkpoint& ckpt, const std::string& name, size_t rank,
+                                     const std::string& why) {
+  OMNI_CHECK_INPUT(ckpt.contains(name), ckpt.path(), ": no tensor for '", name, "' (", why, ")");
+  const auto& shape = ckpt.info(name).shape;
+  OMNI_CHECK_INPUT(shape.size() == rank, ckpt.path(), ": tensor for '", name, "' has ", shape.size(),
+                   " dimensions, expected ", rank);
+  return shape;
+}
+
+// Blocks 0..N-1 present as `prefix<i><suffix>`.
+int64_t count_blocks(const Checkpoint& ckpt, const std::string& prefix, const std::string& suffix) {
+  int64_t n = 0;
+  while (ckpt.contains(prefix + std::to_string(n) + suffix)) ++n;
+  return n;
+}
+
+int64_t positive_key(const json& j, const char* key, const std::string& source) {
+  auto it = j.find(key);
+  OMNI_CHECK_INPUT(it != j.end() && it->is_number_integer() && it->get<int64_t>() > 0, source, ": key '", key,
+                   "' must be a positive integer, found ", it == j.end() ? std::string("nothing") : it->dump());
+  return it->get<int64_t>();
+}
+
+// The diffusers config of a Wan transformer from its tensor shapes (our names). `wan_config`: the WanModel
+// config.json of the original layout, whose num_heads and eps are taken and whose sizes must agree.
+json transformer_config(const Checkpoint& ckpt, const json* wan_config, const std::string& wan_source) {
+  const auto& patch = shape_of(ckpt, "patch_embedding.weight", 5, "the patch embedding: [dim, in_dim, 1, 2, 2]");
+  const int64_t dim = patch[0];
+  const int64_t text_dim =
+      shape_of(ckpt, "condition_embedder.text_embedder.linear_1.weight", 2, "the text embedding")[1];
+  const int64_t freq_dim =
+      shape_of(ckpt, "condition_embedder.time_embedder.linear_1.weight", 2, "the time embedding")[1];
+  const int64_t ffn_dim = shape_of(ckpt, "blocks.0.ffn.net.0.proj.weight", 2, "block 0's feed-forward")[0];
+  const int64_t layers = count_blocks(ckpt, "blocks.", ".scale_shift_table");
+  const int64_t patch_volume = patch[2] * patch[3] * patch[4];
+  const int64_t out_dim = shape_of(ckpt, "proj_out.weight", 2, "the output head")[0] / patch_volume;
+  int64_t heads = 0;
+  double eps = 1e-6;
+  if (wan_config != nullptr) {
+    heads = positive_key(*wan_config, "num_heads", wan_source);
+    const std::pair<const char*, int64_t> sizes[] = {
+        {"dim", dim}, {"in_dim", patch[1]}, {"ffn_dim", ffn_dim}, {"num_layers", layers}, {"out_dim", out_dim}};
+    for (const auto& [key, value] : sizes) {
+      const int64_t stated = positive_key(*wan_config, key, wan_source);
+      OMNI_CHECK_INPUT(stated == value, wan_source, ": '", key, "' is ", stated, " but the weights in ", ckpt.path(),
+                       " have ", value);
+    }
+    if (auto it = wan_config->find("eps"); it != wan_config->end() && it->is_number()) eps = it->get<double>();
+  } else {
+    // No config states the heads; every Wan2.1 / 2.2 model has 128-wide heads.
+    OMNI_CHECK_INPUT(dim % 128 == 0, ckpt.path(), ": the model width ", dim,
+                     " is not a multiple of 128, so its number of heads cannot be inferred (Wan models use 128-wide "
+                     "heads); use it within a --model folder whose config.json states it");
+    heads = dim / 128;
+  }
+  OMNI_CHECK_INPUT(dim % heads == 0, wan_source, ": num_heads ", heads, " does not divide the width ", dim);
+  return json{{"_class_name", "WanTransformer3DModel"},
+              {"patch_size", {patch[2], patch[3], patch[4]}},
+              {"num_attention_heads", heads},
+              {"attention_head_dim", dim / heads},
+              {"in_channels", patch[1]},
+              {"out_channels", out_dim},
+              {"text_dim", text_dim},
+              {"freq_dim", freq_dim},
+              {"ffn_dim", ffn_dim},
+              {"num_layers", layers},
+              {"cross_attn_norm", true},
+              {"qk_norm", "rms_norm_across_heads"},
+              {"eps", eps},
+              {"image_dim", nullptr},
+              {"added_kv_proj_dim", nullptr},
+              {"rope_max_seq_len", 1024},
+              {"pos_embed_seq_len", nullptr}};
+}
+
+// transformers' UMT5 config from the tensor shapes (our names).
+json umt5_config(const Checkpoint& ckpt) {
+  const std::string embed = ckpt.contains("shared.weight") ? "shared.weight" : "encoder.embed_tokens.weight";
+  const auto& emb = shape_of(ckpt, embed, 2, "the token embedding");
+  const auto& bias = shape_of(ckpt, "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", 2,
+                              "block 0's relative position buckets");
+  const int64_t heads = bias[1];
+  const int64_t inner = shape_of(ckpt, "encoder.block.0.layer.0.SelfAttention.q.weight", 2, "block 0's query")[0];
+  OMNI_CHECK_INPUT(inner % heads == 0, ckpt.path(), ": the query width ", inner, " is not a multiple of the ", heads,
+                   " heads the relative attention bias has");
+  return json{{"vocab_size", emb[0]},
+              {"d_model", emb[1]},
+              {"d_kv", inner / heads},
+              {"d_ff", shape_of(ckpt, "encoder.block.0.layer.1.DenseReluDense.wi_0.weight", 2, "block 0's gate")[0]},
+              {"num_layers", count_blocks(ckpt, "encoder.block.", ".layer.0.layer_norm.weight")},
+              {"num_heads", heads},
+              {"relative_attention_num_buckets", bias[0]},
+              {"relative_attention_max_distance", 128},
+              {"layer_norm_epsilon", 1e-6},
+              {"feed_forward_proj", "gated-gelu"}};
+}
+
+// The latent normalization Wan's VAE classes hard-code (wan/modules/vae2_1.py Wan2_1_VAE, vae2_2.py Wan2_2_VAE),
+// which the Diffusers repositories carry as latents_mean / latents_std.
+const std::vector<double> kWan21Mean = {-0.7571, -0.7089, -0.9113, 0.1075,  -0.1745, 0.9653,  -0.1517, 1.5508,
+                                        0.4134,  -0.0715, 0.5517,  -0.3632, -0.1922, -0.9497, 0.2503,  -0.2921};
+const std::vector<double> kWan21Std = {2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743,
+                                       3.2687, 2.1526, 2.8652, 1.5579, 1.6382, 1.1253, 2.8251, 1.9160};
+const std::vector<double> kWan22Mean = {
+    -0.2289, -0.0052, -0.1323, -0.2339, -0.2799, 0.0174,  0.1838,  0.1557,  -0.1382, 0.0542,  0.2813,  0.0891,
+    0.1570,  -0.0098, 0.0375,  -0.1825, -0.2246, -0.1207, -0.0698, 0.5109,  0.2665,  -0.2108, -0.2158, 0.2502,
+    -0.2055, -0.0322, 0.1109,  0.1567,  -0.0729, 0.0899,  -0.2799, -0.1230, -0.0313, -0.1649, 0.0117,  0.0723,
+    -0.2839, -0.2083, -0.0520, 0.3748,  0.0152,  0.1957,  0.1433,  -0.2944, 0.3573,  -0.0548, -0.1681, -0.0667};
+const std::vector<double> kWan22Std = {0.4765, 1.0364, 0.4514, 1.1677, 0.5313, 0.4990, 0.4818, 0.5013, 0.8158, 1.0344,
+                                       0.5894, 1.0901, 0.6885, 0.6165, 0.8454, 0.4978, 0.5759, 0.3523, 0.7135, 0.6804,
+                                       0.5833, 1.4146, 0.8986, 0.5659, 0.7069, 0.5338, 0.4889, 0.4917, 0.4069, 0.4999,
+                                       0.6866, 0.4093, 0.5709, 0.6065, 0.6415, 0.4944, 0.5726, 1.2042, 0.5458, 1.6887,
+                                       0.3971, 1.0600, 0.3943, 0.5537, 0.5444, 0.4089, 0.7468, 0.7744};
+
+// AutoencoderKLWan's config from the tensor shapes (our names).
+json vae_config(const Checkpoint& ckpt, const VaeNameShape& s) {
+  const auto& conv_in = shape_of(ckpt, "encoder.conv_in.weight", 5, "the encoder's first convolution");
+  const int64_t base = conv_in[0];
+  const int64_t z = shape_of(ckpt, "post_quant_conv.weight", 5, "the latent projection")[0];
+  std::vector<int64_t> mult;
+  std::vector<bool> temporal;
+  for (int i = 0; i < s.num_levels; ++i) {
+    // A level's width: its first residual block's output channels; its downsampler halves time where it has a
+    // time_conv.
+    const std::string level = "encoder.down_blocks." + std::to_string(i) + ".";
+    const std::string res =
+        s.wan22 ? level + "resnets.0." : "encoder.down_blocks." + std::to_string(i * (s.num_res_blocks + 1)) + ".";
+    const int64_t width = shape_of(ckpt, res + "conv2.weight", 5, "a residual block of the encoder")[0];
+    OMNI_CHECK_INPUT(width % base == 0, ckpt.path(), ": encoder level ", i, " is ", width,
+                     " channels wide, not a multiple of the base width ", base);
+    mult.push_back(width / base);
+    if (i + 1 < s.num_levels) {
+      const std::string down =
+          s.wan22 ? level + "downsampler."
+                  : "encoder.down_blocks." + std::to_string(i * (s.num_res_blocks + 1) + s.num_res_blocks) + ".";
+      temporal.push_back(ckpt.contains(down + "time_conv.weight"));
+    }
+  }
+  const int64_t dec_width = shape_of(ckpt, "decoder.conv_in.weight", 5, "the decoder's first convolution")[0];
+  OMNI_CHECK_INPUT(dec_width % mult.back() == 0, ckpt.path(), ": the decoder's width ", dec_width,
+                   " is not a multiple of the last level's multiplier ", mult.back());
+  const int64_t dec_base = dec_width / mult.back();
+  const std::vector<double>* mean = z == 16 ? &kWan21Mean : z == 48 ? &kWan22Mean : nullptr;
+  const std::vector<double>* std_ = z == 16 ? &kWan21Std : z == 48 ? &kWan22Std : nullptr;
+  OMNI_CHECK_INPUT(mean != nullptr, ckpt.path(), ": a VAE with ", z,
+                   " latent channels has no known latent normalization (Wan2.1's has 16, Wan2.2's 48); use it "
+                   "within a --model folder whose vae/config.json states latents_mean and latents_std");
+  return json{{"_class_name", "AutoencoderKLWan"},
+              {"base_dim", base},
+              {"decoder_base_dim", dec_base == base ? json(nullptr) : json(dec_base)},
+              {"z_dim", z},
+              {"dim_mult", mult},
+              {"num_res_blocks", s.num_res_blocks},
+              {"attn_scales", json::array()},
+              {"temperal_downsample", temporal},
+              {"dropout", 0.0},
+              {"in_channels", conv_in[1]},
+              {"out_channels", shape_of(ckpt, "decoder.conv_out.weight", 5, "the decoder's last convolution")[0]},
+              {"is_residual", s.wan22},
+              {"patch_size", s.wan22 ? json(2) : json(nullptr)},
+              {"scale_factor_spatial", s.wan22 ? 16 : 8},
+              {"scale_factor_temporal", 4},
+              {"latents_mean", *mean},
+              {"latents_std", *std_}};
+}
+
+// The structure behind a VAE's original flat (2.1) or nested (2.2) indices, counted from its stored names.
+VaeNameShape vae_shape_from_names(const std::vector<std::string>& names, const std::string& path) {
+  VaeNameShape s;
+  s.wan22 = vae_original_is_wan22(names);
+  // The largest index after `prefix`, plus one.
+  auto count = [&](const std::string& prefix) {
+    int n = 0;
+    for (const auto& name : names) {
+      if (!starts_with(name, prefix)) continue;
+      const std::string rest = name.substr(prefix.size());
+      n = std::max(n, std::atoi(rest.substr(0, rest.find('.')).c_str()) + 1);
+    }
+    return n;
+  };
+  if (s.wan22) {
+    s.num_levels = count("encoder.downsamples.");
+    // Level 0 of the encoder: num_res_blocks residual blocks and a downsampler.
+    s.num_res_blocks = count("encoder.downsamples.0.downsamples.") - 1;
+  } else {
+    // Flat lists: the encoder has levels x (res + 1) - 1 entries, the decoder levels x (res + 2) - 1.
+    const int enc = count("encoder.downsamples."), dec = count("decoder.upsamples.");
+    s.num_levels = dec - enc;
+    s.num_res_blocks = s.num_levels > 0 ? (enc + 1) / s.num_levels - 1 : 0;
+  }
+  OMNI_CHECK_INPUT(s.num_levels >= 2 && s.num_res_blocks >= 1, path,
+                   ": the VAE's encoder / decoder blocks do not form a Wan VAE (", s.num_levels, " levels, ",
+                   s.num_res_blocks, " residual blocks per level counted from the tensor names)");
+  return s;
+}
+
+// Our config of `component` (transformer, transformer_2, text_encoder, vae) from its weights.
+json infer_config(const std::string& component, const ModelComponent& c, const json* wan_config,
+                  const std::string& wan_source) {
+  const auto map = c.name_map(component);
+  const Checkpoint ckpt = Checkpoint::open(c.checkpoint, map ? &*map : nullptr);
+  if (component == "text_encoder") return umt5_config(ckpt);
+  if (component == "vae") return vae_config(ckpt, c.vae);
+  return transformer_config(ckpt, wan_config, wan_source);
+}
+
+std::string layout_text(NameLayout names, const std::string& prefix) {
+  if (names == NameLayout::kOurs) return "diffusers names";
+  return prefix.empty() ? "original Wan2.2 names" : "original Wan2.2 names under " + prefix;
+}
+
+}  // namespace
+
+std::optional<NameMap> ModelComponent::name_map(const std::string& component) const {
+  if (names == NameLayout::kOurs) return std::nullopt;
+  NameMap m;
+  m.strip_prefix = strip_prefix;
+  if (component == "text_encoder") {
+    m.table = "Wan's T5 encoder (wan/modules/t5.py)";
+    m.rename = umt5_name_from_wan;
+  } else if (component == "vae") {
+    m.table = vae.wan22 ? "the Wan2.2 VAE (wan/modules/vae2_2.py)" : "the Wan2.1 VAE (wan/modules/vae2_1.py)";
+    const VaeNameShape shape = vae;
+    m.rename = [shape](const std::string& n) { return vae_name_from_original(n, shape); };
+  } else {
+    m.table = "a Wan2.2 transformer (wan/modules/model.py)";
+    m.rename = transformer_name_from_original;
+  }
+  return m;
+}
+
+std::string component_flag(const std::string& component) {
+  std::string flag = "--" + component;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
+ModelComponent component_from_file(const std::string& component, const std::string& path, const std::string& flag,
+                                   const nlohmann::json* config, const std::string& config_source) {
+  ModelComponent c;
+  if (component == "tokenizer") {
+    OMNI_CHECK_INPUT(is_dir(path), flag, " ", path,
+                     ": expected the tokenizer's folder (tokenizer.json or spiece.model, e.g. google/umt5-xxl/)");
+    c.dir = path;
+    c.origin = "folder " + path + " (" + flag + ")";
+    c.config_source = join(path, "tokenizer_config.json");
+    return c;
+  }
+  OMNI_CHECK_INPUT(is_file(path) || is_dir(path), flag, " ", path, ": no such file or folder");
+  const bool transformer = component == "transformer" || component == "transformer_2";
+  // A folder with a config.json is read with it: a diffusers component folder, or an original expert folder.
+  const json* wan_config = nullptr;
+  json folder_config;
+  std::string folder_config_path;
+  if (is_dir(path) && is_file(join(path, "config.json"))) {
+    folder_config_path = join(path, "config.json");
+    folder_config = read_json(folder_config_path);
+  }
+  c.checkpoint = path;
+  const Checkpoint stored = Checkpoint::open(path);  // names as stored (quantization notes left out)
+  std::vector<std::string> names = stored.names();
+  if (transformer && std::any_of(names.begin(), names.end(),
+                                 [](const std::string& n) { return starts_with(n, kComfyTransformerPrefix); })) {
+    c.strip_prefix = kComfyTransformerPrefix;
+    for (auto& n : names)
+      if (starts_with(n, c.strip_prefix)) n = n.substr(c.strip_prefix.size());
+  }
+  std::optional<NameLayout> layout = transformer          ? transformer_name_layout(names)
+                                     : component == "vae" ? vae_name_layout(names)
+                                                          : umt5_name_layout(names);
+  const char* expected = transformer          ? "'head.modulation' (Wan2.2 / ComfyUI names) or 'scale_shift_table' "
+                                                "(diffusers names)"
+                         : component == "vae" ? "'decoder.middle.0.residual.0.gamma' (Wan2.2 / ComfyUI names) or "
+                                                "'decoder.mid_block.resnets.0.norm1.gamma' (diffusers names)"
+                                              : "'token_embedding.weight' (Wan's T5) or 'encoder.block.0...' "
+                                                "(transformers' UMT5)";
+  OMNI_CHECK_INPUT(layout.has_value(), flag, " ", path, ": not the weights of a ", component,
+                   " of Wan2.2: expected a tensor ", expected);
+  c.names = *layout;
+  if (component == "vae" && c.names == NameLayout::kWanOriginal) c.vae = vae_shape_from_names(names, path);
+  c.origin =
+      (is_dir(path) ? "folder " : "file ") + path + " (" + flag + ", " + layout_text(c.names, c.strip_prefix) + ")";
+  if (config != nullptr) {
+    c.config = *config;
+    c.config_source = config_source;
+    return c;
+  }
+  if (!folder_config_path.empty() && c.names == NameLayout::kOurs) {
+    c.config_source = folder_config_path;  // a diffusers component folder: its own config
+    return c;
+  }
+  if (!folder_config_path.empty() && transformer) wan_config = &folder_config;
+  c.config = infer_config(component, c, wan_config, folder_config_path);
+  c.config_source =
+      wan_config ? folder_config_path + " and the tensor shapes of " + path : "the tensor shapes of " + path;
+  return c;
+}
+
+bool is_original_layout(const std::string& dir) {
+  if (!is_dir(dir) || is_file(join(dir, "model_index.json"))) return false;
+  auto wan_model = [](const std::string& d) {
+    if (!is_file(join(d, "config.json"))) return false;
+    const json j = read_json(join(d, "config.json"));
+    return j.is_object() && j.contains("dim") && j.contains("num_heads") && j.contains("in_dim");
+  };
+  if (is_dir(join(dir, "high_noise_model")) || is_dir(join(dir, "low_noise_model")))
+    return wan_model(join(dir, "high_noise_model")) || wan_model(join(dir, "low_noise_model"));
+  return wan_model(dir);
+}
+
+std::map<std::string, ModelComponent> original_layout_components(const std::string& dir) {
+  std::map<std::string, ModelComponent> out;
+  const bool experts = is_dir(join(dir, "high_noise_model")) || is_dir(join(dir, "low_noise_model"));
+  auto expert = [&](const std::string& component, const std::string& folder) {
+    OMNI_CHECK_INPUT(is_file(join(folder, "config.json")), folder,
+                     ": no config.json (the Wan-AI repositories have one beside each expert's weights)");
+    ModelComponent c = component_from_file(component, folder, "--model");
+    OMNI_CHECK_INPUT(c.names == NameLayout::kWanOriginal, folder,
+                     ": the weights carry diffusers names in an original-layout folder; expected WanModel names "
+                     "(blocks.N.self_attn...)");
+    c.origin = "folder " + folder + " (Wan2.2 original layout)";
+    out[component] = std::move(c);
+  };
+  if (experts) {
+    expert("transformer", join(dir, "high_noise_model"));
+    expert("transformer_2", join(dir, "low_noise_model"));
+  } else {
+    expert("transformer", dir);
+  }
+  const std::string t5 = one_file(dir, "models_t5_", ".pth", "T5 text encoder weights");
+  out["text_encoder"] = component_from_file("text_encoder", t5, "--model");
+  out["text_encoder"].origin = "file " + t5 + " (Wan2.2 original layout)";
+  const std::string vae = one_file(dir, "Wan2.", "_VAE.pth", "VAE weights");
+  out["vae"] = component_from_file("vae", vae, "--model");
+  out["vae"].origin = "file " + vae + " (Wan2.2 original layout)";
+  const std::string tokenizer = join(dir, "google/umt5-xxl");
+  if (is_dir(tokenizer)) out["tokenizer"] = component_from_file("tokenizer", tokenizer, "--model");
+  return out;
+}
+
+OriginalDefaults original_defaults(int64_t in_channels, bool two_experts, const std::string& source) {
+  // wan/configs: t2v_A14B (shift 12, boundary 0.875), i2v_A14B (shift 5, boundary 0.9), ti2v_5B (shift 5).
+  OriginalDefaults d;
+  if (in_channels == 16 && two_experts) {
+    d.pipeline_class = "WanPipeline";
+    d.boundary_ratio = 0.875;
+    d.sample_shift = 12.0;
+  } else if (in_channels == 36 && two_experts) {
+    d.pipeline_class = "WanImageToVideoPipeline";
+    d.boundary_ratio = 0.9;
+    d.sample_shift = 5.0;
+  } else if (in_channels == 48 && !two_experts) {
+    d.pipeline_class = "WanPipeline";
+    d.expand_timesteps = true;
+    d.sample_shift = 5.0;
+  } else {
+    OMNI_FAIL_INPUT(source, ": a transformer with ", in_channels, " input channels and ",
+                    two_experts ? "two experts" : "one expert",
+                    " is none of Wan2.2's models (T2V-A14B: 16 channels, two experts; I2V-A14B: 36, two; TI2V-5B: 48, "
+                    "one)");
+  }
+  return d;
+}
+
+json unipc_scheduler_config(double shift) {
+  return json{{"_class_name", "UniPCMultistepScheduler"},
+              {"num_train_timesteps", 1000},
+              {"prediction_type", "flow_prediction"},
+              {"use_flow_sigmas", true},
+              {"flow_shift", shift},
+              {"solver_order", 2},
+              {"solver_type", "bh2"},
+              {"predict_x0", true},
+              {"lower_order_final", true},
+              {"final_sigmas_type", "zero"},
+              {"timestep_spacing", "linspace"},
+              {"steps_offset", 0}};
+}
+
+}  // namespace omni::io

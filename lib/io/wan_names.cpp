@@ -1,0 +1,259 @@
+// Name tables from Wan2.2's original layout (and ComfyUI's, which shares it) to ours. Each is a walk over the
+// dotted parts of a name: clearer than chains of substring replacements, and a name no rule takes is refused
+// rather than passed through under a wrong name.
+#include "io/wan_names.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+
+namespace omni::io {
+
+namespace {
+
+std::vector<std::string> split(const std::string& name) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = name.find('.', start);
+    parts.push_back(name.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos) return parts;
+    start = dot + 1;
+  }
+}
+
+std::string join(const std::vector<std::string>& parts, size_t from, size_t to) {
+  std::string out;
+  for (size_t i = from; i < to && i < parts.size(); ++i) out += (out.empty() ? "" : ".") + parts[i];
+  return out;
+}
+
+// A block index: decimal digits only ("07" is not one).
+bool parse_index(const std::string& s, int* out) {
+  if (s.empty() || s.size() > 6 || (s.size() > 1 && s[0] == '0')) return false;
+  for (char c : s)
+    if (c < '0' || c > '9') return false;
+  *out = std::atoi(s.c_str());
+  return true;
+}
+
+bool is_param(const std::string& s) {
+  return s == "weight" || s == "bias";
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// blocks.N.<rest> of the original transformer -> ours.
+std::optional<std::string> transformer_block_name(int n, const std::vector<std::string>& p) {
+  // p: the parts after "blocks.N".
+  const std::string out = "blocks." + std::to_string(n) + ".";
+  if (p.size() == 1 && p[0] == "modulation") return out + "scale_shift_table";
+  if (p.size() == 2 && p[0] == "norm3" && is_param(p[1])) return out + "norm2." + p[1];
+  if (p.size() == 3 && p[0] == "ffn" && is_param(p[2])) {
+    if (p[1] == "0") return out + "ffn.net.0.proj." + p[2];
+    if (p[1] == "2") return out + "ffn.net.2." + p[2];
+    return std::nullopt;
+  }
+  if (p.size() == 3 && (p[0] == "self_attn" || p[0] == "cross_attn") && is_param(p[2])) {
+    const std::string attn = out + (p[0] == "self_attn" ? "attn1." : "attn2.");
+    static const std::map<std::string, std::string> kProj = {
+        {"q", "to_q"}, {"k", "to_k"}, {"v", "to_v"}, {"o", "to_out.0"}, {"norm_q", "norm_q"}, {"norm_k", "norm_k"}};
+    auto it = kProj.find(p[1]);
+    if (it == kProj.end()) return std::nullopt;  // k_img, v_img, norm_k_img: Wan2.1 I2V, which Wan2.2 lacks
+    if (starts_with(p[1], "norm") && p[2] != "weight") return std::nullopt;
+    return attn + it->second + "." + p[2];
+  }
+  return std::nullopt;
+}
+
+// One residual block's inner names (original residual.K / shortcut) -> ours (norm1, conv1, norm2, conv2,
+// conv_shortcut). `p` starts at "residual" or "shortcut".
+std::optional<std::string> vae_residual_name(const std::vector<std::string>& p, size_t at) {
+  if (p.size() != at + 2 && p.size() != at + 3) return std::nullopt;
+  if (p[at] == "shortcut" && p.size() == at + 2 && is_param(p[at + 1])) return "conv_shortcut." + p[at + 1];
+  if (p[at] != "residual" || p.size() != at + 3) return std::nullopt;
+  const std::string& k = p[at + 1];
+  const std::string& leaf = p[at + 2];
+  if (k == "0" && leaf == "gamma") return std::string("norm1.gamma");
+  if (k == "2" && is_param(leaf)) return "conv1." + leaf;
+  if (k == "3" && leaf == "gamma") return std::string("norm2.gamma");
+  if (k == "6" && is_param(leaf)) return "conv2." + leaf;
+  return std::nullopt;
+}
+
+// A resample's inner names are the same in both layouts: resample.1.{weight,bias}, time_conv.{weight,bias}.
+std::optional<std::string> vae_resample_name(const std::vector<std::string>& p, size_t at) {
+  if (p.size() == at + 3 && p[at] == "resample" && p[at + 1] == "1" && is_param(p[at + 2]))
+    return "resample.1." + p[at + 2];
+  if (p.size() == at + 2 && p[at] == "time_conv" && is_param(p[at + 1])) return "time_conv." + p[at + 1];
+  return std::nullopt;
+}
+
+std::optional<std::string> prefixed(const std::string& prefix, const std::optional<std::string>& rest) {
+  if (!rest) return std::nullopt;
+  return prefix + *rest;
+}
+
+// middle.{0,1,2}.<...> -> mid_block.{resnets.0, attentions.0, resnets.1}.<...>
+std::optional<std::string> vae_middle_name(const std::string& side, const std::vector<std::string>& p) {
+  // p: side, "middle", K, ...
+  if (p.size() < 4) return std::nullopt;
+  if (p[2] == "0" || p[2] == "2")
+    return prefixed(side + ".mid_block.resnets." + (p[2] == "0" ? "0." : "1."), vae_residual_name(p, 3));
+  if (p[2] == "1") {
+    const std::string rest = join(p, 3, p.size());
+    if (rest == "norm.gamma" || rest == "to_qkv.weight" || rest == "to_qkv.bias" || rest == "proj.weight" ||
+        rest == "proj.bias")
+      return side + ".mid_block.attentions.0." + rest;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> transformer_name_from_original(const std::string& stored) {
+  const auto p = split(stored);
+  if (p.size() == 2 && p[0] == "patch_embedding" && is_param(p[1])) return stored;
+  if (p.size() == 3 && is_param(p[2])) {
+    if (p[0] == "text_embedding" && (p[1] == "0" || p[1] == "2"))
+      return "condition_embedder.text_embedder.linear_" + std::string(p[1] == "0" ? "1." : "2.") + p[2];
+    if (p[0] == "time_embedding" && (p[1] == "0" || p[1] == "2"))
+      return "condition_embedder.time_embedder.linear_" + std::string(p[1] == "0" ? "1." : "2.") + p[2];
+    if (p[0] == "time_projection" && p[1] == "1") return "condition_embedder.time_proj." + p[2];
+    if (p[0] == "head" && p[1] == "head") return "proj_out." + p[2];
+  }
+  if (stored == "head.modulation") return std::string("scale_shift_table");
+  int n = 0;
+  if (p.size() >= 3 && p[0] == "blocks" && parse_index(p[1], &n))
+    return transformer_block_name(n, std::vector<std::string>(p.begin() + 2, p.end()));
+  return std::nullopt;
+}
+
+std::optional<std::string> umt5_name_from_wan(const std::string& stored) {
+  if (stored == "token_embedding.weight") return std::string("shared.weight");
+  if (stored == "norm.weight") return std::string("encoder.final_layer_norm.weight");
+  const auto p = split(stored);
+  int n = 0;
+  if (p.size() < 4 || p[0] != "blocks" || !parse_index(p[1], &n) || p.back() != "weight") return std::nullopt;
+  const std::string block = "encoder.block." + std::to_string(n) + ".layer.";
+  const std::string rest = join(p, 2, p.size() - 1);  // without ".weight"
+  static const std::map<std::string, std::string> kBlock = {
+      {"norm1", "0.layer_norm"},
+      {"attn.q", "0.SelfAttention.q"},
+      {"attn.k", "0.SelfAttention.k"},
+      {"attn.v", "0.SelfAttention.v"},
+      {"attn.o", "0.SelfAttention.o"},
+      {"pos_embedding.embedding", "0.SelfAttention.relative_attention_bias"},
+      {"norm2", "1.layer_norm"},
+      {"ffn.gate.0", "1.DenseReluDense.wi_0"},
+      {"ffn.fc1", "1.DenseReluDense.wi_1"},
+      {"ffn.fc2", "1.DenseReluDense.wo"},
+  };
+  auto it = kBlock.find(rest);
+  if (it == kBlock.end()) return std::nullopt;
+  return block + it->second + ".weight";
+}
+
+std::optional<std::string> vae_name_from_original(const std::string& stored, const VaeNameShape& shape) {
+  static const std::map<std::string, std::string> kTop = {
+      {"conv1.weight", "quant_conv.weight"},
+      {"conv1.bias", "quant_conv.bias"},
+      {"conv2.weight", "post_quant_conv.weight"},
+      {"conv2.bias", "post_quant_conv.bias"},
+      {"encoder.conv1.weight", "encoder.conv_in.weight"},
+      {"encoder.conv1.bias", "encoder.conv_in.bias"},
+      {"decoder.conv1.weight", "decoder.conv_in.weight"},
+      {"decoder.conv1.bias", "decoder.conv_in.bias"},
+      {"encoder.head.0.gamma", "encoder.norm_out.gamma"},
+      {"encoder.head.2.weight", "encoder.conv_out.weight"},
+      {"encoder.head.2.bias", "encoder.conv_out.bias"},
+      {"decoder.head.0.gamma", "decoder.norm_out.gamma"},
+      {"decoder.head.2.weight", "decoder.conv_out.weight"},
+      {"decoder.head.2.bias", "decoder.conv_out.bias"},
+  };
+  if (auto it = kTop.find(stored); it != kTop.end()) return it->second;
+  const auto p = split(stored);
+  if (p.size() < 4 || (p[0] != "encoder" && p[0] != "decoder")) return std::nullopt;
+  const std::string& side = p[0];
+  if (p[1] == "middle") return vae_middle_name(side, p);
+  int k = 0;
+  const int levels = shape.num_levels;
+  if (side == "encoder" && p[1] == "downsamples" && parse_index(p[2], &k)) {
+    if (shape.wan22) {
+      // downsamples.I.downsamples.J: J < num_res_blocks a residual block, J == num_res_blocks the resample.
+      int j = 0;
+      if (k >= levels || p.size() < 6 || p[3] != "downsamples" || !parse_index(p[4], &j)) return std::nullopt;
+      const std::string out = "encoder.down_blocks." + std::to_string(k) + ".";
+      if (j < shape.num_res_blocks)
+        return prefixed(out + "resnets." + std::to_string(j) + ".", vae_residual_name(p, 5));
+      if (j == shape.num_res_blocks && k != levels - 1) return prefixed(out + "downsampler.", vae_resample_name(p, 5));
+      return std::nullopt;
+    }
+    // Wan2.1: one flat list in both layouts (num_res_blocks residual blocks per level, then a resample but
+    // after the last level); only the inner names change.
+    const int per_level = shape.num_res_blocks + 1;
+    if (k >= levels * per_level - 1) return std::nullopt;
+    const std::string out = "encoder.down_blocks." + std::to_string(k) + ".";
+    if (k % per_level < shape.num_res_blocks) return prefixed(out, vae_residual_name(p, 3));
+    return prefixed(out, vae_resample_name(p, 3));
+  }
+  if (side == "decoder" && p[1] == "upsamples" && parse_index(p[2], &k)) {
+    const int resnets = shape.num_res_blocks + 1;  // the decoder has one more residual block per level
+    if (shape.wan22) {
+      int j = 0;
+      if (k >= levels || p.size() < 6 || p[3] != "upsamples" || !parse_index(p[4], &j)) return std::nullopt;
+      const std::string out = "decoder.up_blocks." + std::to_string(k) + ".";
+      if (j < resnets) return prefixed(out + "resnets." + std::to_string(j) + ".", vae_residual_name(p, 5));
+      if (j == resnets && k != levels - 1) return prefixed(out + "upsampler.", vae_resample_name(p, 5));
+      return std::nullopt;
+    }
+    // Wan2.1: a flat list of `resnets` residual blocks per level, then an upsampler but after the last level;
+    // ours nests them: up_blocks.I.resnets.J and up_blocks.I.upsamplers.0.
+    const int per_level = resnets + 1;
+    const int level = k / per_level, j = k % per_level;
+    if (level >= levels || (level == levels - 1 && j == resnets)) return std::nullopt;
+    const std::string out = "decoder.up_blocks." + std::to_string(level) + ".";
+    if (j < resnets) return prefixed(out + "resnets." + std::to_string(j) + ".", vae_residual_name(p, 3));
+    return prefixed(out + "upsamplers.0.", vae_resample_name(p, 3));
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+bool any_named(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+bool any_starting(const std::vector<std::string>& names, const std::string& prefix) {
+  return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return starts_with(n, prefix); });
+}
+
+}  // namespace
+
+std::optional<NameLayout> transformer_name_layout(const std::vector<std::string>& names) {
+  if (any_named(names, "head.modulation")) return NameLayout::kWanOriginal;
+  if (any_named(names, "scale_shift_table") || any_named(names, "proj_out.weight")) return NameLayout::kOurs;
+  return std::nullopt;
+}
+
+std::optional<NameLayout> umt5_name_layout(const std::vector<std::string>& names) {
+  if (any_named(names, "token_embedding.weight") || any_starting(names, "blocks.0.attn."))
+    return NameLayout::kWanOriginal;
+  if (any_starting(names, "encoder.block.")) return NameLayout::kOurs;
+  return std::nullopt;
+}
+
+std::optional<NameLayout> vae_name_layout(const std::vector<std::string>& names) {
+  if (any_starting(names, "decoder.middle.")) return NameLayout::kWanOriginal;
+  if (any_starting(names, "decoder.mid_block.")) return NameLayout::kOurs;
+  return std::nullopt;
+}
+
+bool vae_original_is_wan22(const std::vector<std::string>& names) {
+  return any_starting(names, "encoder.downsamples.0.downsamples.");
+}
+
+}  // namespace omni::io

@@ -1,0 +1,638 @@
+#!/usr/bin/env python3
+"""Write a diffusers Wan2.2 pipeline folder's weights in two foreign layouts.
+
+Test-data tool: our C++ loader must read Wan2.2 weights laid out as
+  (1) the ORIGINAL Wan-AI repositories (what Wan-Video/Wan2.2's generate.py reads), and
+  (2) ComfyUI single files (Comfy-Org/Wan_2.2_ComfyUI_Repackaged),
+but real weights cannot be downloaded here. From a diffusers pipeline folder (tiny
+random-weight checkpoints) this writes the SAME weights in those layouts, following the
+public name tables (diffusers' single_file_utils.convert_wan_transformer_to_diffusers /
+convert_wan_vae_to_diffusers, scripts/convert_wan_to_diffusers.py convert_vae_22, and the
+module trees of Wan2.2's wan/modules/{model,t5,vae2_1,vae2_2}.py). check_foreign_layouts.py
+proves the result right independently.
+
+    foreign_layouts.py original SRC OUT [--dtype keep|bf16|fp16|fp32] [--shard-bytes N]
+                                        [--model-type t2v|i2v|ti2v]
+    foreign_layouts.py comfy SRC OUT --dtype fp16|bf16|fp32|fp8_scaled
+                                     [--prefix model.diffusion_model.|none] [--spiece]
+                                     [--new-style] [--input-scale] [--fp8-rest fp16|bf16|fp32]
+
+ORIGINAL layout (OUT/):
+  high_noise_model/ (from transformer/), low_noise_model/ (from transformer_2/) for
+  two-expert pipelines; OUT/ itself for single-transformer ones (ti2v-5B). Each holds
+  config.json (WanModel: _class_name, _diffusers_version, dim, eps, ffn_dim, freq_dim,
+  in_dim, model_type, num_heads, num_layers, out_dim, text_len -- the published key set;
+  text_dim / patch_size / qk_norm / cross_attn_norm / window_size are added ONLY when they
+  differ from WanModel's defaults, as they do for tiny test models (text_dim)), plus
+  diffusion_pytorch_model-0000N-of-0000M.safetensors and
+  diffusion_pytorch_model.safetensors.index.json (HF sharding; always >= 2 shards when
+  there are >= 2 tensors, so the index path is exercised).
+  models_t5_umt5-xxl-enc-bf16.pth: torch.save of the Wan T5Encoder state dict (the name
+  says bf16; with --dtype keep the source dtype is written anyway).
+  Wan2.1_VAE.pth (z_dim 16) or Wan2.2_VAE.pth (z_dim 48): torch.save of the VAE state dict.
+  google/umt5-xxl/: a copy of tokenizer/.
+  --dtype applies to every tensor written (transformer, T5, VAE).
+
+COMFY layout (OUT/):
+  wan2.2_{t2v,i2v}_{high,low}_noise_14B_<dt>.safetensors or wan2.2_ti2v_5B_<dt>.safetensors:
+    original transformer names, prefixed with --prefix (default "model.diffusion_model.").
+  umt5_xxl_<dt>.safetensors (fp8_scaled: umt5_xxl_fp8_e4m3fn_scaled.safetensors): HF T5
+    encoder names as in transformers (shared.weight, encoder.block.N.layer..., 
+    encoder.final_layer_norm.weight; encoder.embed_tokens.weight is NOT written, it is tied
+    to shared.weight). --spiece adds uint8 `spiece_model` = bytes of tokenizer/spiece.model.
+  wan_2.1_vae.safetensors (z_dim 16) or wan2.2_vae.safetensors (z_dim 48): original VAE
+    names, no prefix. Never fp8: fp16/bf16/fp32 follow --dtype; with fp8_scaled the VAE is
+    written in bf16 (Comfy-Org publishes one 2-byte VAE file next to the fp8 models; our
+    choice, not verifiable from source code).
+  <dt> is fp16 / bf16 / fp32 / fp8_scaled.
+
+fp8_scaled (ComfyUI "scaled_fp8" format, comfy/ops.py scaled_fp8_ops):
+  quantised: every 2-D Linear weight inside the transformer blocks
+    (blocks.N.{self_attn,cross_attn}.{q,k,v,o}.weight, blocks.N.ffn.{0,2}.weight; also
+    cross_attn.{k_img,v_img}.weight if present) and inside the T5 blocks
+    (encoder.block.N.layer.0.SelfAttention.{q,k,v,o}.weight,
+    encoder.block.N.layer.1.DenseReluDense.{wi_0,wi_1,wo}.weight):
+      scale = amax(|w|) / 448 (1.0 when amax == 0), 0-dim float32 `<module>.scale_weight`
+      weight = (w / scale).clamp(-448, 448).to(float8_e4m3fn); dequant = fp8.float() * scale
+    --input-scale also writes 0-dim float32 `<module>.scale_input` = 1.0.
+  marker: `scaled_fp8` = torch.empty(0, dtype=float8_e4m3fn) (shape [0]); in the transformer
+    file it carries the --prefix (comfy/model_detection.py pops "{unet_prefix}scaled_fp8"),
+    in the T5 file it is the bare top-level key "scaled_fp8".
+  everything else (embeddings, text/time embedding and head Linears, patch_embedding conv,
+    modulation, norms, biases, relative_attention_bias, shared) is written in --fp8-rest
+    (default fp16).
+  --new-style (comfy quant / comfy-kitchen layout) instead writes `<module>.weight_scale`
+    (0-dim float32), optional `<module>.input_scale`, and `<module>.comfy_quant` = uint8
+    tensor of the UTF-8 JSON bytes {"format": "float8_e4m3fn"}; no `scaled_fp8` marker.
+
+Importable: to_original_transformer(sd), to_original_vae(sd, z_dim), to_wan_t5(sd),
+quantize_fp8_scaled(sd, which_keys, ...), plus load_diffusers_component(dir).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+FP8_MAX = 448.0
+
+# --------------------------------------------------------------------------------------
+# Transformer: diffusers WanTransformer3DModel -> original WanModel names
+# (inverse of diffusers single_file_utils.convert_wan_transformer_to_diffusers)
+# --------------------------------------------------------------------------------------
+
+# top-level (non-block) renames, exact prefixes
+_TRANSFORMER_TOP = [
+    ("condition_embedder.time_embedder.linear_1.", "time_embedding.0."),
+    ("condition_embedder.time_embedder.linear_2.", "time_embedding.2."),
+    ("condition_embedder.text_embedder.linear_1.", "text_embedding.0."),
+    ("condition_embedder.text_embedder.linear_2.", "text_embedding.2."),
+    ("condition_embedder.time_proj.", "time_projection.1."),
+    ("condition_embedder.image_embedder.norm1.", "img_emb.proj.0."),
+    ("condition_embedder.image_embedder.ff.net.0.proj.", "img_emb.proj.1."),
+    ("condition_embedder.image_embedder.ff.net.2.", "img_emb.proj.3."),
+    ("condition_embedder.image_embedder.norm2.", "img_emb.proj.4."),
+    ("condition_embedder.image_embedder.pos_embed", "img_emb.emb_pos"),
+    ("patch_embedding.", "patch_embedding."),
+    ("proj_out.", "head.head."),
+    ("scale_shift_table", "head.modulation"),
+]
+
+# inside blocks.N.
+_TRANSFORMER_BLOCK = [
+    ("attn1.to_q.", "self_attn.q."),
+    ("attn1.to_k.", "self_attn.k."),
+    ("attn1.to_v.", "self_attn.v."),
+    ("attn1.to_out.0.", "self_attn.o."),
+    ("attn1.norm_q.", "self_attn.norm_q."),
+    ("attn1.norm_k.", "self_attn.norm_k."),
+    ("attn2.to_q.", "cross_attn.q."),
+    ("attn2.to_k.", "cross_attn.k."),
+    ("attn2.to_v.", "cross_attn.v."),
+    ("attn2.to_out.0.", "cross_attn.o."),
+    ("attn2.norm_q.", "cross_attn.norm_q."),
+    ("attn2.norm_k.", "cross_attn.norm_k."),
+    ("attn2.add_k_proj.", "cross_attn.k_img."),
+    ("attn2.add_v_proj.", "cross_attn.v_img."),
+    ("attn2.norm_added_k.", "cross_attn.norm_k_img."),
+    # diffusers norm2 = the cross-attention LayerNorm (affine) = original norm3.
+    # original norm2 (pre-FFN, no params) = diffusers norm3 (no params): nothing to write.
+    ("norm2.", "norm3."),
+    ("ffn.net.0.proj.", "ffn.0."),
+    ("ffn.net.2.", "ffn.2."),
+    ("scale_shift_table", "modulation"),
+]
+
+_BLOCK_RE = re.compile(r"^blocks\.(\d+)\.(.+)$")
+
+
+def transformer_key_to_original(key: str) -> str:
+    m = _BLOCK_RE.match(key)
+    if m:
+        n, rest = m.groups()
+        for a, b in _TRANSFORMER_BLOCK:
+            if rest.startswith(a):
+                return f"blocks.{n}.{b}{rest[len(a):]}"
+        raise KeyError(f"transformer: no rule for block key {key!r}")
+    for a, b in _TRANSFORMER_TOP:
+        if key == a or (a.endswith(".") and key.startswith(a)):
+            return b + key[len(a):]
+    raise KeyError(f"transformer: no rule for key {key!r}")
+
+
+def to_original_transformer(state_dict: dict) -> dict:
+    out = {}
+    for k, v in state_dict.items():
+        nk = transformer_key_to_original(k)
+        if nk in out:
+            raise KeyError(f"transformer: two keys map to {nk!r}")
+        out[nk] = v
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# VAE: diffusers AutoencoderKLWan -> original WanVAE_ names (vae2_1.py / vae2_2.py)
+# --------------------------------------------------------------------------------------
+
+# ResidualBlock: residual = Sequential(RMS_norm, SiLU, CausalConv3d, RMS_norm, SiLU,
+# Dropout, CausalConv3d), shortcut = CausalConv3d(1x1x1) or Identity.
+_RESNET = [
+    ("norm1.", "residual.0."),
+    ("conv1.", "residual.2."),
+    ("norm2.", "residual.3."),
+    ("conv2.", "residual.6."),
+    ("conv_shortcut.", "shortcut."),
+]
+
+
+def _resnet(rest: str, key: str) -> str:
+    for a, b in _RESNET:
+        if rest.startswith(a):
+            return b + rest[len(a):]
+    raise KeyError(f"vae: no resnet rule for {key!r}")
+
+
+def _vae_common(key: str):
+    """Keys shared by 2.1 and 2.2; returns None when the key is stage-specific."""
+    for side in ("encoder", "decoder"):
+        p = side + "."
+        if not key.startswith(p):
+            continue
+        rest = key[len(p):]
+        if rest.startswith("conv_in."):
+            return f"{side}.conv1.{rest[len('conv_in.'):]}"
+        if rest.startswith("norm_out."):
+            return f"{side}.head.0.{rest[len('norm_out.'):]}"
+        if rest.startswith("conv_out."):
+            return f"{side}.head.2.{rest[len('conv_out.'):]}"
+        m = re.match(r"^mid_block\.resnets\.(\d+)\.(.+)$", rest)
+        if m:
+            i = int(m.group(1))
+            return f"{side}.middle.{2 * i}.{_resnet(m.group(2), key)}"
+        m = re.match(r"^mid_block\.attentions\.0\.(.+)$", rest)
+        if m:  # AttentionBlock: norm (RMS_norm), to_qkv, proj -- same names
+            return f"{side}.middle.1.{m.group(1)}"
+        return None
+    if key.startswith("quant_conv."):
+        return "conv1." + key[len("quant_conv."):]
+    if key.startswith("post_quant_conv."):
+        return "conv2." + key[len("post_quant_conv."):]
+    raise KeyError(f"vae: no rule for {key!r}")
+
+
+def _count(keys, pattern):
+    idx = set()
+    rx = re.compile(pattern)
+    for k in keys:
+        m = rx.match(k)
+        if m:
+            idx.add(int(m.group(1)))
+    return (max(idx) + 1) if idx else 0
+
+
+def to_original_vae(sd: dict, z_dim: int) -> dict:
+    """z_dim 16 -> Wan2.1 VAE layout (vae2_1.py), z_dim 48 -> Wan2.2 VAE (vae2_2.py)."""
+    keys = list(sd)
+    is22 = z_dim == 48 or any(".downsampler." in k or ".upsampler." in k for k in keys)
+    n_up = _count(keys, r"^decoder\.up_blocks\.(\d+)\.")
+    # resnets per decoder up block (num_res_blocks + 1) and whether it has an upsampler
+    up_res = [_count(keys, rf"^decoder\.up_blocks\.{b}\.resnets\.(\d+)\.") for b in range(n_up)]
+    up_has = [any(k.startswith(f"decoder.up_blocks.{b}.upsampler") for k in keys) for b in range(n_up)]
+    out = {}
+    for k, v in sd.items():
+        nk = _vae_common(k)
+        if nk is None:
+            if k.startswith("encoder.down_blocks."):
+                if not is22:
+                    # 2.1: diffusers down_blocks is the same flat list as downsamples
+                    m = re.match(r"^encoder\.down_blocks\.(\d+)\.(.+)$", k)
+                    j, rest = m.groups()
+                    if rest.startswith(("resample.", "time_conv.")):
+                        nk = f"encoder.downsamples.{j}.{rest}"
+                    else:
+                        nk = f"encoder.downsamples.{j}.{_resnet(rest, k)}"
+                else:
+                    m = re.match(r"^encoder\.down_blocks\.(\d+)\.resnets\.(\d+)\.(.+)$", k)
+                    if m:
+                        i, r, rest = m.groups()
+                        nk = f"encoder.downsamples.{i}.downsamples.{r}.{_resnet(rest, k)}"
+                    else:
+                        m = re.match(r"^encoder\.down_blocks\.(\d+)\.downsampler\.(.+)$", k)
+                        if not m:
+                            raise KeyError(f"vae: no rule for {k!r}")
+                        i, rest = m.groups()
+                        nres = _count(keys, rf"^encoder\.down_blocks\.{i}\.resnets\.(\d+)\.")
+                        nk = f"encoder.downsamples.{i}.downsamples.{nres}.{rest}"
+            elif k.startswith("decoder.up_blocks."):
+                m = re.match(r"^decoder\.up_blocks\.(\d+)\.resnets\.(\d+)\.(.+)$", k)
+                if m:
+                    b, r, rest = int(m.group(1)), int(m.group(2)), m.group(3)
+                    if is22:
+                        nk = f"decoder.upsamples.{b}.upsamples.{r}.{_resnet(rest, k)}"
+                    else:
+                        flat = sum(up_res[i] + up_has[i] for i in range(b)) + r
+                        nk = f"decoder.upsamples.{flat}.{_resnet(rest, k)}"
+                else:
+                    m = re.match(r"^decoder\.up_blocks\.(\d+)\.(upsamplers\.0|upsampler)\.(.+)$", k)
+                    if not m:
+                        raise KeyError(f"vae: no rule for {k!r}")
+                    b, rest = int(m.group(1)), m.group(3)
+                    if is22:
+                        nk = f"decoder.upsamples.{b}.upsamples.{up_res[b]}.{rest}"
+                    else:
+                        flat = sum(up_res[i] + up_has[i] for i in range(b)) + up_res[b]
+                        nk = f"decoder.upsamples.{flat}.{rest}"
+            else:
+                raise KeyError(f"vae: no rule for {k!r}")
+        if nk in out:
+            raise KeyError(f"vae: two keys map to {nk!r}")
+        out[nk] = v
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# T5: transformers UMT5EncoderModel (HF T5 names) -> Wan T5Encoder (wan/modules/t5.py)
+# --------------------------------------------------------------------------------------
+
+_T5_BLOCK = [
+    ("layer.0.SelfAttention.q.", "attn.q."),
+    ("layer.0.SelfAttention.k.", "attn.k."),
+    ("layer.0.SelfAttention.v.", "attn.v."),
+    ("layer.0.SelfAttention.o.", "attn.o."),
+    ("layer.0.SelfAttention.relative_attention_bias.", "pos_embedding.embedding."),
+    ("layer.0.layer_norm.", "norm1."),
+    ("layer.1.DenseReluDense.wi_0.", "ffn.gate.0."),  # gelu branch
+    ("layer.1.DenseReluDense.wi_1.", "ffn.fc1."),     # linear branch
+    ("layer.1.DenseReluDense.wo.", "ffn.fc2."),
+    ("layer.1.layer_norm.", "norm2."),
+]
+
+
+def t5_key_to_wan(key: str):
+    if key == "shared.weight":
+        return "token_embedding.weight"
+    if key == "encoder.embed_tokens.weight":
+        return None  # tied to shared.weight
+    if key.startswith("encoder.final_layer_norm."):
+        return "norm." + key[len("encoder.final_layer_norm."):]
+    m = re.match(r"^encoder\.block\.(\d+)\.(.+)$", key)
+    if m:
+        n, rest = m.groups()
+        for a, b in _T5_BLOCK:
+            if rest.startswith(a):
+                return f"blocks.{n}.{b}{rest[len(a):]}"
+    raise KeyError(f"t5: no rule for {key!r}")
+
+
+def to_wan_t5(sd: dict) -> dict:
+    out = {}
+    for k, v in sd.items():
+        nk = t5_key_to_wan(k)
+        if nk is None:
+            continue
+        if nk in out:
+            raise KeyError(f"t5: two keys map to {nk!r}")
+        out[nk] = v
+    if "token_embedding.weight" not in out and "encoder.embed_tokens.weight" in sd:
+        out["token_embedding.weight"] = sd["encoder.embed_tokens.weight"]
+    return out
+
+
+def t5_comfy_sd(sd: dict) -> dict:
+    """HF names as ComfyUI's umt5_xxl files carry them: drop the tied embed_tokens copy."""
+    out = {k: v for k, v in sd.items() if k != "encoder.embed_tokens.weight"}
+    if "shared.weight" not in out and "encoder.embed_tokens.weight" in sd:
+        out["shared.weight"] = sd["encoder.embed_tokens.weight"]
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# fp8 scaled
+# --------------------------------------------------------------------------------------
+
+TRANSFORMER_FP8_RE = re.compile(
+    r"^blocks\.\d+\.(self_attn\.[qkvo]|cross_attn\.(?:[qkvo]|k_img|v_img)|ffn\.[02])\.weight$")
+T5_FP8_RE = re.compile(
+    r"^encoder\.block\.\d+\.layer\.(0\.SelfAttention\.[qkvo]|1\.DenseReluDense\.(?:wi_0|wi_1|wo))\.weight$")
+
+
+def fp8_quantize_tensor(w: torch.Tensor):
+    wf = w.detach().to(torch.float32)
+    amax = wf.abs().max().item() if wf.numel() else 0.0
+    scale = amax / FP8_MAX if amax > 0 else 1.0
+    scale_t = torch.tensor(scale, dtype=torch.float32)
+    q = (wf / scale_t).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
+    return q, scale_t
+
+
+def quantize_fp8_scaled(sd: dict, which_keys, rest_dtype=torch.float16, new_style=False,
+                        input_scale=False) -> dict:
+    """which_keys: iterable of weight keys or a callable(key)->bool or a compiled regex."""
+    if callable(which_keys):
+        pick = which_keys
+    elif hasattr(which_keys, "match"):
+        pick = lambda k: which_keys.match(k) is not None  # noqa: E731
+    else:
+        s = set(which_keys)
+        pick = lambda k: k in s  # noqa: E731
+    out = {}
+    for k, v in sd.items():
+        if pick(k) and v.dim() == 2 and k.endswith(".weight"):
+            mod = k[: -len(".weight")]
+            q, s = fp8_quantize_tensor(v)
+            out[k] = q
+            if new_style:
+                out[mod + ".weight_scale"] = s
+                if input_scale:
+                    out[mod + ".input_scale"] = torch.tensor(1.0, dtype=torch.float32)
+                out[mod + ".comfy_quant"] = torch.tensor(
+                    list(json.dumps({"format": "float8_e4m3fn"}).encode()), dtype=torch.uint8)
+            else:
+                out[mod + ".scale_weight"] = s
+                if input_scale:
+                    out[mod + ".scale_input"] = torch.tensor(1.0, dtype=torch.float32)
+        else:
+            out[k] = v.to(rest_dtype) if v.is_floating_point() else v
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# I/O helpers
+# --------------------------------------------------------------------------------------
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+
+def load_diffusers_component(d: Path) -> dict:
+    d = Path(d)
+    idx = sorted(d.glob("*.safetensors.index.json"))
+    if idx:
+        wm = json.loads(idx[0].read_text())["weight_map"]
+        sd = {}
+        for f in sorted(set(wm.values())):
+            sd.update(load_file(str(d / f)))
+        return sd
+    files = sorted(d.glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"no safetensors in {d}")
+    sd = {}
+    for f in files:
+        sd.update(load_file(str(f)))
+    return sd
+
+
+def _cast(sd: dict, dtype) -> dict:
+    out = {}
+    for k, v in sd.items():
+        v = v.to(dtype) if (dtype is not None and v.is_floating_point()) else v
+        out[k] = v.contiguous().clone()
+    return out
+
+
+class _Staging:
+    """Write into OUT/.partial-XXXX, move into place on success, remove on error."""
+
+    def __init__(self, out: Path):
+        self.out = Path(out)
+
+    def __enter__(self):
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=self.out))
+        return self.tmp
+
+    def __exit__(self, et, ev, tb):
+        if et is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            return False
+        for p in sorted(self.tmp.iterdir()):
+            dst = self.out / p.name
+            if dst.is_dir() and not dst.is_symlink():
+                shutil.rmtree(dst)
+            elif dst.exists():
+                dst.unlink()
+            os.replace(p, dst)
+        self.tmp.rmdir()
+        return False
+
+
+def _nbytes(t):
+    return t.numel() * t.element_size()
+
+
+def save_sharded(sd: dict, d: Path, shard_bytes: int, base="diffusion_pytorch_model"):
+    keys = sorted(sd)
+    shards, cur, size = [], [], 0
+    for k in keys:
+        n = _nbytes(sd[k])
+        if cur and size + n > shard_bytes:
+            shards.append(cur)
+            cur, size = [], 0
+        cur.append(k)
+        size += n
+    if cur:
+        shards.append(cur)
+    if len(shards) == 1 and len(keys) >= 2:  # force >= 2 shards: exercise the index path
+        half = len(keys) // 2
+        shards = [keys[:half], keys[half:]]
+    m = len(shards)
+    wm = {}
+    for i, ks in enumerate(shards, 1):
+        fn = f"{base}-{i:05d}-of-{m:05d}.safetensors"
+        save_file({k: sd[k] for k in ks}, str(d / fn), metadata={"format": "pt"})
+        for k in ks:
+            wm[k] = fn
+    index = {"metadata": {"total_size": sum(_nbytes(v) for v in sd.values())},
+             "weight_map": dict(sorted(wm.items()))}
+    (d / f"{base}.safetensors.index.json").write_text(json.dumps(index, indent=2) + "\n")
+    return m
+
+
+WANMODEL_DEFAULTS = {"text_dim": 4096, "patch_size": [1, 2, 2], "qk_norm": True,
+                     "cross_attn_norm": True, "window_size": [-1, -1]}
+
+
+def wan_config(tcfg: dict, model_type: str) -> dict:
+    heads = tcfg["num_attention_heads"]
+    cfg = {
+        "_class_name": "WanModel",
+        "_diffusers_version": "0.33.0",
+        "dim": heads * tcfg["attention_head_dim"],
+        "eps": tcfg["eps"],
+        "ffn_dim": tcfg["ffn_dim"],
+        "freq_dim": tcfg["freq_dim"],
+        "in_dim": tcfg["in_channels"],
+        "model_type": model_type,
+        "num_heads": heads,
+        "num_layers": tcfg["num_layers"],
+        "out_dim": tcfg["out_channels"],
+        "text_len": 512,
+    }
+    extras = {"text_dim": tcfg["text_dim"], "patch_size": list(tcfg["patch_size"]),
+              "qk_norm": tcfg.get("qk_norm") is not None,
+              "cross_attn_norm": bool(tcfg.get("cross_attn_norm", True)), "window_size": [-1, -1]}
+    for k, v in extras.items():
+        if v != WANMODEL_DEFAULTS[k]:
+            cfg[k] = v
+    return dict(sorted(cfg.items()))
+
+
+class Pipeline:
+    def __init__(self, src: Path):
+        self.src = Path(src)
+        self.index = json.loads((self.src / "model_index.json").read_text())
+        self.experts = ["transformer"] + (["transformer_2"] if self.index.get("transformer_2")
+                                          and self.index["transformer_2"][0] else [])
+        self.vae_cfg = json.loads((self.src / "vae" / "config.json").read_text())
+        self.z_dim = self.vae_cfg["z_dim"]
+
+    def tcfg(self, sub):
+        return json.loads((self.src / sub / "config.json").read_text())
+
+    def model_type(self, override=None):
+        if override:
+            return override
+        if len(self.experts) == 1 and self.z_dim == 48:
+            return "ti2v"
+        c = self.tcfg("transformer")
+        return "i2v" if c["in_channels"] != c["out_channels"] else "t2v"
+
+    def expert_dirs(self):
+        """[(diffusers subfolder, original folder, comfy tag)]"""
+        if len(self.experts) == 2:
+            return [("transformer", "high_noise_model", "high_noise"),
+                    ("transformer_2", "low_noise_model", "low_noise")]
+        return [("transformer", "", None)]
+
+
+def comfy_transformer_name(mt: str, tag, dt: str) -> str:
+    if tag is None:
+        return f"wan2.2_{mt}_5B_{dt}.safetensors"
+    return f"wan2.2_{mt}_{tag}_14B_{dt}.safetensors"
+
+
+def comfy_t5_name(dt: str) -> str:
+    return "umt5_xxl_fp8_e4m3fn_scaled.safetensors" if dt == "fp8_scaled" else f"umt5_xxl_{dt}.safetensors"
+
+
+def comfy_vae_name(z_dim: int) -> str:
+    return "wan2.2_vae.safetensors" if z_dim == 48 else "wan_2.1_vae.safetensors"
+
+
+def original_vae_name(z_dim: int) -> str:
+    return "Wan2.2_VAE.pth" if z_dim == 48 else "Wan2.1_VAE.pth"
+
+
+T5_PTH = "models_t5_umt5-xxl-enc-bf16.pth"
+
+
+def write_original(src, out, dtype="keep", shard_bytes=65536, model_type=None):
+    p = Pipeline(src)
+    dt = None if dtype == "keep" else DTYPES[dtype]
+    mt = p.model_type(model_type)
+    with _Staging(out) as tmp:
+        for sub, folder, _ in p.expert_dirs():
+            d = tmp / folder if folder else tmp
+            d.mkdir(parents=True, exist_ok=True)
+            sd = _cast(to_original_transformer(load_diffusers_component(p.src / sub)), dt)
+            save_sharded(sd, d, shard_bytes)
+            (d / "config.json").write_text(json.dumps(wan_config(p.tcfg(sub), mt), indent=2) + "\n")
+        t5 = _cast(to_wan_t5(load_diffusers_component(p.src / "text_encoder")), dt)
+        torch.save(t5, str(tmp / T5_PTH))
+        vae = _cast(to_original_vae(load_diffusers_component(p.src / "vae"), p.z_dim), dt)
+        torch.save(vae, str(tmp / original_vae_name(p.z_dim)))
+        (tmp / "google").mkdir()
+        shutil.copytree(p.src / "tokenizer", tmp / "google" / "umt5-xxl")
+
+
+def write_comfy(src, out, dtype, prefix="model.diffusion_model.", spiece=False,
+                new_style=False, input_scale=False, fp8_rest="fp16"):
+    p = Pipeline(src)
+    mt = p.model_type()
+    prefix = "" if prefix in (None, "none", "") else prefix
+    fp8 = dtype == "fp8_scaled"
+    rest = DTYPES[fp8_rest]
+    meta = {"format": "pt"}
+    with _Staging(out) as tmp:
+        for sub, _, tag in p.expert_dirs():
+            sd = to_original_transformer(load_diffusers_component(p.src / sub))
+            if fp8:
+                sd = quantize_fp8_scaled(sd, TRANSFORMER_FP8_RE, rest, new_style, input_scale)
+            else:
+                sd = _cast(sd, DTYPES[dtype])
+            sd = {prefix + k: v.contiguous() for k, v in sd.items()}
+            if fp8 and not new_style:
+                sd[prefix + "scaled_fp8"] = torch.empty(0, dtype=torch.float8_e4m3fn)
+            save_file(sd, str(tmp / comfy_transformer_name(mt, tag, dtype)), metadata=meta)
+        t5 = t5_comfy_sd(load_diffusers_component(p.src / "text_encoder"))
+        if fp8:
+            t5 = quantize_fp8_scaled(t5, T5_FP8_RE, rest, new_style, input_scale)
+            if not new_style:
+                t5["scaled_fp8"] = torch.empty(0, dtype=torch.float8_e4m3fn)
+        else:
+            t5 = _cast(t5, DTYPES[dtype])
+        if spiece:
+            t5["spiece_model"] = torch.frombuffer(
+                bytearray((p.src / "tokenizer" / "spiece.model").read_bytes()), dtype=torch.uint8).clone()
+        save_file({k: v.contiguous() for k, v in t5.items()}, str(tmp / comfy_t5_name(dtype)), metadata=meta)
+        vdt = torch.bfloat16 if fp8 else DTYPES[dtype]
+        vae = _cast(to_original_vae(load_diffusers_component(p.src / "vae"), p.z_dim), vdt)
+        save_file(vae, str(tmp / comfy_vae_name(p.z_dim)), metadata=meta)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sp = ap.add_subparsers(dest="layout", required=True)
+    o = sp.add_parser("original")
+    o.add_argument("src")
+    o.add_argument("out")
+    o.add_argument("--dtype", default="keep", choices=["keep", "bf16", "fp16", "fp32"])
+    o.add_argument("--shard-bytes", type=int, default=65536)
+    o.add_argument("--model-type", choices=["t2v", "i2v", "ti2v"])
+    c = sp.add_parser("comfy")
+    c.add_argument("src")
+    c.add_argument("out")
+    c.add_argument("--dtype", required=True, choices=["fp16", "bf16", "fp32", "fp8_scaled"])
+    c.add_argument("--prefix", default="model.diffusion_model.")
+    c.add_argument("--spiece", action="store_true")
+    c.add_argument("--new-style", action="store_true")
+    c.add_argument("--input-scale", action="store_true")
+    c.add_argument("--fp8-rest", default="fp16", choices=["fp16", "bf16", "fp32"])
+    a = ap.parse_args(argv)
+    if a.layout == "original":
+        write_original(a.src, a.out, a.dtype, a.shard_bytes, a.model_type)
+    else:
+        write_comfy(a.src, a.out, a.dtype, a.prefix, a.spiece, a.new_style, a.input_scale, a.fp8_rest)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
