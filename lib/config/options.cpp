@@ -286,6 +286,10 @@ const std::vector<Binding>& bindings() {
     i32("fps", "frames per second of the MP4", "16", &G::fps);
     i32("crf", "H.264 quality (0 lossless .. 51 worst)", "18", &G::crf);
     flag("overwrite", "replace an existing output file", &G::overwrite);
+    flag("lora-strict",
+         "a LoRA key naming a Wan2.1 image-conditioning module (k_img, v_img, img_emb) that Wan2.2 lacks is an "
+         "error (default: skipped with one warning per file)",
+         &G::lora_strict);
     str("save-tensors", "write intermediate tensors (safetensors) to this path", "", &G::save_tensors);
     str("report", "write the run report (JSON) to this path", "", &G::report);
     str("dump-tensors",

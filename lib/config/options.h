@@ -102,6 +102,7 @@ struct GenerateOptions {
   int fps{};
   int crf{};
   bool overwrite{};
+  bool lora_strict{};  // --lora-strict: a LoRA's Wan2.1-only keys are an error, not skipped
   std::string save_tensors;
   std::string dump_tensors;
   std::string report;

@@ -173,7 +173,10 @@ int GenerationJob::dry_run(const std::function<void()>& print_header) {
   });
   if (mesh_.rank() != 0) return 0;
   print_header();
-  std::string text = prompts + memory_->describe([&](int r) { return mesh_.layout().writes_video(r); });
+  // Where each component comes from (a diffusers folder, Wan2.2's original layout, single files).
+  std::string sources = "model components:\n";
+  for (const auto& kv : model_->index().components) sources += "  " + kv.first + ": " + model_->origin(kv.first) + "\n";
+  std::string text = sources + prompts + memory_->describe([&](int r) { return mesh_.layout().writes_video(r); });
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
   if (!opts_.report.empty()) {
@@ -226,6 +229,7 @@ void GenerationJob::load() {
     s.boundary_ratio = resolved("boundary-ratio", opts_.boundary_ratio);
     for (int e = 0; e < 2; ++e)
       for (const auto& r : lora_.expert[e]) s.lora[e].push_back({r.path, r.scale});
+    s.lora_strict = opts_.lora_strict;
     pipeline_ = std::make_unique<pipeline::WanPipeline>(*model_, s, &mesh_);
     // Each video's sizes against the model (multiples of its spatial factor, frames rounded to 4k+1) before
     // anything runs, so that a bad size is one agreed error naming the line, not an abort mid-run.

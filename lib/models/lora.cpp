@@ -57,14 +57,15 @@ const std::map<std::string, std::string>& root_names() {
   return m;
 }
 
-enum class Part { kDown, kUp, kAlpha, kDiff, kDiffB };
+// kDiffM: Kijai's blocks.N.diff_m, a full delta of the block's modulation (our blocks.N.scale_shift_table).
+enum class Part { kDown, kUp, kAlpha, kDiff, kDiffB, kDiffM };
 
 // Key suffixes, longest first where one ends another.
 const std::vector<std::pair<std::string, Part>>& suffixes() {
   static const std::vector<std::pair<std::string, Part>> s = {
       {".lora_A.weight", Part::kDown}, {".lora_B.weight", Part::kUp},  {".lora_down.weight", Part::kDown},
       {".lora_up.weight", Part::kUp},  {".lora_B.bias", Part::kDiffB}, {".alpha", Part::kAlpha},
-      {".diff_b", Part::kDiffB},       {".diff", Part::kDiff}};
+      {".diff_b", Part::kDiffB},       {".diff_m", Part::kDiffM},      {".diff", Part::kDiff}};
   return s;
 }
 
@@ -81,6 +82,12 @@ int64_t product(at::IntArrayRef dims) {
 
 std::string dims_str(const std::vector<int64_t>& dims) {
   return shape_str(at::IntArrayRef(dims));
+}
+
+std::vector<int64_t> without_leading_ones(const std::vector<int64_t>& dims) {
+  size_t i = 0;
+  while (i < dims.size() && dims[i] == 1) ++i;
+  return std::vector<int64_t>(dims.begin() + i, dims.end());
 }
 
 // The models a hidden size or an input channel count belongs to, for "this LoRA is for ..." hints.
@@ -129,14 +136,25 @@ std::string kind_hint(const std::string& module, const std::vector<int64_t>& fil
   return "";
 }
 
-// Keys of image cross-attention on a model without it: the file is for an image-to-video model.
-std::string image_attention_hint(const std::vector<std::string>& unknown_keys) {
-  for (const auto& k : unknown_keys)
-    if (k.find("k_img") != std::string::npos || k.find("v_img") != std::string::npos ||
-        k.find("add_k_proj") != std::string::npos || k.find("add_v_proj") != std::string::npos)
-      return "; image cross-attention (" + k +
-             ") exists only in image-to-video models with an image encoder (Wan2.1 I2V): this LoRA is for such a "
-             "model";
+// The Wan2.1 I2V image-conditioning module that a key's module path names, as the file spells it ("k_img",
+// "add_k_proj", "img_emb", ...), or "" for any other module. Wan2.2 has no image encoder, so a Wan2.1 LoRA used
+// on it names modules it lacks; `body` is the key without its prefix and suffix, underscored for Kohya keys.
+std::string wan21_image_module(const std::string& body, bool kohya) {
+  const std::string sep = kohya ? "_" : ".";
+  for (const char* root : {"img_emb", "condition_embedder.image_embedder"}) {
+    const std::string r = kohya ? underscored(root) : root;
+    if (body.rfind(r + sep, 0) == 0) return root;
+  }
+  // blocks.N.cross_attn.k_img, blocks.N.attn2.add_k_proj, ...
+  const std::string blocks = "blocks" + sep;
+  if (body.rfind(blocks, 0) != 0) return "";
+  const size_t end = body.find(sep, blocks.size());  // after the block number
+  if (end == std::string::npos) return "";
+  const std::string rest = body.substr(end + 1);
+  for (const std::string module : {"cross_attn.k_img", "cross_attn.v_img", "cross_attn.norm_k_img", "attn2.add_k_proj",
+                                   "attn2.add_v_proj", "attn2.norm_added_k"}) {
+    if (rest == (kohya ? underscored(module) : module)) return module.substr(module.find('.') + 1);
+  }
   return "";
 }
 
@@ -169,7 +187,7 @@ std::string wan_original_module_name(const std::string& module) {
 }
 
 LoraSet::LoraSet(const std::vector<LoraSource>& sources, const std::vector<ParamRef>& params, const std::string& flag,
-                 const std::string& component) {
+                 const std::string& component, bool strict) {
   // The model's modules: a parameter "x.weight" / "x.bias" belongs to module "x"; a bare parameter
   // (scale_shift_table) is its own module. Each is known by our name and its original Wan name, dotted and
   // underscored (Kohya).
@@ -207,6 +225,8 @@ LoraSet::LoraSet(const std::vector<LoraSource>& sources, const std::vector<Param
 
     std::map<std::string, Entry> entries;  // by our module name
     std::vector<std::string> unknown;
+    std::vector<std::string> image_keys;  // keys of Wan2.1 image modules the model lacks, and their kinds
+    std::set<std::string> image_kinds;
     for (const auto& key : ck.names()) {
       // Which naming the key uses: the prefix says; without one, ours first, then Wan's.
       std::string body = key;
@@ -243,11 +263,25 @@ LoraSet::LoraSet(const std::vector<LoraSource>& sources, const std::vector<Param
           break;
         }
       }
-      // Kohya keys are underscored and name Wan's modules first (musubi-tuner's convention).
+      // blocks.N.diff_m updates the block's modulation table.
+      if (part == Part::kDiffM) {
+        body += kohya ? "_scale_shift_table" : ".scale_shift_table";
+        part = Part::kDiff;
+      }
+      // Kohya keys are underscored and name Wan's modules first (musubi-tuner's convention); keys without a
+      // prefix may use either naming.
       const auto& first = kohya ? wan_u : (wan_first ? wan : ours);
       const auto& second = kohya ? ours_u : (wan_first ? ours : wan);
       auto it = first.find(body);
       const bool found = it != first.end() || (it = second.find(body)) != second.end();
+      if (part && !found) {
+        const std::string kind = wan21_image_module(body, kohya);
+        if (!kind.empty()) {
+          image_keys.push_back(key);
+          image_kinds.insert(kind);
+          continue;
+        }
+      }
       if (!part || !found) {
         unknown.push_back(key);
         continue;
@@ -262,7 +296,11 @@ LoraSet::LoraSet(const std::vector<LoraSource>& sources, const std::vector<Param
                        component, " module '", it->second, "'");
       *slot = key;
     }
-    const std::string image_hint = image_attention_hint(unknown);
+    std::string image_hint;
+    if (!image_keys.empty())
+      image_hint = "; image conditioning (" + image_keys.front() +
+                   ") exists only in image-to-video models with an image encoder (Wan2.1 I2V): this LoRA is for such "
+                   "a model";
     OMNI_CHECK_INPUT(!entries.empty(), where, ": none of its ", ck.names().size(), " keys names a module of ",
                      component, " (first key '", ck.names().front(), "')", image_hint,
                      "; expected diffusers/PEFT (transformer.blocks.0.attn1.to_q.lora_A.weight), Wan "
@@ -308,9 +346,10 @@ LoraSet::LoraSet(const std::vector<LoraSource>& sources, const std::vector<Param
         OMNI_CHECK_INPUT(e.alpha.empty(), where, ": alpha '", e.alpha, "' has no lora_A / lora_B beside it");
       }
       if (!e.diff.empty()) {
-        OMNI_CHECK_INPUT(w != nullptr && ck.info(e.diff).shape == w->shape, where, ": '", e.diff, "' ",
-                         dims_str(ck.info(e.diff).shape), " does not fit ", component, " parameter '", weight, "' ",
-                         w ? dims_str(w->shape) : "(none)",
+        // A leading 1 may be left out ([6, dim] for a modulation table of [1, 6, dim]).
+        OMNI_CHECK_INPUT(w != nullptr && without_leading_ones(ck.info(e.diff).shape) == without_leading_ones(w->shape),
+                         where, ": '", e.diff, "' ", dims_str(ck.info(e.diff).shape), " does not fit ", component,
+                         " parameter '", weight, "' ", w ? dims_str(w->shape) : "(none)",
                          w ? kind_hint(module, ck.info(e.diff).shape, w->shape) : "");
         updates_[weight].push_back({&ck, "", "", e.diff, src.scale});
         shapes_[weight] = w->shape;
@@ -328,20 +367,27 @@ LoraSet::LoraSet(const std::vector<LoraSource>& sources, const std::vector<Param
       ++modules_updated;
     }
     if (!unknown.empty()) {
-      std::string hint;
-      if (unknown.front().find("k_img") != std::string::npos || unknown.front().find("add_k_proj") != std::string::npos)
-        hint =
-            "; image cross-attention (k_img / add_k_proj) exists only in image-to-video models with an image "
-            "encoder (Wan2.1 I2V): this LoRA is for such a model";
       std::string body = unknown.front();
-      for (const char* prefix : {"lora_unet_", "model.diffusion_model.", "diffusion_model.", "transformer."})
+      for (const char* prefix :
+           {"lora_unet_", "model.diffusion_model.", "diffusion_model.", "transformer.", "base_model.model."})
         if (body.rfind(prefix, 0) == 0) body = body.substr(std::string(prefix).size());
       for (const auto& [suffix, p] : suffixes())
         if (ends_with(body, suffix)) body.resize(body.size() - suffix.size());
       std::string close;
       for (const auto& n : closest_names(body, known, 3)) close += (close.empty() ? "" : ", ") + n;
       OMNI_FAIL_INPUT(where, ": ", unknown.size(), " key(s) name no module of ", component, ", first '",
-                      unknown.front(), "'", image_hint.empty() ? "; closest modules: " + close : image_hint);
+                      unknown.front(), "'; closest modules: ", close);
+    }
+    // Wan2.1 image-conditioning keys: skipped with one warning per file, or an error under --lora-strict.
+    if (!image_keys.empty()) {
+      std::string kinds;
+      for (const auto& k : image_kinds) kinds += (kinds.empty() ? "" : ", ") + k;
+      if (strict)
+        OMNI_FAIL_INPUT(where, ": key '", image_keys.front(), "' names a Wan2.1 image-conditioning module (", kinds,
+                        ") that ", component, " lacks; without --lora-strict such keys are skipped with a warning");
+      log::write_rank0(log::Level::kWarn, str_cat(where, ": skipping ", image_keys.size(),
+                                                  " key(s) of Wan2.1 image-conditioning modules (", kinds, ") that ",
+                                                  component, " lacks (--lora-strict makes this an error)"));
     }
     files_.push_back({path, src.scale, modules_updated});
     OMNI_DEBUG(flag, " ", path, ": ", modules_updated, " modules of ", component, ", scale ", src.scale);

@@ -5,9 +5,19 @@
 //   diffusers / PEFT   transformer.blocks.N.attn1.to_q.lora_A.weight, .lora_B.weight, .lora_B.bias, .alpha
 //   Wan (original)     diffusion_model.blocks.N.self_attn.q.lora_down.weight / lora_up / lora_A / lora_B,
 //                      .alpha, .diff (a full weight delta), .diff_b (a full bias delta)
+//   Kijai              diffusion_model.blocks.N.diff_m: a full delta of the block's modulation table (our
+//                      blocks.N.scale_shift_table, [1, 6, dim]; a [6, dim] delta fits too)
+//   lightx2v           diffusion_model.head.head.diff / .diff_b: full deltas of proj_out.weight / proj_out.bias
 //   Kohya / musubi     lora_unet_blocks_N_self_attn_q.lora_down.weight, .lora_up.weight, .alpha
+// The prefix may be model.diffusion_model., diffusion_model., transformer., base_model.model. or none
+// (blocks.N.self_attn.q.lora_down.weight); without one, our names are tried first, then Wan's.
 // Module names are ours (the checkpoint's) or the original Wan ones (self_attn.q, cross_attn.o, ffn.0, ffn.2,
 // norm3, modulation, text_embedding.0, time_embedding.2, time_projection.1, head.head, img_emb.proj.1, ...).
+//
+// Wan2.1 I2V LoRAs used on Wan2.2 name image-conditioning modules Wan2.2 lacks: cross_attn.k_img / v_img /
+// norm_k_img and img_emb.* (diffusers: attn2.add_k_proj / add_v_proj / norm_added_k,
+// condition_embedder.image_embedder.*). When the model has no such module their keys are skipped with one
+// warning per file (as diffusers does), or are an input error when `strict` (--lora-strict).
 //
 // The update of a weight W is W += scale * (alpha / rank) * B @ A (alpha absent: alpha = rank), of a bias
 // b += scale * diff_b, and a full delta W += scale * diff; every update of a parameter is added in float32
@@ -47,10 +57,11 @@ class LoraSet {
   // under their checkpoint names); `flag` ("--lora", "--lora-2") and `component` ("transformer") name them in
   // errors. Input errors (exit 3), one line naming the file and the key: a file that updates no module of the
   // model, a key that names no module (with the closest names), a shape that does not fit (and which model
-  // the file is for, when its sizes say so), A and B of different ranks, an A without its B. Only headers
-  // and the small alpha scalars are read here; the update tensors are read when merged.
+  // the file is for, when its sizes say so), A and B of different ranks, an A without its B, and with `strict`
+  // a key of a Wan2.1 image-conditioning module the model lacks (otherwise skipped with one warning per file).
+  // Only headers and the small alpha scalars are read here; the update tensors are read when merged.
   LoraSet(const std::vector<LoraSource>& sources, const std::vector<ParamRef>& params, const std::string& flag,
-          const std::string& component);
+          const std::string& component, bool strict = false);
   ~LoraSet();
   LoraSet(LoraSet&&) noexcept;
 

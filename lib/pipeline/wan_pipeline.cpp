@@ -130,10 +130,10 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
     auto config =
         models::WanTransformerConfig::from_json(model.component_config(name), model.component_config_path(name));
     experts_.push_back(std::make_unique<models::WanTransformer3DModel>(config, settings_.dtype));
-    loras.push_back(settings_.lora[e].empty()
-                        ? nullptr
-                        : std::make_unique<models::LoraSet>(settings_.lora[e], experts_.back()->parameters(),
-                                                            e == 1 ? "--lora-2" : "--lora", name));
+    loras.push_back(settings_.lora[e].empty() ? nullptr
+                                              : std::make_unique<models::LoraSet>(
+                                                    settings_.lora[e], experts_.back()->parameters(),
+                                                    e == 1 ? "--lora-2" : "--lora", name, settings_.lora_strict));
   }
   OMNI_CHECK_INPUT(!experts_.empty(), model.root(), ": no transformer component");
 

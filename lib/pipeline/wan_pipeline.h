@@ -50,6 +50,9 @@ struct PipelineSettings {
   std::optional<double> boundary_ratio;  // --boundary-ratio; else model_index.json's
   // LoRA files merged at load: lora[0] into `transformer` (--lora), lora[1] into `transformer_2` (--lora-2).
   std::vector<models::LoraSource> lora[2];
+  // Keys of Wan2.1 image-conditioning modules (k_img, v_img, img_emb) a Wan2.2 model lacks: an error rather
+  // than skipped with a warning (--lora-strict).
+  bool lora_strict = false;
   // --vae-parallel: the ranks of each data-parallel group decode a video together, a band of rows each.
   bool vae_parallel = false;
   // --step-cache and --step-cache-threshold.

@@ -1,6 +1,8 @@
 // LoraSet: every update of a parameter, added over any element range (what one HSDP slice or one read piece
 // covers), equals scale * (alpha / rank) * B @ A (and full deltas) computed here in double from the same
-// numbers; and each bad file is an input error naming the file and the key.
+// numbers, for every accepted naming (diffusers, Wan, Kohya, Kijai's diff_m, lightx2v's head.head.diff, keys
+// without a prefix); Wan2.1 image-conditioning keys are skipped with a warning (an error when strict); and each
+// bad file is an input error naming the file and the key.
 #include "models/lora.h"
 
 #include <gtest/gtest.h>
@@ -27,7 +29,8 @@ std::vector<ParamRef> model_params() {
       {"blocks.0.ffn.net.0.proj.bias", {7}},
       {"blocks.0.scale_shift_table", {1, 6, 5}},
       {"patch_embedding.weight", {5, 16, 1, 2, 2}},
-      {"proj_out.weight", {4, 5}}};
+      {"proj_out.weight", {4, 5}},
+      {"proj_out.bias", {4}}};
   std::vector<ParamRef> out;
   for (const auto& [name, shape] : shapes) out.push_back({name, shape, ParamDtype::kModel, nullptr});
   return out;
@@ -105,6 +108,153 @@ TEST(Lora, OriginalWanNames) {
   EXPECT_EQ(wan_original_module_name("rope"), "");
 }
 
+// Wan2.1 I2V LoRAs on Wan2.2: keys of image-conditioning modules the model lacks (k_img, v_img, norm_k_img,
+// img_emb, and their diffusers and Kohya names) are skipped with one warning per file and the rest is merged.
+TEST(Lora, Wan21ImageKeysAreSkippedWithOneWarningPerFile) {
+  TempDir dir;
+  const at::Tensor a_q = randn({2, 5}, 1), b_q = randn({6, 2}, 2), a_f = randn({1, 5}, 3), b_f = randn({7, 1}, 4);
+  const at::Tensor a_img = randn({2, 5}, 5), b_img = randn({5, 2}, 6);
+  const std::string wan = dir / "wan21.safetensors", diffusers = dir / "wan21_diffusers.safetensors";
+  io::write_safetensors(wan, Tensors{{"diffusion_model.blocks.0.cross_attn.k_img.lora_down.weight", a_img},
+                                     {"diffusion_model.blocks.0.cross_attn.k_img.lora_up.weight", b_img},
+                                     {"diffusion_model.blocks.0.self_attn.q.lora_down.weight", a_q},
+                                     {"diffusion_model.blocks.0.self_attn.q.lora_up.weight", b_q},
+                                     {"diffusion_model.blocks.0.self_attn.q.alpha", at::full({}, 4.0)},
+                                     {"diffusion_model.blocks.0.cross_attn.v_img.lora_A.weight", a_img},
+                                     {"diffusion_model.blocks.0.cross_attn.v_img.lora_B.weight", b_img},
+                                     {"diffusion_model.blocks.0.cross_attn.v_img.alpha", at::full({}, 1.0)},
+                                     {"diffusion_model.blocks.0.cross_attn.norm_k_img.diff", randn({5}, 7)},
+                                     {"diffusion_model.img_emb.proj.1.lora_down.weight", a_img},
+                                     {"diffusion_model.img_emb.proj.1.lora_up.weight", b_img},
+                                     {"diffusion_model.img_emb.proj.1.diff_b", randn({5}, 8)}});
+  io::write_safetensors(diffusers,
+                        Tensors{{"transformer.blocks.0.attn2.add_k_proj.lora_A.weight", a_img},
+                                {"transformer.blocks.0.attn2.add_k_proj.lora_B.weight", b_img},
+                                {"transformer.blocks.0.attn2.norm_added_k.diff", randn({5}, 9)},
+                                {"transformer.condition_embedder.image_embedder.ff.net.0.proj.lora_A.weight", a_img},
+                                {"transformer.condition_embedder.image_embedder.ff.net.0.proj.lora_B.weight", b_img},
+                                {"lora_unet_blocks_0_cross_attn_v_img.lora_down.weight", a_img},
+                                {"lora_unet_blocks_0_cross_attn_v_img.lora_up.weight", b_img},
+                                {"lora_unet_blocks_0_ffn_0.lora_down.weight", a_f},
+                                {"lora_unet_blocks_0_ffn_0.lora_up.weight", b_f}});
+
+  ::testing::internal::CaptureStderr();
+  const LoraSet set({{wan, 0.5}, {diffusers, 2.0}}, model_params(), "--lora", "transformer");
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  // One warning per file, naming the file, how many keys it skipped and which kinds of module.
+  size_t warnings = 0;
+  for (size_t at = log.find("skipping"); at != std::string::npos; at = log.find("skipping", at + 1)) ++warnings;
+  EXPECT_EQ(warnings, 2u) << log;
+  EXPECT_NE(log.find("--lora " + wan +
+                     ": skipping 9 key(s) of Wan2.1 image-conditioning modules (img_emb, k_img, "
+                     "norm_k_img, v_img)"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("--lora " + diffusers +
+                     ": skipping 7 key(s) of Wan2.1 image-conditioning modules (add_k_proj, "
+                     "condition_embedder.image_embedder, norm_added_k, v_img)"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("--lora-strict"), std::string::npos) << log;
+
+  ASSERT_EQ(set.files().size(), 2u);
+  EXPECT_EQ(set.files()[0].modules, 1);
+  EXPECT_EQ(set.files()[1].modules, 1);
+  auto d = [](const at::Tensor& t) { return t.to(at::kDouble); };
+  expect_all_ranges(set, "blocks.0.attn1.to_q.weight", 0.5 * (4.0 / 2.0) * d(b_q).matmul(d(a_q)));
+  expect_all_ranges(set, "blocks.0.ffn.net.0.proj.weight", 2.0 * d(b_f).matmul(d(a_f)));
+  EXPECT_FALSE(set.touches("blocks.0.attn1.to_q.bias"));
+  EXPECT_FALSE(set.touches("proj_out.weight"));
+
+  // --lora-strict: an input error naming the file, the flag and the first such key (in the file's order).
+  for (const std::string& path : {wan, diffusers}) {
+    const io::Checkpoint ck = io::Checkpoint::open(path);
+    std::string first_key;
+    for (const auto& name : ck.names()) {
+      const bool image = name.find("_img") != std::string::npos || name.find("img_emb") != std::string::npos ||
+                         name.find("add_k_proj") != std::string::npos ||
+                         name.find("norm_added_k") != std::string::npos ||
+                         name.find("image_embedder") != std::string::npos;
+      if (image && first_key.empty()) first_key = name;
+    }
+    ASSERT_FALSE(first_key.empty());
+    try {
+      LoraSet({{path, 1.0}}, model_params(), "--lora", "transformer", /*strict=*/true);
+      ADD_FAILURE() << "no error under strict for " << path;
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(e.exit_code(), 3) << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+      EXPECT_NE(msg.find(path), std::string::npos) << msg;
+      EXPECT_NE(msg.find("'" + first_key + "'"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("--lora-strict"), std::string::npos) << msg;
+    }
+  }
+  // Without image keys, strict changes nothing.
+  const std::string plain = dir / "plain.safetensors";
+  io::write_safetensors(plain, Tensors{{"diffusion_model.blocks.0.self_attn.q.lora_down.weight", a_q},
+                                       {"diffusion_model.blocks.0.self_attn.q.lora_up.weight", b_q}});
+  const LoraSet strict_set({{plain, 1.0}}, model_params(), "--lora", "transformer", /*strict=*/true);
+  expect_all_ranges(strict_set, "blocks.0.attn1.to_q.weight", d(b_q).matmul(d(a_q)));
+}
+
+// Kijai's blocks.N.diff_m: a full delta of the block's modulation table, [1, 6, dim] or [6, dim].
+TEST(Lora, DiffMUpdatesTheModulationTable) {
+  TempDir dir;
+  const at::Tensor m1 = randn({1, 6, 5}, 1), m2 = randn({6, 5}, 2), m3 = randn({1, 6, 5}, 3);
+  io::write_safetensors(dir / "one.safetensors", Tensors{{"diffusion_model.blocks.0.diff_m", m1}});
+  io::write_safetensors(dir / "two.safetensors", Tensors{{"blocks.0.diff_m", m2}});
+  io::write_safetensors(dir / "three.safetensors", Tensors{{"model.diffusion_model.blocks.0.diff_m", m3}});
+  const LoraSet set({{dir / "one.safetensors", 0.5}, {dir / "two.safetensors", -1.5}, {dir / "three.safetensors", 1.0}},
+                    model_params(), "--lora", "transformer");
+  for (const auto& f : set.files()) EXPECT_EQ(f.modules, 1);
+  auto d = [](const at::Tensor& t) { return t.to(at::kDouble); };
+  expect_all_ranges(set, "blocks.0.scale_shift_table", 0.5 * d(m1) - 1.5 * d(m2).reshape({1, 6, 5}) + d(m3));
+  EXPECT_FALSE(set.touches("blocks.0.attn1.to_q.weight"));
+}
+
+// lightx2v's head.head.diff / .diff_b: full deltas of proj_out.weight / proj_out.bias, beside a low-rank head.
+TEST(Lora, HeadDiffUpdatesProjOut) {
+  TempDir dir;
+  const at::Tensor diff = randn({4, 5}, 1), diff_b = randn({4}, 2), a = randn({2, 5}, 3), b = randn({4, 2}, 4);
+  io::write_safetensors(dir / "head.safetensors", Tensors{{"diffusion_model.head.head.diff", diff},
+                                                          {"diffusion_model.head.head.diff_b", diff_b},
+                                                          {"diffusion_model.head.head.lora_down.weight", a},
+                                                          {"diffusion_model.head.head.lora_up.weight", b},
+                                                          {"diffusion_model.head.head.alpha", at::full({}, 8.0)}});
+  const LoraSet set({{dir / "head.safetensors", 0.7}}, model_params(), "--lora", "transformer");
+  ASSERT_EQ(set.files().size(), 1u);
+  EXPECT_EQ(set.files()[0].modules, 1);
+  auto d = [](const at::Tensor& t) { return t.to(at::kDouble); };
+  expect_all_ranges(set, "proj_out.weight", 0.7 * d(diff) + 0.7 * (8.0 / 2.0) * d(b).matmul(d(a)));
+  expect_all_ranges(set, "proj_out.bias", 0.7 * d(diff_b));
+}
+
+// Keys with no prefix, in Wan's names or ours.
+TEST(Lora, BareKeysWithoutPrefix) {
+  TempDir dir;
+  const at::Tensor a_q = randn({3, 5}, 1), b_q = randn({6, 3}, 2), a_f = randn({2, 5}, 3), b_f = randn({7, 2}, 4);
+  const at::Tensor diff_b = randn({6}, 5), bias_f = randn({7}, 6), head_b = randn({4}, 7);
+  io::write_safetensors(dir / "bare.safetensors", Tensors{{"blocks.0.self_attn.q.lora_down.weight", a_q},
+                                                          {"blocks.0.self_attn.q.lora_up.weight", b_q},
+                                                          {"blocks.0.self_attn.q.alpha", at::full({}, 1.5)},
+                                                          {"blocks.0.self_attn.q.diff_b", diff_b},
+                                                          {"blocks.0.ffn.net.0.proj.lora_A.weight", a_f},
+                                                          {"blocks.0.ffn.net.0.proj.lora_B.weight", b_f},
+                                                          {"blocks.0.ffn.net.0.proj.lora_B.bias", bias_f},
+                                                          {"head.head.diff_b", head_b}});
+  const LoraSet set({{dir / "bare.safetensors", 2.0}}, model_params(), "--lora", "transformer");
+  ASSERT_EQ(set.files().size(), 1u);
+  EXPECT_EQ(set.files()[0].modules, 3);
+  auto d = [](const at::Tensor& t) { return t.to(at::kDouble); };
+  expect_all_ranges(set, "blocks.0.attn1.to_q.weight", 2.0 * (1.5 / 3.0) * d(b_q).matmul(d(a_q)));
+  expect_all_ranges(set, "blocks.0.attn1.to_q.bias", 2.0 * d(diff_b));
+  expect_all_ranges(set, "blocks.0.ffn.net.0.proj.weight", 2.0 * d(b_f).matmul(d(a_f)));
+  expect_all_ranges(set, "blocks.0.ffn.net.0.proj.bias", 2.0 * d(bias_f));
+  expect_all_ranges(set, "proj_out.bias", 2.0 * d(head_b));
+  EXPECT_FALSE(set.touches("proj_out.weight"));
+}
+
 // One bad file: an input error (exit 3) whose one-line message names the file and holds every one of `parts`.
 void expect_bad(const Tensors& tensors, std::initializer_list<std::string> parts) {
   TempDir dir;
@@ -148,6 +298,25 @@ TEST(Lora, BadFilesNameTheFileAndTheKey) {
               {"transformer.blocks.0.attn1.to_q.dora_scale", randn({6}, 8)}},
              {"DoRA", "dora_scale"});
   expect_bad({{"text_encoder.encoder.block.0.lora_A.weight", a}}, {"text-encoder LoRA"});
+  // A key that names no module stays an error beside skipped Wan2.1 image keys, and without a prefix.
+  expect_bad({{"diffusion_model.blocks.0.cross_attn.k_img.lora_down.weight", a},
+              {"diffusion_model.blocks.0.cross_attn.k_img.lora_up.weight", b},
+              {"diffusion_model.blocks.0.cross_attn.q_img.lora_down.weight", a},
+              {"diffusion_model.blocks.0.self_attn.q.lora_down.weight", a},
+              {"diffusion_model.blocks.0.self_attn.q.lora_up.weight", b}},
+             {"1 key(s) name no module", "cross_attn.q_img.lora_down.weight"});
+  expect_bad({{"blocks.0.self_attn.qq.lora_down.weight", a},
+              {"blocks.0.self_attn.q.lora_down.weight", a},
+              {"blocks.0.self_attn.q.lora_up.weight", b}},
+             {"name no module", "blocks.0.self_attn.qq.lora_down.weight", "closest modules"});
+  // diff_m must have the modulation table's shape, a leading 1 aside.
+  expect_bad({{"diffusion_model.blocks.0.diff_m", randn({6, 4}, 9)}}, {"diff_m", "does not fit", "scale_shift_table"});
+  expect_bad({{"diffusion_model.blocks.0.diff_m", randn({5, 6}, 9)}}, {"diff_m", "does not fit", "[1, 6, 5]"});
+  expect_bad({{"diffusion_model.blocks.0.diff_m", randn({1, 6, 5}, 9)},
+              {"diffusion_model.blocks.0.modulation.diff", randn({1, 6, 5}, 10)}},
+             {"update the same tensor", "diff_m"});
+  expect_bad({{"diffusion_model.head.head.diff_b", randn({5}, 11)}},
+             {"head.head.diff_b", "does not fit", "proj_out.bias"});
 }
 
 }  // namespace
