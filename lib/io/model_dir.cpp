@@ -205,6 +205,12 @@ ModelDir ModelDir::open(const std::string& model, const ComponentFiles& files) {
                      "--vae, --tokenizer)");
     m.layout_ = "files";
     m.root_ = files.paths.count("transformer") ? files.paths.at("transformer") : files.paths.begin()->second;
+    // Every part named before any file is read: a missing one is the first thing to say.
+    for (const char* required : {"transformer", "text_encoder", "vae", "tokenizer"}) {
+      OMNI_CHECK_INPUT(files.paths.count(required), "no --model: the model is the component files, and there is no ",
+                       required, " (give ", component_flag(required),
+                       required == std::string("tokenizer") ? " DIR, the google/umt5-xxl folder" : " FILE", ")");
+    }
   }
   for (const auto& [name, path] : files.paths) {
     // A file replacing a folder's component keeps the folder's config: the file replaces the weights, whose
@@ -278,14 +284,14 @@ std::string ModelDir::component_dir(const std::string& name) const {
 
 std::string ModelDir::component_config_path(const std::string& name) const {
   const ModelComponent& c = component(name);
-  if (!c.config && layout_ == "diffusers" && c.config_source == join(c.dir, "config.json")) component_dir(name);
+  if (!c.config && !c.dir.empty()) component_dir(name);  // a folder's config: say so when the folder is missing
   return c.config_source;
 }
 
 nlohmann::json ModelDir::component_config(const std::string& name) const {
   const ModelComponent& c = component(name);
   if (c.config) return *c.config;
-  if (!c.dir.empty() && c.config_source.compare(0, c.dir.size(), c.dir) == 0) component_dir(name);
+  if (!c.dir.empty()) component_dir(name);
   return read_json(c.config_source);
 }
 

@@ -351,7 +351,10 @@ def check_vae(src: Path, sd: dict, what: str):
     ref = load_file(str(src / "vae" / "diffusion_pytorch_model.safetensors"))
     dts = {v.dtype for v in sd.values()}
     dt = next(iter(dts))
-    if vcfg["z_dim"] == 16 and not vcfg.get("is_residual") and vcfg["num_res_blocks"] == 2:
+    # diffusers' table hard-codes the real Wan2.1 VAE's structure: 2 residual blocks, dim_mult 1,2,4,4 (the
+    # decoder's channel-changing shortcut at upsample 4).
+    if (vcfg["z_dim"] == 16 and not vcfg.get("is_residual") and vcfg["num_res_blocks"] == 2
+            and list(vcfg["dim_mult"]) == [1, 2, 4, 4]):
         with tempfile.TemporaryDirectory() as td:
             f = Path(td) / "vae.safetensors"
             save_file({k: v.contiguous() for k, v in sd.items()}, str(f))
@@ -365,8 +368,9 @@ def check_vae(src: Path, sd: dict, what: str):
         line("PASS" if ok else "FAIL", f"{what}: diffusers from_single_file == source ({dt})", det)
     else:
         line("N/A", f"{what}: diffusers from_single_file",
-             "diffusers' Wan VAE converter knows only the 2.1 layout with num_res_blocks=2 "
-             f"(this VAE: z_dim {vcfg['z_dim']}, num_res_blocks {vcfg['num_res_blocks']})")
+             "diffusers' Wan VAE converter knows only the 2.1 layout with num_res_blocks=2, dim_mult 1,2,4,4 "
+             f"(this VAE: z_dim {vcfg['z_dim']}, num_res_blocks {vcfg['num_res_blocks']}, "
+             f"dim_mult {vcfg['dim_mult']})")
     W = wan_modules()
     if W is None:
         line("SKIP", f"{what}: Wan WanVAE_ strict load + forward", "WAN22_SRC not set")

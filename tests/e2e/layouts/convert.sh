@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes one fixture checkpoint in the foreign layouts omni-generate reads, and each one's diffusers-layout twin
 # (the same stored values under diffusers names, read back by diffusers / transformers):
-#   convert.sh SOURCE_DIR VENV CASE_MODEL OUT
+#   convert.sh SOURCE_DIR VENV CASE_MODEL OUT [DTYPES]
 # OUT/original        Wan2.2's original layout (.pth T5 and VAE, sharded experts), the source's float32 values
 # OUT/original-twin   the source folder (ti2v: with Wan2.2's latent normalization, which the original layout's VAE
 #                     implies, in vae/config.json)
@@ -10,7 +10,7 @@
 # transformers' UMT5, the fp8 rounding bound).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
-src=$1; venv=$2; model=$3; out=$4
+src=$1; venv=$2; model=$3; out=$4; dtypes=${5:-fp32 fp16 bf16 fp8_scaled}
 need_venv "$venv"
 py=$venv/bin/python
 tools=$src/tools/reference
@@ -37,12 +37,12 @@ if c["z_dim"] == 48:
     c["latents_mean"], c["latents_std"] = MEAN, STD
     json.dump(c, open(path, "w"), indent=2)
 PY
-for dt in fp32 fp16 bf16 fp8_scaled; do
+for dt in $dtypes; do
   "$py" "$tools/foreign_layouts.py" comfy "$model" "$out/comfy-$dt" --dtype "$dt" --spiece >/dev/null
   "$py" "$tools/check_foreign_layouts.py" "$model" "$out/comfy-$dt" >"$out/comfy-$dt.check" ||
     { cat "$out/comfy-$dt.check"; flunk "the ComfyUI $dt files of $model do not read back"; }
   "$py" "$tools/layout_twin.py" "$model" "$out/comfy-$dt" "$out/comfy-$dt-twin" >/dev/null 2>&1 ||
     flunk "no diffusers twin of the ComfyUI $dt files of $model"
 done
-pass "$model: original and ComfyUI (fp32 fp16 bf16 fp8_scaled) layouts written and read back by the references"
+pass "$model: original and ComfyUI ($dtypes) layouts written and read back by the references"
 summary

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # omni-generate on weights in a foreign layout against the same weights in the diffusers layout (the twin):
 #   foreign_layout.sh GENERATE VENV CONVERTED LAYOUT NP [extra flags...]
-# LAYOUT: original (--model CONVERTED/original), or comfy-DT (--model the twin, every component replaced by the
-# ComfyUI files: --transformer, --transformer-2, --text-encoder, --vae). Both runs on NP ranks with the same
+# LAYOUT: original (--model CONVERTED/original), comfy-DT (--model the twin, every component replaced by the
+# ComfyUI files: --transformer, --transformer-2, --text-encoder, --vae), or files-DT (the ComfyUI files alone,
+# with --tokenizer: every config inferred from the tensor shapes, Wan2.2's defaults). Both runs on NP ranks with the same
 # flags; every tensor --save-tensors writes (prompt embeddings, each step's latents, the frames) must be
 # bit-identical: the two read the same stored numbers, only the names and files differ. On several ranks with
 # HSDP each rank's bytes read from disk must equal the twin run's (original, comfy-fp32: the same bytes stored),
@@ -13,12 +14,15 @@ gen=$1; venv=$2; conv=$3; layout=$4; np=$5; shift 5
 need_venv "$venv"
 work=$conv/run-$layout-np$np
 rm -rf "$work"; mkdir -p "$work"
+files_only=0
+if [[ $layout == files-* ]]; then files_only=1; layout=comfy-${layout#files-}; fi
 twin=$conv/$layout-twin
 files=()
 if [[ $layout == original ]]; then
   files=(--model "$conv/original")
 else
   files=(--model "$twin")
+  [[ $files_only == 1 ]] && files=(--tokenizer "$twin/tokenizer")
   for f in "$conv/$layout"/*.safetensors; do
     case $(basename "$f") in
       *high_noise*|*_5B_*) files+=(--transformer "$f") ;;
