@@ -389,7 +389,10 @@ std::map<std::string, ModelComponent> original_layout_components(const std::stri
   out["vae"] = component_from_file("vae", vae, "--model");
   out["vae"].origin = "file " + vae + " (Wan2.2 original layout)";
   const std::string tokenizer = join(dir, "google/umt5-xxl");
-  if (is_dir(tokenizer)) out["tokenizer"] = component_from_file("tokenizer", tokenizer, "--model");
+  if (is_dir(tokenizer)) {
+    out["tokenizer"] = component_from_file("tokenizer", tokenizer, "--model");
+    out["tokenizer"].origin = "folder " + tokenizer + " (Wan2.2 original layout)";
+  }
   return out;
 }
 

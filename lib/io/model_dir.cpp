@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -237,14 +238,17 @@ void ModelDir::set_index_from_components(const std::string& source) {
   const bool two = components_.count("transformer_2") != 0;
   const auto d = original_defaults(tc.at("in_channels").get<int64_t>(), two, components_.at("transformer").origin);
   index_ = ModelIndex();
+  index_source_ = "Wan2.2's configs (wan/configs), from the transformer's " +
+                  std::to_string(tc.at("in_channels").get<int64_t>()) + " input channels";
   index_.class_name = d.pipeline_class;
   index_.image_to_video = d.pipeline_class == "WanImageToVideoPipeline";
   index_.expand_timesteps = d.expand_timesteps;
   index_.boundary_ratio = d.boundary_ratio;
   ModelComponent scheduler;
   scheduler.config = unipc_scheduler_config(d.sample_shift);
-  scheduler.config_source =
-      "Wan2.2's configs (wan/configs: UniPC, sample_shift " + std::to_string(d.sample_shift) + ")";
+  std::ostringstream shift;
+  shift << d.sample_shift;
+  scheduler.config_source = "Wan2.2's configs (wan/configs: UniPC, sample_shift " + shift.str() + ")";
   scheduler.origin = scheduler.config_source;
   components_["scheduler"] = scheduler;
   for (const auto& kv : components_) index_.components[kv.first] = ComponentSpec{"omni", kv.first};
@@ -252,7 +256,8 @@ void ModelDir::set_index_from_components(const std::string& source) {
 
 ModelDir::ModelDir(const std::string& root) : root_(root) {
   while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
-  index_ = read_model_index(join(root_, "model_index.json"));
+  index_source_ = join(root_, "model_index.json");
+  index_ = read_model_index(index_source_);
   for (const auto& kv : index_.components) {
     const std::string& name = kv.first;
     ModelComponent c;

@@ -60,6 +60,8 @@ class ModelDir {
   // The --model folder, or (without one) the first component file's path.
   const std::string& root() const { return root_; }
   const ModelIndex& index() const { return index_; }
+  // Where the index comes from: <root>/model_index.json, or Wan2.2's own configs for the other layouts.
+  const std::string& index_source() const { return index_source_; }
   bool has(const std::string& component) const { return index_.has(component); }
   // <root>/<component> of a diffusers folder, or the tokenizer's folder; input error if the model lacks it or
   // (diffusers) the folder does not exist, or when the component is a single file.
@@ -83,6 +85,7 @@ class ModelDir {
   std::string root_;
   std::string layout_ = "diffusers";
   ModelIndex index_;
+  std::string index_source_;
   std::map<std::string, ModelComponent> components_;
 };
 

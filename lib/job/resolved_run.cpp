@@ -40,8 +40,8 @@ ResolvedRun resolve_run(const config::GenerateOptions& opts, const ResolvedModel
                               "checkpoint " + model.dir->component_config_path("scheduler")});
   }
   if (!config::set_by_user(opts, "boundary-ratio") && model.dir->index().boundary_ratio) {
-    run.checkpoint.push_back({"boundary-ratio", *model.dir->index().boundary_ratio,
-                              "checkpoint " + model.dir->root() + "/model_index.json"});
+    run.checkpoint.push_back(
+        {"boundary-ratio", *model.dir->index().boundary_ratio, "checkpoint " + model.dir->index_source()});
   }
   return run;
 }
