@@ -172,9 +172,13 @@ std::string resolve_model_path(const std::string& model) {
       if (revision.empty() || !is_dir(snapshot)) {
         looked.push_back(snapshot + " (snapshot named by " + ref_file + ": missing)");
       } else {
+        // A diffusers repository (model_index.json) or one of Wan-AI's original ones (Wan2.2-T2V-A14B, ...).
         const std::string index = join(snapshot, "model_index.json");
-        OMNI_CHECK_INPUT(is_file(index), "--model ", model, ": cached snapshot ", snapshot,
-                         " has no model_index.json (incomplete download? re-run huggingface-cli download ", model, ")");
+        OMNI_CHECK_INPUT(is_file(index) || is_original_layout(snapshot), "--model ", model, ": cached snapshot ",
+                         snapshot,
+                         " has neither a model_index.json (diffusers) nor a WanModel config.json (Wan2.2 original "
+                         "layout): incomplete download? re-run huggingface-cli download ",
+                         model);
         return snapshot;
       }
     }

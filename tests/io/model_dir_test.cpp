@@ -161,7 +161,8 @@ TEST(ModelDir, LocalFolder) {
   expect_input_error([&] { md.component_dir("image_encoder"); }, {"model_index.json", "'image_encoder'"});
 
   TempDir dir;
-  expect_input_error([&] { ModelDir::open(dir.path()); }, {dir.path(), "no model_index.json"});
+  expect_input_error([&] { ModelDir::open(dir.path()); },
+                     {dir.path(), "no model_index.json", "nor a Wan2.2 original one"});
   // A component listed in the index whose folder is missing.
   write_file(dir / "model_index.json", t2v_index().dump());
   ModelDir partial(dir.path());
@@ -210,6 +211,23 @@ TEST(ModelDir, HuggingFaceCacheLookup) {
   }
 }
 
+// Wan-AI's original repositories (Wan-AI/Wan2.2-T2V-A14B, no model_index.json) resolve from the cache too; a
+// snapshot of neither layout is an error naming both.
+TEST(ModelDir, HuggingFaceCacheOriginalLayout) {
+  TempDir dir;
+  const std::string rev = "89abcdef0123456789abcdef0123456789abcdef";
+  const std::string repo = dir / "hub/models--Wan-AI--Wan2.2-T2V-A14B";
+  make_dirs(repo + "/refs");
+  make_dirs(repo + "/snapshots/" + rev + "/high_noise_model");
+  write_file(repo + "/refs/main", rev);
+  ScopedEnv a("HF_HUB_CACHE", (dir / "hub").c_str());
+  expect_input_error([&] { resolve_model_path("Wan-AI/Wan2.2-T2V-A14B"); },
+                     {"has neither a model_index.json (diffusers) nor a WanModel config.json"});
+  write_file(repo + "/snapshots/" + rev + "/high_noise_model/config.json",
+             R"({"_class_name": "WanModel", "dim": 5120, "in_dim": 16, "num_heads": 40})");
+  EXPECT_EQ(resolve_model_path("Wan-AI/Wan2.2-T2V-A14B"), repo + "/snapshots/" + rev);
+}
+
 TEST(ModelDir, MissingModelListsEveryPlace) {
   TempDir dir;
   ScopedEnv a("HF_HUB_CACHE", nullptr);
@@ -228,7 +246,7 @@ TEST(ModelDir, MissingModelListsEveryPlace) {
   // Snapshot present but incomplete.
   make_dirs(repo + "/snapshots/deadbeef");
   expect_input_error([&] { resolve_model_path("Wan-AI/Missing"); },
-                     {repo + "/snapshots/deadbeef", "no model_index.json"});
+                     {repo + "/snapshots/deadbeef", "has neither a model_index.json"});
 
   // A path that is not a repo id: only the local folder is looked at, and the message says so.
   expect_input_error([&] { resolve_model_path(dir / "no/such/folder"); },
