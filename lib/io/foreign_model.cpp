@@ -351,6 +351,16 @@ ModelComponent component_from_file(const std::string& component, const std::stri
   return c;
 }
 
+std::optional<ModelComponent> tokenizer_carried_by(const std::string& text_encoder_path) {
+  if (!is_file(text_encoder_path) || !ends_with(text_encoder_path, ".safetensors")) return std::nullopt;
+  if (!open_tensor_file(text_encoder_path)->contains("spiece_model")) return std::nullopt;
+  ModelComponent c;
+  c.spiece_file = text_encoder_path;
+  c.origin = "tensor spiece_model of " + text_encoder_path + " (the SentencePiece model the file carries)";
+  c.config_source = c.origin;
+  return c;
+}
+
 bool is_original_layout(const std::string& dir) {
   if (!is_dir(dir) || is_file(join(dir, "model_index.json"))) return false;
   auto wan_model = [](const std::string& d) {

@@ -16,8 +16,9 @@ namespace omni::io {
 
 // One component of a model, wherever it comes from.
 struct ModelComponent {
-  std::string checkpoint;  // what Checkpoint::open takes: a folder, a .safetensors[.index.json] or .pth file
-  std::string dir;         // the tokenizer's folder
+  std::string checkpoint;   // what Checkpoint::open takes: a folder, a .safetensors[.index.json] or .pth file
+  std::string dir;          // the tokenizer's folder
+  std::string spiece_file;  // or the file whose `spiece_model` tensor holds the tokenizer (ComfyUI's umt5_xxl)
   NameLayout names = NameLayout::kOurs;
   std::string strip_prefix;              // ComfyUI's model.diffusion_model.
   VaeNameShape vae;                      // for a VAE in original names
@@ -46,6 +47,9 @@ std::string component_flag(const std::string& component);
 // kept rather than inferred.
 ModelComponent component_from_file(const std::string& component, const std::string& path, const std::string& flag,
                                    const nlohmann::json* config = nullptr, const std::string& config_source = "");
+
+// The tokenizer a text-encoder file carries (ComfyUI's umt5_xxl files: a `spiece_model` tensor), if it does.
+std::optional<ModelComponent> tokenizer_carried_by(const std::string& text_encoder_path);
 
 // True when `dir` is a Wan2.2 original-layout folder (WanModel config.json at its root, or high_noise_model/ and
 // low_noise_model/ with one each).

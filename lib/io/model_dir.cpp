@@ -212,8 +212,11 @@ ModelDir ModelDir::open(const std::string& model, const ComponentFiles& files) {
     m.root_ = files.paths.count("transformer") ? files.paths.at("transformer") : files.paths.begin()->second;
     // Every part named before any file is read: a missing one is the first thing to say.
     for (const char* required : {"transformer", "text_encoder", "vae", "tokenizer"}) {
-      OMNI_CHECK_INPUT(files.paths.count(required), "no --model: the model is the component files, and there is no ",
-                       required, " (give ", component_flag(required),
+      const bool carried = required == std::string("tokenizer") && files.paths.count("text_encoder") &&
+                           tokenizer_carried_by(files.paths.at("text_encoder"));
+      OMNI_CHECK_INPUT(files.paths.count(required) || carried,
+                       "no --model: the model is the component files, and there is no ", required, " (give ",
+                       component_flag(required),
                        required == std::string("tokenizer") ? " DIR, the google/umt5-xxl folder" : " FILE", ")");
     }
   }
@@ -234,6 +237,10 @@ ModelDir ModelDir::open(const std::string& model, const ComponentFiles& files) {
 }
 
 void ModelDir::set_index_from_components(const std::string& source) {
+  if (!components_.count("tokenizer") && components_.count("text_encoder")) {
+    if (auto carried = tokenizer_carried_by(components_.at("text_encoder").checkpoint))
+      components_["tokenizer"] = *carried;
+  }
   for (const char* required : {"transformer", "text_encoder", "vae", "tokenizer"}) {
     OMNI_CHECK_INPUT(components_.count(required), source, ": no ", required, " (give ", component_flag(required),
                      required == std::string("tokenizer") ? " DIR, the google/umt5-xxl folder" : " FILE", ")");

@@ -72,6 +72,8 @@ class ModelDir {
   nlohmann::json component_config(const std::string& component) const;
   // The component's weights, their names mapped to ours.
   Checkpoint checkpoint(const std::string& component) const;
+  // Everything known of a component (the loaders' view: file, names, config).
+  const ModelComponent& component(const std::string& component) const;
   // Where the component comes from, for --dry-run.
   std::string origin(const std::string& component) const;
   // "diffusers", "original" (Wan2.2's layout) or "files" (single files only).
@@ -79,7 +81,6 @@ class ModelDir {
 
  private:
   ModelDir() = default;
-  const ModelComponent& component(const std::string& component) const;
   void set_index_from_components(const std::string& source);
 
   std::string root_;

@@ -168,7 +168,7 @@ int GenerationJob::dry_run(const std::function<void()>& print_header) {
   // folder is one agreed error.
   std::string prompts;
   dist::run_agreed(mesh_.world(), [&] {
-    const auto tokenizer = models::Umt5Tokenizer::from_dir(model_->component_dir("tokenizer"));
+    const auto tokenizer = models::Umt5Tokenizer::of_model(*model_);
     if (mesh_.rank() == 0) prompts = describe_prompts(tokenizer, *queue_, /*max_videos=*/20);
   });
   if (mesh_.rank() != 0) return 0;

@@ -17,6 +17,8 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "io/json_file.h"
+#include "io/model_dir.h"
+#include "io/safetensors.h"
 #include "models/sentencepiece_library.h"
 #include "models/tokenizer_json.h"
 
@@ -62,6 +64,37 @@ Umt5Tokenizer::Umt5Tokenizer(const std::string& spiece_path) : path_(spiece_path
   OMNI_CHECK_INPUT(file_exists(spiece_path, &is_dir), spiece_path,
                    ": SentencePiece model not found (the tokenizer needs the checkpoint's tokenizer/spiece.model)");
   OMNI_CHECK_INPUT(!is_dir, spiece_path, ": expected a SentencePiece model file, found a directory");
+  load_spiece(nullptr);
+}
+
+Umt5Tokenizer Umt5Tokenizer::of_model(const io::ModelDir& model) {
+  const io::ModelComponent& c = model.component("tokenizer");
+  if (c.spiece_file.empty()) return from_dir(model.component_dir("tokenizer"));
+  const auto file = io::open_tensor_file(c.spiece_file);
+  const io::TensorInfo& info = file->info("spiece_model");
+  OMNI_CHECK_INPUT(info.dtype == io::DType::U8 || info.dtype == io::DType::I8, c.spiece_file,
+                   ": tensor 'spiece_model' is ", io::dtype_name(info.dtype),
+                   ", expected the bytes of a SentencePiece model (uint8)");
+  const at::Tensor bytes = file->read("spiece_model", at::kByte).contiguous();  // [n]
+  return from_spiece_bytes(std::string(reinterpret_cast<const char*>(bytes.data_ptr()), bytes.numel()),
+                           c.spiece_file + " (tensor spiece_model)");
+}
+
+Umt5Tokenizer Umt5Tokenizer::from_spiece_bytes(const std::string& serialized, const std::string& source) {
+  Umt5Tokenizer tok;
+  tok.path_ = source;
+  tok.load_spiece(&serialized);
+  // T5Tokenizer's default extra_ids (100), as for a spiece.model folder without a tokenizer_config.json.
+  const int64_t pieces = tok.sp_->GetPieceSize();
+  for (int64_t i = 0; i < 100; ++i) tok.special_.emplace_back(str_cat("<extra_id_", i, ">"), pieces + 99 - i);
+  std::stable_sort(tok.special_.begin(), tok.special_.end(),
+                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  OMNI_INFO("tokenizer: the SentencePiece model carried in ", source, " (as transformers' T5Tokenizer)");
+  return tok;
+}
+
+void Umt5Tokenizer::load_spiece(const std::string* serialized) {
+  const std::string& spiece_path = path_;
   {
     // Constructed by the library; the virtual destructor (unique_ptr's delete) frees it again.
     void* memory = ::operator new(sizeof(sentencepiece::SentencePieceProcessor));
@@ -73,7 +106,8 @@ Umt5Tokenizer::Umt5Tokenizer(const std::string& spiece_path) : path_(spiece_path
     }
     sp_.reset(static_cast<sentencepiece::SentencePieceProcessor*>(memory));
   }
-  const std::string load_error = status_error([&] { return sp_->Load(spiece_path); });
+  const std::string load_error =
+      status_error([&] { return serialized ? sp_->LoadFromSerializedProto(*serialized) : sp_->Load(spiece_path); });
   OMNI_CHECK_INPUT(load_error.empty(), spiece_path, ": cannot load the SentencePiece model: ", load_error);
   pad_id_ = sp_->pad_id();
   eos_id_ = sp_->eos_id();

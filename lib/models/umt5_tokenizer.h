@@ -32,6 +32,10 @@ namespace sentencepiece {
 class SentencePieceProcessor;
 }
 
+namespace omni::io {
+class ModelDir;
+}
+
 namespace omni::models {
 
 class TokenizerJson;
@@ -56,6 +60,11 @@ class Umt5Tokenizer {
   // An eos or unk other than the model's, a pad or added token the tokenizer does not have, or SentencePiece
   // options are input errors naming the file and the key.
   static Umt5Tokenizer from_dir(const std::string& tokenizer_dir);
+  // A SentencePiece model's serialized bytes (ComfyUI's text-encoder files carry one as the `spiece_model`
+  // tensor); `source` names it in messages.
+  static Umt5Tokenizer from_spiece_bytes(const std::string& serialized, const std::string& source);
+  // The tokenizer of a model: its tokenizer folder, or the SentencePiece model its text-encoder file carries.
+  static Umt5Tokenizer of_model(const io::ModelDir& model);
 
   ~Umt5Tokenizer();
   Umt5Tokenizer(Umt5Tokenizer&&) noexcept;
@@ -75,6 +84,8 @@ class Umt5Tokenizer {
 
  private:
   Umt5Tokenizer() = default;
+  // Loads sp_ from path_ (or from `serialized` bytes) and records its control pieces.
+  void load_spiece(const std::string* serialized);
 
   std::string path_;
   std::unique_ptr<TokenizerJson> json_;  // tokenizer.json rules the ids (sp_ and special_ unused)

@@ -138,8 +138,7 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
   OMNI_CHECK_INPUT(!experts_.empty(), model.root(), ": no transformer component");
 
   // Text: tokenizer and UMT5, the encoder sharded block by block like the transformers.
-  tokenizer_ =
-      std::make_unique<models::Umt5Tokenizer>(models::Umt5Tokenizer::from_dir(model.component_dir("tokenizer")));
+  tokenizer_ = std::make_unique<models::Umt5Tokenizer>(models::Umt5Tokenizer::of_model(model));
   {
     auto ckpt = model.checkpoint("text_encoder");
     // Which name the (tied) embedding is stored under decides the module tree: shared.weight and/or

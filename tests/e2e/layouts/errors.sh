@@ -32,9 +32,10 @@ expect no_such_file 2 3 "--vae $work/missing.safetensors: no such file or folder
 mkdir -p "$work/empty"
 expect neither_layout 1 3 "is neither a diffusers pipeline folder" x --model "$work/empty" --prompt "a fox" \
   --device cpu --output "$work/a.mp4"
+# Wan's T5 .pth carries no tokenizer (ComfyUI's umt5_xxl files do: a spiece_model tensor, used when present).
 expect no_tokenizer 1 3 "and there is no tokenizer (give --tokenizer DIR" x --prompt "a fox" --device cpu \
   --output "$work/a.mp4" --transformer "$conv/comfy-fp16/wan2.2_t2v_high_noise_14B_fp16.safetensors" \
-  --text-encoder "$conv/comfy-fp16/umt5_xxl_fp16.safetensors" --vae "$conv/comfy-fp16/wan_2.1_vae.safetensors"
+  --text-encoder "$conv/original/models_t5_umt5-xxl-enc-bf16.pth" --vae "$conv/comfy-fp16/wan_2.1_vae.safetensors"
 expect heads_unknown 1 3 "the model width 24 is not a multiple of 128" x --prompt "a fox" --device cpu \
   --output "$work/a.mp4" --transformer "$conv/comfy-fp16/wan2.2_t2v_high_noise_14B_fp16.safetensors" \
   --text-encoder "$conv/comfy-fp16/umt5_xxl_fp16.safetensors" --vae "$conv/comfy-fp16/wan_2.1_vae.safetensors" \

@@ -3,7 +3,8 @@
 #   foreign_layout.sh GENERATE VENV CONVERTED LAYOUT NP [extra flags...]
 # LAYOUT: original (--model CONVERTED/original), comfy-DT (--model the twin, every component replaced by the
 # ComfyUI files: --transformer, --transformer-2, --text-encoder, --vae), or files-DT (the ComfyUI files alone,
-# with --tokenizer: every config inferred from the tensor shapes, Wan2.2's defaults). Both runs on NP ranks with the same
+# with --tokenizer: every config inferred from the tensor shapes, Wan2.2's defaults), or carried-DT (the same
+# without --tokenizer: the SentencePiece model the ComfyUI text-encoder file carries). Both runs on NP ranks with the same
 # flags; every tensor --save-tensors writes (prompt embeddings, each step's latents, the frames) must be
 # bit-identical: the two read the same stored numbers, only the names and files differ. On several ranks with
 # HSDP each rank's bytes read from disk must equal the twin run's (original, comfy-fp32: the same bytes stored),
@@ -16,6 +17,7 @@ work=$conv/run-$layout-np$np
 rm -rf "$work"; mkdir -p "$work"
 files_only=0
 if [[ $layout == files-* ]]; then files_only=1; layout=comfy-${layout#files-}; fi
+if [[ $layout == carried-* ]]; then files_only=2; layout=comfy-${layout#carried-}; fi
 twin=$conv/$layout-twin
 files=()
 if [[ $layout == original ]]; then
@@ -23,6 +25,7 @@ if [[ $layout == original ]]; then
 else
   files=(--model "$twin")
   [[ $files_only == 1 ]] && files=(--tokenizer "$twin/tokenizer")
+  [[ $files_only == 2 ]] && files=()
   for f in "$conv/$layout"/*.safetensors; do
     case $(basename "$f") in
       *high_noise*|*_5B_*) files+=(--transformer "$f") ;;
