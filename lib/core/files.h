@@ -13,6 +13,9 @@ bool is_dir(const std::string& path);
 bool is_file(const std::string& path);       // a regular file
 int64_t file_size(const std::string& path);  // bytes of a regular file, 0 when it is none
 bool ends_with(const std::string& s, const std::string& suffix);
+bool starts_with(const std::string& s, const std::string& prefix);
+// dir/name, without doubling a trailing slash (name alone when dir is empty).
+std::string join_path(const std::string& dir, const std::string& name);
 
 // A temporary file being written: removed when the object goes away uncommitted (an exception), and - while it
 // exists - by the handler of install_temp_file_cleanup() when a signal ends the process (mpirun's SIGTERM when a

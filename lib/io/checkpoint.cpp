@@ -22,11 +22,6 @@ std::string parent_dir(const std::string& p) {
   return p.substr(0, slash);
 }
 
-std::string join(const std::string& dir, const std::string& name) {
-  if (dir.empty() || dir.back() == '/') return dir + name;
-  return dir + "/" + name;
-}
-
 // The one checkpoint file of a diffusers component folder (transformer/, vae/, text_encoder/).
 std::string find_in_folder(const std::string& dir) {
   static const char* kCandidates[] = {
@@ -37,7 +32,7 @@ std::string find_in_folder(const std::string& dir) {
   };
   std::vector<std::string> found;
   for (const char* c : kCandidates)
-    if (is_file(join(dir, c))) found.push_back(c);
+    if (is_file(join_path(dir, c))) found.push_back(c);
   OMNI_CHECK_INPUT(!found.empty(), dir,
                    ": no checkpoint found; expected one of diffusion_pytorch_model.safetensors[.index.json] or "
                    "model.safetensors[.index.json]");
@@ -46,7 +41,7 @@ std::string find_in_folder(const std::string& dir) {
     for (const auto& f : found) list += (list.empty() ? "" : ", ") + f;
     OMNI_FAIL_INPUT(dir, ": ambiguous checkpoint, found several: ", list, "; keep exactly one");
   }
-  return join(dir, found[0]);
+  return join_path(dir, found[0]);
 }
 
 }  // namespace
@@ -141,7 +136,7 @@ Checkpoint Checkpoint::open(const std::string& path, const NameMap* names) {
       const std::string shard = it.value().get<std::string>();
       shard_of[it.key()] = shard;
       if (shards.count(shard)) continue;
-      const std::string shard_path = join(dir, shard);
+      const std::string shard_path = join_path(dir, shard);
       OMNI_CHECK_INPUT(is_file(shard_path), path, ": shard file ", shard_path, " (holding tensor '", it.key(),
                        "') does not exist");
       shards[shard] = std::make_shared<SafetensorsFile>(shard_path);

@@ -16,15 +16,6 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string join(const std::string& dir, const std::string& name) {
-  if (dir.empty() || dir.back() == '/') return dir + name;
-  return dir + "/" + name;
-}
-
-bool starts_with(const std::string& s, const std::string& prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
-
 // Names in `dir` (files only) that start with `prefix` and end with `suffix`, sorted.
 std::vector<std::string> files_matching(const std::string& dir, const std::string& prefix, const std::string& suffix) {
   std::vector<std::string> out;
@@ -32,7 +23,7 @@ std::vector<std::string> files_matching(const std::string& dir, const std::strin
   if (d == nullptr) return out;
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
-    if (starts_with(name, prefix) && ends_with(name, suffix) && is_file(join(dir, name))) out.push_back(name);
+    if (starts_with(name, prefix) && ends_with(name, suffix) && is_file(join_path(dir, name))) out.push_back(name);
   }
   ::closedir(d);
   std::sort(out.begin(), out.end());
@@ -49,7 +40,7 @@ std::string one_file(const std::string& dir, const std::string& prefix, const st
     for (const auto& f : found) list += (list.empty() ? "" : ", ") + f;
     OMNI_FAIL_INPUT(dir, ": several files could be the ", what, ": ", list, "; keep one, or name it with its flag");
   }
-  return join(dir, found[0]);
+  return join_path(dir, found[0]);
 }
 
 // The shape of our tensor `name` in `ckpt`; an input error naming the file and what the model needs otherwise.
@@ -298,7 +289,7 @@ ModelComponent component_from_file(const std::string& component, const std::stri
                      ": expected the tokenizer's folder (tokenizer.json or spiece.model, e.g. google/umt5-xxl/)");
     c.dir = path;
     c.origin = "folder " + path + " (" + flag + ")";
-    c.config_source = join(path, "tokenizer_config.json");
+    c.config_source = join_path(path, "tokenizer_config.json");
     return c;
   }
   OMNI_CHECK_INPUT(is_file(path) || is_dir(path), flag, " ", path, ": no such file or folder");
@@ -307,8 +298,8 @@ ModelComponent component_from_file(const std::string& component, const std::stri
   const json* wan_config = nullptr;
   json folder_config;
   std::string folder_config_path;
-  if (is_dir(path) && is_file(join(path, "config.json"))) {
-    folder_config_path = join(path, "config.json");
+  if (is_dir(path) && is_file(join_path(path, "config.json"))) {
+    folder_config_path = join_path(path, "config.json");
     folder_config = read_json(folder_config_path);
   }
   c.checkpoint = path;
@@ -362,22 +353,22 @@ std::optional<ModelComponent> tokenizer_carried_by(const std::string& text_encod
 }
 
 bool is_original_layout(const std::string& dir) {
-  if (!is_dir(dir) || is_file(join(dir, "model_index.json"))) return false;
+  if (!is_dir(dir) || is_file(join_path(dir, "model_index.json"))) return false;
   auto wan_model = [](const std::string& d) {
-    if (!is_file(join(d, "config.json"))) return false;
-    const json j = read_json(join(d, "config.json"));
+    if (!is_file(join_path(d, "config.json"))) return false;
+    const json j = read_json(join_path(d, "config.json"));
     return j.is_object() && j.contains("dim") && j.contains("num_heads") && j.contains("in_dim");
   };
-  if (is_dir(join(dir, "high_noise_model")) || is_dir(join(dir, "low_noise_model")))
-    return wan_model(join(dir, "high_noise_model")) || wan_model(join(dir, "low_noise_model"));
+  if (is_dir(join_path(dir, "high_noise_model")) || is_dir(join_path(dir, "low_noise_model")))
+    return wan_model(join_path(dir, "high_noise_model")) || wan_model(join_path(dir, "low_noise_model"));
   return wan_model(dir);
 }
 
 std::map<std::string, ModelComponent> original_layout_components(const std::string& dir) {
   std::map<std::string, ModelComponent> out;
-  const bool experts = is_dir(join(dir, "high_noise_model")) || is_dir(join(dir, "low_noise_model"));
+  const bool experts = is_dir(join_path(dir, "high_noise_model")) || is_dir(join_path(dir, "low_noise_model"));
   auto expert = [&](const std::string& component, const std::string& folder) {
-    OMNI_CHECK_INPUT(is_file(join(folder, "config.json")), folder,
+    OMNI_CHECK_INPUT(is_file(join_path(folder, "config.json")), folder,
                      ": no config.json (the Wan-AI repositories have one beside each expert's weights)");
     ModelComponent c = component_from_file(component, folder, "--model");
     OMNI_CHECK_INPUT(c.names == NameLayout::kWanOriginal, folder,
@@ -387,8 +378,8 @@ std::map<std::string, ModelComponent> original_layout_components(const std::stri
     out[component] = std::move(c);
   };
   if (experts) {
-    expert("transformer", join(dir, "high_noise_model"));
-    expert("transformer_2", join(dir, "low_noise_model"));
+    expert("transformer", join_path(dir, "high_noise_model"));
+    expert("transformer_2", join_path(dir, "low_noise_model"));
   } else {
     expert("transformer", dir);
   }
@@ -398,7 +389,7 @@ std::map<std::string, ModelComponent> original_layout_components(const std::stri
   const std::string vae = one_file(dir, "Wan2.", "_VAE.pth", "VAE weights");
   out["vae"] = component_from_file("vae", vae, "--model");
   out["vae"].origin = "file " + vae + " (Wan2.2 original layout)";
-  const std::string tokenizer = join(dir, "google/umt5-xxl");
+  const std::string tokenizer = join_path(dir, "google/umt5-xxl");
   if (is_dir(tokenizer)) {
     out["tokenizer"] = component_from_file("tokenizer", tokenizer, "--model");
     out["tokenizer"].origin = "folder " + tokenizer + " (Wan2.2 original layout)";

@@ -17,11 +17,6 @@ namespace omni::io {
 
 namespace {
 
-std::string join(const std::string& dir, const std::string& name) {
-  if (dir.empty() || dir.back() == '/') return dir + name;
-  return dir + "/" + name;
-}
-
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? std::string(v) : std::string();
@@ -131,15 +126,15 @@ std::string hf_hub_cache_dir() {
   const std::string hub = env("HF_HUB_CACHE");
   if (!hub.empty()) return hub;
   const std::string hf_home = env("HF_HOME");
-  if (!hf_home.empty()) return join(hf_home, "hub");
-  return join(home_dir(), ".cache/huggingface/hub");
+  if (!hf_home.empty()) return join_path(hf_home, "hub");
+  return join_path(home_dir(), ".cache/huggingface/hub");
 }
 
 std::string resolve_model_path(const std::string& model) {
   OMNI_CHECK_USAGE(!model.empty(), "--model is empty; give a diffusers pipeline folder or an ORG/NAME model id");
   std::vector<std::string> looked;  // every place looked at, for the error message
   if (is_dir(model)) {
-    const std::string index = join(model, "model_index.json");
+    const std::string index = join_path(model, "model_index.json");
     OMNI_CHECK_INPUT(is_file(index) || is_original_layout(model), "--model ", model,
                      ": the folder is neither a diffusers pipeline folder (no model_index.json; e.g. a download of "
                      "Wan-AI/Wan2.2-T2V-A14B-Diffusers) nor a Wan2.2 original one (no config.json of a WanModel at its "
@@ -154,8 +149,8 @@ std::string resolve_model_path(const std::string& model) {
     const std::string cache = hf_hub_cache_dir();
     const std::string org = model.substr(0, model.find('/'));
     const std::string name = model.substr(model.find('/') + 1);
-    const std::string repo_dir = join(cache, "models--" + org + "--" + name);
-    const std::string ref_file = join(repo_dir, "refs/main");
+    const std::string repo_dir = join_path(cache, "models--" + org + "--" + name);
+    const std::string ref_file = join_path(repo_dir, "refs/main");
     const std::string how = !env("HF_HUB_CACHE").empty() ? "$HF_HUB_CACHE"
                             : !env("HF_HOME").empty()    ? "$HF_HOME/hub"
                                                          : "~/.cache/huggingface/hub";
@@ -168,12 +163,12 @@ std::string resolve_model_path(const std::string& model) {
       std::string revision;
       std::getline(in, revision);
       revision = trim(revision);
-      const std::string snapshot = join(repo_dir, "snapshots/" + revision);
+      const std::string snapshot = join_path(repo_dir, "snapshots/" + revision);
       if (revision.empty() || !is_dir(snapshot)) {
         looked.push_back(snapshot + " (snapshot named by " + ref_file + ": missing)");
       } else {
         // A diffusers repository (model_index.json) or one of Wan-AI's original ones (Wan2.2-T2V-A14B, ...).
-        const std::string index = join(snapshot, "model_index.json");
+        const std::string index = join_path(snapshot, "model_index.json");
         OMNI_CHECK_INPUT(is_file(index) || is_original_layout(snapshot), "--model ", model, ": cached snapshot ",
                          snapshot,
                          " has neither a model_index.json (diffusers) nor a WanModel config.json (Wan2.2 original "
@@ -196,7 +191,7 @@ ModelDir ModelDir::open(const std::string& model, const ComponentFiles& files) {
   ModelDir m;
   if (!model.empty()) {
     const std::string path = resolve_model_path(model);
-    if (is_file(join(path, "model_index.json"))) {
+    if (is_file(join_path(path, "model_index.json"))) {
       m = ModelDir(path);
     } else {
       m.root_ = path;
@@ -267,16 +262,16 @@ void ModelDir::set_index_from_components(const std::string& source) {
 
 ModelDir::ModelDir(const std::string& root) : root_(root) {
   while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
-  index_source_ = join(root_, "model_index.json");
+  index_source_ = join_path(root_, "model_index.json");
   index_ = read_model_index(index_source_);
   for (const auto& kv : index_.components) {
     const std::string& name = kv.first;
     ModelComponent c;
-    c.checkpoint = join(root_, name);
-    c.dir = join(root_, name);
-    c.config_source = name == "scheduler"   ? join(c.dir, "scheduler_config.json")
-                      : name == "tokenizer" ? join(c.dir, "tokenizer_config.json")
-                                            : join(c.dir, "config.json");
+    c.checkpoint = join_path(root_, name);
+    c.dir = join_path(root_, name);
+    c.config_source = name == "scheduler"   ? join_path(c.dir, "scheduler_config.json")
+                      : name == "tokenizer" ? join_path(c.dir, "tokenizer_config.json")
+                                            : join_path(c.dir, "config.json");
     c.origin = "folder " + c.dir + " (diffusers)";
     components_[name] = c;
   }
@@ -285,8 +280,8 @@ ModelDir::ModelDir(const std::string& root) : root_(root) {
 const ModelComponent& ModelDir::component(const std::string& name) const {
   auto it = components_.find(name);
   OMNI_CHECK_INPUT(it != components_.end() && index_.has(name),
-                   layout_ == "diffusers" ? join(root_, "model_index.json") : root_, ": the model has no component '",
-                   name, "'");
+                   layout_ == "diffusers" ? join_path(root_, "model_index.json") : root_,
+                   ": the model has no component '", name, "'");
   return it->second;
 }
 

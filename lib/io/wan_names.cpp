@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <map>
 
+#include "core/files.h"
+
 namespace omni::io {
 
 namespace {
@@ -39,10 +41,6 @@ bool parse_index(const std::string& s, int* out) {
 
 bool is_param(const std::string& s) {
   return s == "weight" || s == "bias";
-}
-
-bool starts_with(const std::string& s, const std::string& prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
 }
 
 // blocks.N.<rest> of the original transformer -> ours.

@@ -85,10 +85,8 @@ Umt5Tokenizer Umt5Tokenizer::from_spiece_bytes(const std::string& serialized, co
   tok.path_ = source;
   tok.load_spiece(&serialized);
   // T5Tokenizer's default extra_ids (100), as for a spiece.model folder without a tokenizer_config.json.
-  const int64_t pieces = tok.sp_->GetPieceSize();
-  for (int64_t i = 0; i < 100; ++i) tok.special_.emplace_back(str_cat("<extra_id_", i, ">"), pieces + 99 - i);
-  std::stable_sort(tok.special_.begin(), tok.special_.end(),
-                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  tok.add_extra_ids(100);
+  tok.sort_special();
   OMNI_INFO("tokenizer: the SentencePiece model carried in ", source, " (as transformers' T5Tokenizer)");
   return tok;
 }
@@ -120,6 +118,19 @@ void Umt5Tokenizer::load_spiece(const std::string* serialized) {
       if (!piece.empty()) special_.emplace_back(piece, id);
     }
   }
+  sort_special();
+}
+
+void Umt5Tokenizer::add_extra_ids(int64_t extra_ids) {
+  // T5Tokenizer's <extra_id_0> .. <extra_id_{N-1}> come after the vocabulary, in reverse: <extra_id_i> is
+  // piece_count + N - 1 - i.
+  const int64_t pieces = sp_->GetPieceSize();
+  for (int64_t i = 0; i < extra_ids; ++i)
+    special_.emplace_back(str_cat("<extra_id_", i, ">"), pieces + extra_ids - 1 - i);
+}
+
+void Umt5Tokenizer::sort_special() {
+  // Longest first: a special token is matched before any shorter one it contains.
   std::stable_sort(special_.begin(), special_.end(),
                    [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
 }
@@ -311,12 +322,9 @@ Umt5Tokenizer Umt5Tokenizer::from_dir(const std::string& tokenizer_dir) {
   }
 
   Umt5Tokenizer tok(tokenizer_dir + "/spiece.model");
-  // T5Tokenizer's <extra_id_0> .. <extra_id_{N-1}> come after the vocabulary, in reverse: <extra_id_i> is
-  // piece_count + N - 1 - i.
   const int64_t extra_ids = files.extra_ids;
   const int64_t pieces = tok.sp_->GetPieceSize();
-  for (int64_t i = 0; i < extra_ids; ++i)
-    tok.special_.emplace_back(str_cat("<extra_id_", i, ">"), pieces + extra_ids - 1 - i);
+  tok.add_extra_ids(extra_ids);
 
   // The id of a token the files name: a piece of the vocabulary, an extra id, or -1.
   auto id_of = [&](const std::string& token) -> int64_t {
@@ -358,8 +366,7 @@ Umt5Tokenizer Umt5Tokenizer::from_dir(const std::string& tokenizer_dir) {
   // After the checks, so that a bad folder gives one error line.
   OMNI_INFO("tokenizer: ", tokenizer_dir, " has no tokenizer.json; tokenizing with its spiece.model (SentencePiece, ",
             "as transformers' T5Tokenizer)");
-  std::stable_sort(tok.special_.begin(), tok.special_.end(),
-                   [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+  tok.sort_special();
   return tok;
 }
 

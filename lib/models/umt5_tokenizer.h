@@ -86,6 +86,9 @@ class Umt5Tokenizer {
   Umt5Tokenizer() = default;
   // Loads sp_ from path_ (or from `serialized` bytes) and records its control pieces.
   void load_spiece(const std::string* serialized);
+  // <extra_id_0> .. <extra_id_{n-1}> after the SentencePiece vocabulary, as T5Tokenizer numbers them.
+  void add_extra_ids(int64_t n);
+  void sort_special();
 
   std::string path_;
   std::unique_ptr<TokenizerJson> json_;  // tokenizer.json rules the ids (sp_ and special_ unused)
