@@ -14,6 +14,7 @@ PACKAGES=(
   libsentencepiece-dev sentencepiece
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg
   libstb-dev
+  libjpeg62-turbo-dev libwebp-dev   # image input decoded as Pillow decodes it (libjpeg-turbo, libwebp)
   libgtest-dev googletest
   slurm-wlm munge                   # tools/slurm/selftest.sh: a one-node Slurm for the slurm-labelled test
 )

@@ -5,10 +5,12 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <vector>
 
 #include "core/error.h"
+#include "io/image_metadata.h"
+#include "io/jpeg_decoder.h"
+#include "io/webp_decoder.h"
 
 // The one translation unit that holds stb_image's implementation; only the decoder is needed.
 #define STB_IMAGE_IMPLEMENTATION
@@ -29,74 +31,60 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
   OMNI_CHECK_INPUT(!S_ISDIR(st.st_mode), "image '", path, "' is a folder, not an image file");
   std::ifstream in(path, std::ios::binary);
   OMNI_CHECK_INPUT(in.good(), "image '", path, "' cannot be opened: ", std::strerror(errno));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  OMNI_CHECK_INPUT(!in.bad(), "image '", path, "': read error");
+  // One read of the size stat gave (a photo is megabytes: byte-wise iteration would cost as much as its decode).
+  std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
+  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  OMNI_CHECK_INPUT(!in.bad() && in.gcount() == static_cast<std::streamsize>(bytes.size()), "image '", path,
+                   "': read error (", in.gcount(), " of ", bytes.size(), " bytes)");
   OMNI_CHECK_INPUT(!bytes.empty(), "image '", path, "' is empty");
   return bytes;
 }
 
-uint32_t read_u16(const uint8_t* p, bool little) {
-  return little ? (p[0] | (p[1] << 8)) : ((p[0] << 8) | p[1]);
+bool is_jpeg(const uint8_t* d, size_t n) {
+  return n >= 3 && d[0] == 0xFF && d[1] == 0xD8 && d[2] == 0xFF;
 }
 
-uint32_t read_u32(const uint8_t* p, bool little) {
-  return little ? (uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24))
-                : ((uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]});
+bool is_png(const uint8_t* d, size_t n) {
+  static const uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  return n >= 8 && std::memcmp(d, kSignature, 8) == 0;
 }
 
-// Orientation tag 0x0112 in IFD0 of a TIFF block (the body of an "Exif\0\0" APP1 segment).
-int tiff_orientation(const uint8_t* t, size_t n) {
-  if (n < 8) return 1;
-  bool little;
-  if (t[0] == 'I' && t[1] == 'I') {
-    little = true;
-  } else if (t[0] == 'M' && t[1] == 'M') {
-    little = false;
-  } else {
-    return 1;
+// A PNG whose IHDR says 16-bit grayscale (colour type 0): Pillow opens it as mode "I;16", whose convert("RGB")
+// clips each 16-bit value at 255 (I16_RGB), where every other 16-bit PNG keeps the high byte (stb does the same).
+bool is_png_gray16(const uint8_t* d, size_t n) {
+  return is_png(d, n) && n >= 26 && std::memcmp(d + 12, "IHDR", 4) == 0 && d[24] == 16 && d[25] == 0;
+}
+
+constexpr const char* kFormats = "JPEG, PNG, WebP, BMP, GIF (first frame), TGA, PSD, HDR, PNM";
+
+// Every format but JPEG and WebP, through stb_image.
+at::Tensor decode_with_stb(const std::vector<uint8_t>& bytes, const std::string& path) {
+  OMNI_CHECK_INPUT(bytes.size() <= static_cast<size_t>(INT32_MAX), "image '", path, "' is larger than 2 GiB");
+  const int n = static_cast<int>(bytes.size());
+  int w = 0, h = 0, channels_in_file = 0;
+  OMNI_CHECK_INPUT(stbi_info_from_memory(bytes.data(), n, &w, &h, &channels_in_file), "image '", path,
+                   "' cannot be decoded (", stbi_failure_reason(), "); supported: ", kFormats);
+  OMNI_CHECK_INPUT(int64_t{w} * h <= kMaxImagePixels, "image '", path, "' has ", w, " x ", h, " pixels, more than the ",
+                   kMaxImagePixels, " Pillow opens");
+  at::Tensor image = at::empty({h, w, 3}, at::kByte);  // [H, W, 3]
+  uint8_t* out = image.data_ptr<uint8_t>();
+  const size_t pixels = static_cast<size_t>(w) * h;
+  if (is_png_gray16(bytes.data(), bytes.size())) {
+    stbi_us* gray = stbi_load_16_from_memory(bytes.data(), n, &w, &h, &channels_in_file, 1);
+    OMNI_CHECK_INPUT(gray != nullptr, "image '", path, "' cannot be decoded (", stbi_failure_reason(), ")");
+    for (size_t i = 0; i < pixels; ++i) out[3 * i] = out[3 * i + 1] = out[3 * i + 2] = gray[i] > 255 ? 255 : gray[i];
+    stbi_image_free(gray);
+    return image;
   }
-  if (read_u16(t + 2, little) != 42) return 1;
-  const uint32_t ifd = read_u32(t + 4, little);
-  if (ifd > n || n - ifd < 2) return 1;
-  const uint32_t entries = read_u16(t + ifd, little);
-  for (uint32_t i = 0; i < entries; ++i) {
-    const size_t e = ifd + 2 + static_cast<size_t>(i) * 12;
-    if (e + 12 > n) return 1;
-    if (read_u16(t + e, little) != 0x0112) continue;
-    if (read_u16(t + e + 2, little) != 3) return 1;  // must be SHORT; the value sits in the first 2 bytes
-    const uint32_t v = read_u16(t + e + 8, little);
-    return (v >= 1 && v <= 8) ? static_cast<int>(v) : 1;
-  }
-  return 1;
+  stbi_uc* rgb = stbi_load_from_memory(bytes.data(), n, &w, &h, &channels_in_file, 3);
+  OMNI_CHECK_INPUT(rgb != nullptr, "image '", path, "' cannot be decoded (", stbi_failure_reason(),
+                   "); supported: ", kFormats);
+  std::memcpy(out, rgb, pixels * 3);
+  stbi_image_free(rgb);
+  return image;
 }
 
 }  // namespace
-
-int jpeg_exif_orientation(const uint8_t* data, size_t size) {
-  if (size < 4 || data[0] != 0xFF || data[1] != 0xD8) return 1;  // not a JPEG
-  size_t pos = 2;
-  while (pos + 4 <= size) {
-    if (data[pos] != 0xFF) return 1;
-    const uint8_t marker = data[pos + 1];
-    if (marker == 0xFF) {  // fill byte
-      ++pos;
-      continue;
-    }
-    if (marker == 0xD9 || marker == 0xDA) return 1;  // end of image / start of scan: no EXIF before the data
-    if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) {  // markers without a length
-      pos += 2;
-      continue;
-    }
-    const size_t len = (size_t{data[pos + 2]} << 8) | data[pos + 3];  // includes the 2 length bytes
-    if (len < 2 || pos + 2 + len > size) return 1;
-    const uint8_t* body = data + pos + 4;
-    const size_t body_len = len - 2;
-    if (marker == 0xE1 && body_len >= 6 && std::memcmp(body, "Exif\0\0", 6) == 0)
-      return tiff_orientation(body + 6, body_len - 6);
-    pos += 2 + len;
-  }
-  return 1;
-}
 
 at::Tensor apply_exif_orientation(const at::Tensor& image, int orientation) {
   // Pillow's transposes, on [H, W, C]: rows are y (top to bottom), columns x (left to right).
@@ -122,15 +110,20 @@ at::Tensor apply_exif_orientation(const at::Tensor& image, int orientation) {
 
 at::Tensor read_image(const std::string& path) {
   const std::vector<uint8_t> bytes = read_bytes(path);
-  OMNI_CHECK_INPUT(bytes.size() <= static_cast<size_t>(INT32_MAX), "image '", path, "' is larger than 2 GiB");
-  int w = 0, h = 0, channels_in_file = 0;
-  stbi_uc* pixels = stbi_load_from_memory(bytes.data(), static_cast<int>(bytes.size()), &w, &h, &channels_in_file, 3);
-  OMNI_CHECK_INPUT(pixels != nullptr, "image '", path, "' cannot be decoded (", stbi_failure_reason(),
-                   "); supported: PNG, JPEG, BMP, TGA, GIF, PSD, HDR, PNM");
-  at::Tensor image = at::empty({h, w, 3}, at::kByte);  // [H, W, 3]
-  std::memcpy(image.data_ptr<uint8_t>(), pixels, static_cast<size_t>(w) * h * 3);
-  stbi_image_free(pixels);
-  return apply_exif_orientation(image, jpeg_exif_orientation(bytes.data(), bytes.size()));
+  const uint8_t* data = bytes.data();
+  const size_t size = bytes.size();
+  ImageMetadata metadata;
+  at::Tensor image;  // [H, W, 3] uint8, as stored
+  if (is_jpeg(data, size)) {
+    image = decode_jpeg(data, size, path);
+    metadata = jpeg_metadata(data, size);
+  } else if (is_webp(data, size)) {
+    image = decode_webp(data, size, path, &metadata);
+  } else {
+    image = decode_with_stb(bytes, path);
+    if (is_png(data, size)) metadata = png_metadata(data, size);
+  }
+  return apply_exif_orientation(image, image_orientation(metadata));
 }
 
 namespace {

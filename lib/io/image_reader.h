@@ -1,9 +1,10 @@
-// Image input through stb_image: PNG, JPEG (baseline and progressive), BMP, TGA, GIF (first frame), PSD, HDR,
-// PNM. Images are read the way diffusers' load_image does: the EXIF orientation of a JPEG is applied
-// (ImageOps.exif_transpose), then the image is made RGB (gray replicated, alpha dropped, palettes expanded).
-//
-// Decoders differ: PNG, BMP, TGA, ... decode to the same bytes as Pillow; a JPEG can differ from libjpeg's
-// decode by a level or two here and there (IDCT and chroma upsampling are not specified to the bit).
+// Image input, read the way diffusers' load_image reads it (PIL.Image.open, ImageOps.exif_transpose,
+// convert("RGB")), to the same bytes: JPEG through libjpeg-turbo and WebP through libwebp, the libraries Pillow
+// decodes them with (io/jpeg_decoder.h, io/webp_decoder.h); PNG, BMP, TGA, GIF (first frame), PSD, HDR and PNM
+// through stb_image, whose PNG decode equals Pillow's (a 16-bit gray PNG clipped at 255 as Pillow's "I;16"
+// conversion clips it). The orientation comes from the EXIF or XMP block, as Pillow finds it (io/image_metadata.h).
+// tools/reference/image_corpus.py and ctest io.image_corpus hold every format and mode to load_image's pixels;
+// docs/DESIGN.md lists what differs (a GIF's transparent pixels).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -16,7 +17,7 @@
 namespace omni::io {
 
 // [H, W, 3] uint8 RGB on the CPU. A missing, unreadable, corrupt or unsupported file is an input error (exit 3)
-// naming the file and, for decoding failures, stb's reason.
+// naming the file, the decoder's reason and the formats accepted.
 at::Tensor read_image(const std::string& path);
 
 // [H, W, 3] uint8 -> float32 in [0, 1] (x / 255).
@@ -27,9 +28,6 @@ at::Tensor image_to_float(const at::Tensor& image);
 // processor's default), x / 255, 2x - 1, as [1, 3, height, width] float32 in [-1, 1] on the CPU.
 at::Tensor load_conditioning_image(const std::string& path, int64_t height, int64_t width,
                                    ResizeFilter filter = ResizeFilter::kLanczos);
-
-// The EXIF orientation (1..8) of a JPEG held in `data`, 1 when there is none or it cannot be read.
-int jpeg_exif_orientation(const uint8_t* data, size_t size);
 
 // Applies an EXIF orientation (1..8) to [H, W, C], as Pillow's ImageOps.exif_transpose.
 at::Tensor apply_exif_orientation(const at::Tensor& image, int orientation);

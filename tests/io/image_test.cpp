@@ -5,11 +5,16 @@
 
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb/stb_image_write.h>
+#include <webp/encode.h>
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 #include <vector>
 
+#include "io/image_metadata.h"
 #include "io/image_reader.h"
+#include "io/jpeg_decoder.h"
 #include "io/safetensors.h"
 #include "media_test_util.h"
 
@@ -107,7 +112,7 @@ TEST(ImageReader, ExifOrientationIsApplied) {
   img.slice(1, 8, 16).select(2, 2).fill_(230);
   ASSERT_TRUE(stbi_write_jpg((dir / "plain.jpg").c_str(), 16, 8, 3, img.data_ptr<uint8_t>(), 100));
   const std::string plain = read_file(dir / "plain.jpg");
-  EXPECT_EQ(io::jpeg_exif_orientation(reinterpret_cast<const uint8_t*>(plain.data()), plain.size()), 1);
+  EXPECT_EQ(io::image_orientation(io::jpeg_metadata(reinterpret_cast<const uint8_t*>(plain.data()), plain.size())), 1);
   at::Tensor base = io::read_image(dir / "plain.jpg");
   ASSERT_EQ(base.sizes(), (at::IntArrayRef{8, 16, 3}));
 
@@ -117,7 +122,8 @@ TEST(ImageReader, ExifOrientationIsApplied) {
   for (bool little : {true, false}) {
     for (int o = 1; o <= 8; ++o) {
       const std::string bytes = with_exif(plain, o, little);
-      EXPECT_EQ(io::jpeg_exif_orientation(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), o);
+      EXPECT_EQ(io::image_orientation(io::jpeg_metadata(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())),
+                o);
       write_file(dir / "o.jpg", bytes);
       at::Tensor t = io::read_image(dir / "o.jpg");
       // Exactly Pillow's transposes of the un-rotated decode.
@@ -170,6 +176,91 @@ TEST(ImageReader, BadFilesAreInputErrorsNamingTheFile) {
   expect_error([&] { io::read_image(dir / "cut.png"); }, ExitCode::kInput, {dir / "cut.png"});
   expect_error([&] { io::load_conditioning_image(dir / "missing.png", 16, 16); }, ExitCode::kInput,
                {dir / "missing.png"});
+}
+
+// JPEG and WebP faults: truncated data (Pillow: "image file is truncated"), a frame header claiming more pixels
+// than Pillow opens, a corrupt WebP; each an input error naming the file; a TIFF (Pillow reads it, we do not)
+// names the formats accepted.
+TEST(ImageReader, JpegAndWebpFaultsAreInputErrors) {
+  TempDir dir;
+  at::Tensor rgb = random_image(48, 64, 3, 9);
+  ASSERT_TRUE(stbi_write_jpg((dir / "ok.jpg").c_str(), 64, 48, 3, rgb.data_ptr<uint8_t>(), 90));
+  const std::string jpeg = read_file(dir / "ok.jpg");
+  EXPECT_EQ(io::read_image(dir / "ok.jpg").sizes(), (at::IntArrayRef{48, 64, 3}));
+  write_file(dir / "cut.jpg", jpeg.substr(0, jpeg.size() * 2 / 3));
+  expect_error([&] { io::read_image(dir / "cut.jpg"); }, ExitCode::kInput, {dir / "cut.jpg", "truncated"});
+  // The same scans under a frame header of 49152 x 49152 (2.4 G pixels).
+  std::string bomb = jpeg;
+  const size_t sof = bomb.find("\xFF\xC0");
+  ASSERT_NE(sof, std::string::npos);
+  bomb.replace(sof + 5, 4, std::string("\xC0\x00\xC0\x00", 4));
+  write_file(dir / "bomb.jpg", bomb);
+  expect_error([&] { io::read_image(dir / "bomb.jpg"); }, ExitCode::kInput, {dir / "bomb.jpg", "49152 x 49152"});
+  write_file(dir / "header_only.jpg", jpeg.substr(0, 20));
+  expect_error([&] { io::read_image(dir / "header_only.jpg"); }, ExitCode::kInput, {dir / "header_only.jpg"});
+
+  uint8_t* webp = nullptr;
+  const size_t webp_size = WebPEncodeRGB(rgb.data_ptr<uint8_t>(), 64, 48, 64 * 3, 80.0f, &webp);
+  ASSERT_GT(webp_size, 0u);
+  const std::string webp_bytes(reinterpret_cast<const char*>(webp), webp_size);
+  WebPFree(webp);
+  write_file(dir / "ok.webp", webp_bytes);
+  at::Tensor back = io::read_image(dir / "ok.webp");
+  ASSERT_EQ(back.sizes(), (at::IntArrayRef{48, 64, 3}));
+  write_file(dir / "cut.webp", webp_bytes.substr(0, webp_bytes.size() / 2));
+  expect_error([&] { io::read_image(dir / "cut.webp"); }, ExitCode::kInput, {dir / "cut.webp", "WebP"});
+  // Its bitstream zeroed after the chunk header: libwebp (and so Pillow) refuses it. (Flipped bits inside the
+  // VP8 data are not an error for either: the decoder draws what they say.)
+  write_file(dir / "zeroed.webp", webp_bytes.substr(0, 20) + std::string(webp_bytes.size() - 20, '\0'));
+  expect_error([&] { io::read_image(dir / "zeroed.webp"); }, ExitCode::kInput, {dir / "zeroed.webp", "WebP"});
+
+  write_file(dir / "a.tif", std::string("II*\0\x08\0\0\0\0\0", 10));
+  expect_error([&] { io::read_image(dir / "a.tif"); }, ExitCode::kInput, {dir / "a.tif", "JPEG, PNG, WebP"});
+}
+
+// Pillow's CMYK -> RGB after its inverted read, against the formula in exact rationals: R = clip(k - round((255 -
+// c) * k / 255)), over every (c, k) pair (MULDIV255 is exact rounding for 8-bit products: a * b / 255 never ends
+// in exactly one half).
+TEST(ImageReader, CmykConversionIsPillows) {
+  for (int k = 0; k < 256; ++k) {
+    for (int c = 0; c < 256; ++c) {
+      const uint8_t cmyk[4] = {static_cast<uint8_t>(c), static_cast<uint8_t>(255 - c), static_cast<uint8_t>(c / 2),
+                               static_cast<uint8_t>(k)};
+      uint8_t rgb[3];
+      io::pillow_cmyk_row_to_rgb(cmyk, rgb, 1);
+      for (int ch = 0; ch < 3; ++ch) {
+        const int num = (255 - cmyk[ch]) * k;
+        const int rounded = (2 * num + 255) / 510;  // round(num / 255), halves impossible
+        const int want = std::clamp(k - rounded, 0, 255);
+        ASSERT_EQ(rgb[ch], want) << "c " << int{cmyk[ch]} << " k " << k;
+      }
+    }
+  }
+}
+
+// Where the orientation comes from: EXIF (SHORT or LONG; "Exif\0\0" prefixes stripped), XMP only when EXIF has no
+// Orientation tag, nothing else.
+TEST(ImageReader, OrientationSources) {
+  auto ifd = [](uint16_t type, uint32_t value, bool little) {
+    auto u16 = [&](uint32_t v) {
+      return little ? std::string{char(v & 0xFF), char(v >> 8)} : std::string{char(v >> 8), char(v & 0xFF)};
+    };
+    auto u32 = [&](uint32_t v) { return little ? u16(v & 0xFFFF) + u16(v >> 16) : u16(v >> 16) + u16(v & 0xFFFF); };
+    std::string t = little ? "II" : "MM";
+    t += u16(42) + u32(8) + u16(1) + u16(0x0112) + u16(type) + u32(1);
+    t += type == 3 ? u16(value) + u16(0) : u32(value);
+    return t + u32(0);
+  };
+  EXPECT_EQ(io::exif_orientation(ifd(3, 6, true)), 6);
+  EXPECT_EQ(io::exif_orientation(ifd(4, 8, false)), 8);
+  EXPECT_EQ(io::exif_orientation(std::string("Exif\0\0Exif\0\0", 12) + ifd(3, 3, false)), 3);
+  EXPECT_EQ(io::exif_orientation("not tiff"), std::nullopt);
+  const std::string xmp = "<x:xmpmeta><rdf:Description tiff:Orientation=\"5\"/></x:xmpmeta>";
+  EXPECT_EQ(io::image_orientation({ifd(3, 2, true), xmp}), 2);
+  EXPECT_EQ(io::image_orientation({"", xmp}), 5);
+  EXPECT_EQ(io::image_orientation({"", "<tiff:Orientation>7</tiff:Orientation>"}), 7);
+  EXPECT_EQ(io::image_orientation({"", "<exif:Orientation>7</exif:Orientation>"}), 1);
+  EXPECT_EQ(io::image_orientation({}), 1);
 }
 
 // Pillow's Tests/test_image_resample.py (TestImagingCoreResampleAccuracy): a w x h image with the top-left and

@@ -13,7 +13,8 @@
 #   tools/reference/cases.sh --make-inputs OMNI_MAKE_CHECKPOINT [CASE...]
 #                                                 remake, in place, the committed inputs that these tools made:
 #                                                 the generated checkpoints (tests/data/reference/<case>/model)
-#                                                 and the conditioning image of ti2v-5b-tiny-image
+#                                                 and the conditioning images of ti2v-5b-tiny-image,
+#                                                 i2v-jpeg and ti2v-jpeg
 #
 # CASE is one of the names below (default: all). OUT_ROOT=tests/data/reference rewrites the committed
 # references in place. The inputs stay where they are: the checkpoints (tests/data/reference/<model>, see
@@ -27,7 +28,7 @@ venv=${REFERENCE_VENV:-$here/.venv}
 # The fixtures the project started with (their checkpoints and image were made elsewhere), then the cases made here.
 fixture_cases=(t2v-a14b-tiny i2v-a14b-tiny ti2v-5b-tiny)
 new_cases=(ti2v-5b-tiny-image t2v-headdim16 t2v-headdim64 t2v-portrait t2v-euler ti2v-guidance-off
-           t2v-vae-blocks2 ti2v-vae-blocks2 t2v-lora)
+           t2v-vae-blocks2 ti2v-vae-blocks2 t2v-lora i2v-jpeg ti2v-jpeg)
 all_cases=("${fixture_cases[@]}" "${new_cases[@]}")
 
 # model_of CASE: the checkpoint folder a case runs, relative to tests/data/reference. The new cases name it in
@@ -35,7 +36,8 @@ all_cases=("${fixture_cases[@]}" "${new_cases[@]}")
 model_of() {
   case $1 in
     t2v-portrait | t2v-euler | t2v-lora) echo t2v-a14b-tiny/model ;;
-    ti2v-5b-tiny-image | ti2v-guidance-off) echo ti2v-5b-tiny/model ;;
+    ti2v-5b-tiny-image | ti2v-guidance-off | ti2v-jpeg) echo ti2v-5b-tiny/model ;;
+    i2v-jpeg) echo i2v-a14b-tiny/model ;;
     *) echo "$1/model" ;;
   esac
 }
@@ -79,6 +81,23 @@ Image.fromarray(pixels, "RGB").save(sys.argv[1])
 PY
 }
 
+# make_jpeg PATH ORIENTATION HEIGHT WIDTH SUBSAMPLING QUALITY: a photo-like JPEG (tools/reference/image_corpus.py's
+# source) as a camera writes one: upright HEIGHT x WIDTH after its EXIF orientation is applied, so that with
+# orientation 6 the stored pixels are WIDTH x HEIGHT, turned a quarter counter-clockwise.
+make_jpeg() {
+  PYTHONPATH=$here "$venv/bin/python" - "$@" <<'PY'
+import sys
+from PIL import Image
+from image_corpus import exif_with_orientation, photo
+path, orientation, h, w, subsampling, quality = sys.argv[1:]
+img = photo(int(h), int(w), 2027)
+undo = {1: None, 6: Image.Transpose.ROTATE_90, 8: Image.Transpose.ROTATE_270, 3: Image.Transpose.ROTATE_180}
+if undo[int(orientation)] is not None:
+    img = img.transpose(undo[int(orientation)])
+img.save(path, quality=int(quality), subsampling=int(subsampling), exif=exif_with_orientation(int(orientation)))
+PY
+}
+
 # record CASE OUT_DIR [record.py flags...]: the case's checkpoint in, OUT_DIR/{expected.safetensors,case.json} out.
 record() {
   local name=$1 out=$2
@@ -102,9 +121,10 @@ PY
   fi
 }
 
-# copy_image CASE OUT_DIR: the case's committed image.png beside the new case.json.
+# copy_image CASE OUT_DIR [NAME]: the case's committed image (NAME, default image.png) beside the new case.json.
 copy_image() {
-  [[ "$2/image.png" -ef "$ref/$1/image.png" ]] || cp "$ref/$1/image.png" "$2/image.png"
+  local file=${3:-image.png}
+  [[ "$2/$file" -ef "$ref/$1/$file" ]] || cp "$ref/$1/$file" "$2/$file"
 }
 
 # The inputs of each case, as its committed case.json states them. --unit-seed makes the stand-alone
@@ -148,6 +168,25 @@ run_case() {
         --negative-prompt "blurry, low quality, static frame" \
         --height 32 --width 64 --num-frames 9 --num-inference-steps 4 \
         --guidance-scale 5 --seed 11 --max-sequence-length 24
+      ;;
+    i2v-jpeg)
+      # A camera JPEG (4:2:0, quality 90) stored 45 x 72 with EXIF orientation 6: load_image turns it upright to
+      # 72 x 45, then it is resized (LANCZOS) to 48 x 32. Pins libjpeg-turbo's decode and the transpose.
+      copy_image "$name" "$out" image.jpg
+      record "$name" "$out" --image "$out/image.jpg" \
+        --prompt "A cyclist rides along a harbour wall at dusk" \
+        --negative-prompt "blurry, low quality" \
+        --height 32 --width 48 --num-frames 5 --num-inference-steps 3 \
+        --guidance-scale 3.5 --seed 8 --max-sequence-length 16
+      ;;
+    ti2v-jpeg)
+      # TI2V-5B image mode from a baseline 4:2:0 JPEG (quality 85), 52 x 100, resized to 32 x 64.
+      copy_image "$name" "$out" image.jpg
+      record "$name" "$out" --image "$out/image.jpg" \
+        --prompt "A tram passes a row of shops in the rain" \
+        --negative-prompt "blurry, low quality" \
+        --height 32 --width 64 --num-frames 5 --num-inference-steps 3 \
+        --guidance-scale 5 --seed 12 --max-sequence-length 16
       ;;
     t2v-headdim16)
       # The generated head-dim checkpoints (see checkpoint_flags), both experts used.
@@ -242,6 +281,16 @@ make_inputs() {
     mkdir -p "$ref/$name"
     make_image "$ref/$name/image.png"
     echo "cases.sh: $name/image.png made"
+  fi
+  if [[ $name == i2v-jpeg ]]; then
+    mkdir -p "$ref/$name"
+    make_jpeg "$ref/$name/image.jpg" 6 45 72 2 90
+    echo "cases.sh: $name/image.jpg made"
+  fi
+  if [[ $name == ti2v-jpeg ]]; then
+    mkdir -p "$ref/$name"
+    make_jpeg "$ref/$name/image.jpg" 1 52 100 2 85
+    echo "cases.sh: $name/image.jpg made"
   fi
 }
 

@@ -42,7 +42,7 @@ from diffusers import (  # noqa: E402
     WanPipeline,
 )
 from diffusers.pipelines.wan.pipeline_wan import prompt_clean  # noqa: E402
-from PIL import Image  # noqa: E402
+from diffusers.utils import load_image  # noqa: E402
 from transformers import T5TokenizerFast  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 
@@ -367,7 +367,8 @@ def main(argv):
         max_sequence_length=args.max_sequence_length,
     )
     if args.image is not None:
-        call["image"] = Image.open(args.image).convert("RGB")
+        # As a user's script loads it: Image.open, ImageOps.exif_transpose, convert("RGB").
+        call["image"] = load_image(str(args.image))
 
     rec = Recorder(pipe)
     unwrap = rec.wrap_pipeline(pipe)

@@ -19,6 +19,12 @@ expect i2v_without_image_np2 2 2 "needs --image" -- "${i2v[@]}" --output "$work/
 expect missing_image 1 3 "$work/nope.png" -- "${i2v[@]}" --image "$work/nope.png" --output "$work/a.mp4"
 echo "not an image" > "$work/bad.png"
 expect unreadable_image 2 3 "$work/bad.png" -- "${i2v[@]}" --image "$work/bad.png" --output "$work/a.mp4"
+# A JPEG cut short (Pillow: "image file is truncated") and a format we do not read (TIFF, which Pillow opens):
+# exit 3 on every rank, one line naming the file, and for the TIFF the formats accepted.
+head -c 1500 "$ref/i2v-jpeg/image.jpg" > "$work/cut.jpg"
+expect truncated_jpeg_np2 2 3 "$work/cut.jpg" -- "${i2v[@]}" --image "$work/cut.jpg" --output "$work/a.mp4"
+printf 'II*\0\010\0\0\0\0\0' > "$work/photo.tif"
+expect tiff_image_np2 2 3 "supported: JPEG, PNG, WebP" -- "${i2v[@]}" --image "$work/photo.tif" --output "$work/a.mp4"
 expect t2v_with_image 1 2 "takes no --image" -- "${t2v[@]}" --image "$ref/i2v-a14b-tiny/image.png" --output "$work/a.mp4"
 expect output_folder_missing 2 2 "$work/no/such/dir" -- "${t2v[@]}" --output "$work/no/such/dir/a.mp4"
 echo "a file" > "$work/plainfile"
