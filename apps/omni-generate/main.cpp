@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "config/options.h"
@@ -22,6 +23,7 @@
 #include "dist/communicator.h"
 #include "dist/device.h"
 #include "dist/device_mesh.h"
+#include "dist/topology.h"
 #include "job/auto_layout.h"
 #include "job/generation_job.h"
 #include "job/resolved_run.h"
@@ -31,20 +33,34 @@ namespace {
 using omni::config::GenerateOptions;
 using omni::config::Layout;
 
-std::string group_listing(const Layout& layout, const std::string& kind) {
+// The groups of `kind` in world ranks (the layout's positions placed on the nodes), then how many nodes they span.
+std::string group_listing(const omni::dist::DeviceMesh& mesh, const std::string& kind) {
   std::ostringstream os;
   bool first = true;
-  for (const auto& g : layout.groups(kind)) {
+  std::set<int> spans;
+  for (const auto& g : mesh.layout().groups(kind)) {
     os << (first ? "" : " ") << "[";
-    for (size_t i = 0; i < g.size(); ++i) os << (i ? "," : "") << g[i];
+    std::set<int> nodes;
+    for (size_t i = 0; i < g.size(); ++i) {
+      const int r = mesh.placement().rank_at[static_cast<size_t>(g[i])];
+      nodes.insert(mesh.topology().node_of[static_cast<size_t>(r)]);
+      os << (i ? "," : "") << r;
+    }
+    spans.insert(static_cast<int>(nodes.size()));
     os << "]";
     first = false;
+  }
+  if (mesh.topology().nodes() > 1) {
+    os << "  (each on ";
+    for (auto it = spans.begin(); it != spans.end(); ++it) os << (it == spans.begin() ? "" : " or ") << *it;
+    os << (*spans.rbegin() == 1 ? " node)" : " nodes)");
   }
   return os.str();
 }
 
-void print_plan(const GenerateOptions& opts, const Layout& layout, const std::string& preset,
+void print_plan(const GenerateOptions& opts, const omni::dist::DeviceMesh& mesh, const std::string& preset,
                 const std::string& layout_line, const std::vector<omni::config::ResolvedSetting>& resolved) {
+  const Layout& layout = mesh.layout();
   std::ostringstream os;
   os << "omni-generate dry run: configuration is valid\n";
   os << "layout: " << layout.summary() << "\n";
@@ -53,9 +69,10 @@ void print_plan(const GenerateOptions& opts, const Layout& layout, const std::st
     os << "hsdp: replicate " << layout.hsdp_replicate << " x shard " << layout.hsdp_shard << " (each rank holds 1/"
        << layout.hsdp_shard << " of the sharded weights)\n";
   }
-  os << "groups:\n";
+  os << "nodes: " << omni::dist::describe_nodes(mesh.topology()) << "\n";
+  os << "groups (world ranks):\n";
   for (const char* kind : {"shard", "replicate", "ulysses", "ring", "cfg", "dp", "video"})
-    os << "  " << kind << ": " << group_listing(layout, kind) << "\n";
+    os << "  " << kind << ": " << group_listing(mesh, kind) << "\n";
   // What --device resolves to on this rank (rank 0), without touching a GPU.
   const int gpus = omni::dist::visible_gpu_count();
   const bool auto_cpu = opts.device.kind == omni::config::DeviceRequest::kAuto && gpus == 0;
@@ -142,14 +159,14 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
   OMNI_INFO("layout ", layout.summary());
   // The mesh is built in a dry run too: the communicators of every group are split, so a dry run proves the
   // layout on the real launcher (mpirun / srun) before any model is read.
-  omni::dist::DeviceMesh mesh(layout, omni::dist::Communicator::world());
+  omni::dist::DeviceMesh mesh(layout, omni::dist::Communicator::world(), opts.parallel.strict_topology);
   OMNI_DEBUG("mesh: ", mesh.describe());
   phase = Phase::kAgreed;
   const auto checkpoint_settings = resolved.checkpoint;
   omni::job::GenerationJob job(opts, std::move(resolved), preset, mesh, decision.line);
   if (opts.dry_run) {
     // The model's configs and headers, every rank's memory plan; rank 0 prints once all is checked.
-    return job.dry_run([&] { print_plan(opts, layout, preset, decision.line, checkpoint_settings); });
+    return job.dry_run([&] { print_plan(opts, mesh, preset, decision.line, checkpoint_settings); });
   }
 
   job.prepare();

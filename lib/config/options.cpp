@@ -301,6 +301,13 @@ const std::vector<Binding>& bindings() {
                  [](G& o, const std::string& v, const std::string& w) { o.parallel.use_hsdp = to_bool(v, w); },
                  [](const G& o) { return nlohmann::json(o.parallel.use_hsdp); },
                  ""});
+    t.push_back({{"strict-topology",
+                  "refuse a layout whose shard, Ulysses, ring or CFG groups cannot stay inside a node on this "
+                  "launch's nodes (default: one warning naming them)",
+                  "false", true},
+                 [](G& o, const std::string& v, const std::string& w) { o.parallel.strict_topology = to_bool(v, w); },
+                 [](const G& o) { return nlohmann::json(o.parallel.strict_topology); },
+                 ""});
     par("hsdp-shard-size", "ranks that split one copy of the weights (-1: automatic)", "-1",
         &ParallelConfig::hsdp_shard_size);
     par("hsdp-replicate-size", "number of weight copies (shard groups)", "-1", &ParallelConfig::hsdp_replicate_size);

@@ -16,6 +16,9 @@ struct ParallelConfig {
   bool use_hsdp = false;
   int hsdp_shard_size = -1;      // -1: not given / automatic
   int hsdp_replicate_size = -1;  // -1: not given (1)
+  // Groups that should stay inside a node (shard, ulysses, ring, cfg) and cannot on this launch's nodes are an
+  // error instead of a warning (dist/topology.h).
+  bool strict_topology = false;
 };
 
 // Compute: W = dp x cfg x ring x ulysses, ulysses innermost (contiguous ranks), dp outermost:

@@ -11,6 +11,7 @@
 
 #include "config/parallel_config.h"
 #include "dist/communicator.h"
+#include "dist/topology.h"
 
 namespace omni::dist {
 
@@ -21,8 +22,14 @@ class DeviceMesh {
   static const std::array<const char*, 8>& kinds();
 
   // Collective over `world`, whose size must equal layout.world_size. The mesh keeps its own duplicate
-  // of `world`, so the caller's communicator may go away.
-  DeviceMesh(const config::Layout& layout, const Communicator& world);
+  // of `world`, so the caller's communicator may go away. The ranks' nodes are discovered (Topology::discover)
+  // and the layout's positions placed on them node by node (dist/topology.h). Groups that should stay inside a
+  // node and cannot (a shard size that does not divide the ranks per node, unequal nodes) are one warning on
+  // rank 0, or with `strict_topology` a usage error (exit 2) on every rank.
+  DeviceMesh(const config::Layout& layout, const Communicator& world, bool strict_topology = false);
+  // The same on a given topology (tests: nodes simulated on one host).
+  DeviceMesh(const config::Layout& layout, const Communicator& world, const Topology& topology,
+             bool strict_topology = false);
   DeviceMesh(const DeviceMesh&) = delete;
   DeviceMesh& operator=(const DeviceMesh&) = delete;
   DeviceMesh(DeviceMesh&&) = default;
@@ -32,10 +39,17 @@ class DeviceMesh {
   const Communicator& world() const { return world_; }
   int rank() const { return world_.rank(); }
   int world_size() const { return world_.size(); }
+  // This rank's position in the layout arithmetic (config::Layout's "rank"): what dp_index, writes_video, ...
+  // take. Equal to rank() on one node.
+  int position() const { return placement_.position_of[static_cast<size_t>(rank())]; }
+  int position_of(int world_rank) const { return placement_.position_of[static_cast<size_t>(world_rank)]; }
+  const Topology& topology() const { return topology_; }
+  const Placement& placement() const { return placement_; }
 
   // This rank's communicator of `kind` (one of kinds(); anything else is an internal error).
   const Communicator& group(const std::string& kind) const;
-  // The world ranks of this rank's group of `kind`, sorted; position i is group rank i.
+  // The world ranks of this rank's group of `kind`, in layout order (ascending positions): entry i is group
+  // rank i.
   const std::vector<int>& group_ranks(const std::string& kind) const;
 
   const Communicator& dp() const { return groups_[0]; }
@@ -56,6 +70,8 @@ class DeviceMesh {
 
   config::Layout layout_;
   Communicator world_;
+  Topology topology_;
+  Placement placement_;
   std::array<Communicator, 8> groups_;
   std::array<std::vector<int>, 8> ranks_;
 };

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <mutex>
 #include <numeric>
 
 #include "core/dtype.h"
@@ -102,7 +103,46 @@ bool debug_requested() {
 
 }  // namespace
 
-ProcessGroup::ProcessGroup(const Communicator& comm, const std::string& name) : rank_(comm.rank()), size_(comm.size()) {
+namespace {
+
+std::mutex traffic_mutex;
+std::map<std::string, TrafficCounts>& traffic_ledger() {
+  static std::map<std::string, TrafficCounts> ledger;
+  return ledger;
+}
+
+}  // namespace
+
+std::map<std::string, TrafficCounts> traffic_totals() {
+  std::lock_guard<std::mutex> lock(traffic_mutex);
+  return traffic_ledger();
+}
+
+void ProcessGroup::set_peer_nodes(const std::vector<int>& node_of_group_rank) {
+  OMNI_CHECK(static_cast<int>(node_of_group_rank.size()) == size_, "set_peer_nodes: ", node_of_group_rank.size(),
+             " nodes for a group of ", size_);
+  peer_nodes_ = node_of_group_rank;
+}
+
+template <typename BytesTo>
+void ProcessGroup::count_traffic(BytesTo bytes_to) {
+  TrafficCounts add;
+  add.collectives = 1;
+  for (int j = 0; j < size_; ++j) {
+    if (j == rank_) continue;
+    const bool local =
+        peer_nodes_.empty() || peer_nodes_[static_cast<size_t>(j)] == peer_nodes_[static_cast<size_t>(rank_)];
+    (local ? add.intra_node_bytes : add.inter_node_bytes) += static_cast<int64_t>(bytes_to(j));
+  }
+  std::lock_guard<std::mutex> lock(traffic_mutex);
+  TrafficCounts& t = traffic_ledger()[name_];
+  t.intra_node_bytes += add.intra_node_bytes;
+  t.inter_node_bytes += add.inter_node_bytes;
+  t.collectives += add.collectives;
+}
+
+ProcessGroup::ProcessGroup(const Communicator& comm, const std::string& name)
+    : rank_(comm.rank()), size_(comm.size()), name_(name.empty() ? "other" : name) {
   const auto members = comm.world_ranks();
   label_ = (name.empty() ? std::string("a") : name) + " group (world ranks ";
   for (size_t i = 0; i < members.size(); ++i) label_ += (i ? "," : "") + std::to_string(members[i]);
@@ -148,6 +188,7 @@ WorkHandle ProcessGroup::all_gather_into_flat(const at::Tensor& output, const at
                "for rank ", rank_);
   }
   begin("all_gather_into_flat", output.numel(), output.scalar_type());
+  count_traffic([&](int) { return input.nbytes(); });
   return do_all_gather(output, input);
 }
 
@@ -164,6 +205,7 @@ WorkHandle ProcessGroup::all_gather_v(const at::Tensor& output, const at::Tensor
              " elements but the counts sum to ", sum_of(counts));
   OMNI_CHECK(!overlaps(output, input), "all_gather_v: input and output overlap");
   begin("all_gather_v", output.numel(), output.scalar_type());
+  count_traffic([&](int) { return input.nbytes(); });
   return do_all_gather_v(output, input, counts);
 }
 
@@ -176,6 +218,7 @@ WorkHandle ProcessGroup::all_to_all(const at::Tensor& output, const at::Tensor& 
              " and output ", output.numel(), " elements; both must be the same multiple of the group size ", size_);
   OMNI_CHECK(!overlaps(output, input), "all_to_all: input and output overlap (in place is not supported)");
   begin("all_to_all", output.numel(), output.scalar_type());
+  count_traffic([&](int) { return input.nbytes() / size_; });
   return do_all_to_all(output, input);
 }
 
@@ -194,6 +237,7 @@ WorkHandle ProcessGroup::all_to_all_v(const at::Tensor& output, const at::Tensor
              " elements but recv_counts sum to ", sum_of(recv_counts));
   OMNI_CHECK(!overlaps(output, input), "all_to_all_v: input and output overlap (in place is not supported)");
   begin("all_to_all_v", -1, output.scalar_type());
+  count_traffic([&](int j) { return send_counts[static_cast<size_t>(j)] * input.element_size(); });
   return do_all_to_all_v(output, input, send_counts, recv_counts);
 }
 
@@ -201,6 +245,7 @@ WorkHandle ProcessGroup::broadcast(const at::Tensor& tensor, int root) {
   check_tensor(tensor, "broadcast", "tensor");
   OMNI_CHECK(root >= 0 && root < size_, "broadcast: root ", root, " is outside the group of ", size_);
   begin("broadcast", tensor.numel(), tensor.scalar_type());
+  count_traffic([&](int) { return rank_ == root ? tensor.nbytes() : size_t{0}; });
   return do_broadcast(tensor, root);
 }
 
@@ -208,6 +253,7 @@ WorkHandle ProcessGroup::all_reduce(const at::Tensor& tensor, ReduceOp op) {
   check_tensor(tensor, "all_reduce", "tensor");
   OMNI_CHECK(tensor.scalar_type() != at::kBool, "all_reduce: bool tensors cannot be reduced; use uint8");
   begin("all_reduce", tensor.numel(), tensor.scalar_type());
+  count_traffic([&](int) { return 2 * tensor.nbytes() / size_; });
   return do_all_reduce(tensor, op);
 }
 
@@ -234,8 +280,14 @@ DeviceGroups::DeviceGroups(const DeviceMesh& mesh, at::Device device, const std:
   for (const char* kind : DeviceMesh::kinds()) {
     if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) continue;
     const Communicator& comm = mesh.group(kind);
-    groups_.emplace_back(
-        kind, comm.size() > 1 ? std::shared_ptr<ProcessGroup>(make_process_group(comm, device, kind)) : nullptr);
+    std::shared_ptr<ProcessGroup> group;
+    if (comm.size() > 1) {
+      group = make_process_group(comm, device, kind);
+      std::vector<int> nodes;
+      for (int r : mesh.group_ranks(kind)) nodes.push_back(mesh.topology().node_of[static_cast<size_t>(r)]);
+      group->set_peer_nodes(nodes);
+    }
+    groups_.emplace_back(kind, group);
   }
   // A kind outside DeviceMesh::kinds() is mesh.group()'s internal error.
   for (const auto& k : kinds) (void)mesh.group(k);

@@ -20,6 +20,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +41,19 @@ class Work {
   virtual void synchronize() { wait(); }
 };
 using WorkHandle = std::shared_ptr<Work>;
+
+// Bytes this rank sent through the collectives of one group kind, split by where the peer runs: on this rank's
+// node (NVLink, shared memory) or on another (the network). Counted by a direct-exchange model, the same for
+// every backend: an all-gather sends this rank's input to each peer, an all-to-all its chunk j to peer j, a
+// broadcast the tensor from the root to each peer, an all-reduce 2 x bytes / size to each peer (a ring
+// all-reduce's total of 2 (n - 1) / n x bytes).
+struct TrafficCounts {
+  int64_t intra_node_bytes = 0;
+  int64_t inter_node_bytes = 0;
+  int64_t collectives = 0;
+};
+// This process's totals so far, per group name ("shard", "ulysses", ...).
+std::map<std::string, TrafficCounts> traffic_totals();
 
 // Waits on each handle in order.
 void wait_all(const std::vector<WorkHandle>& works);
@@ -79,6 +93,10 @@ class ProcessGroup {
   WorkHandle all_reduce(const at::Tensor& tensor, ReduceOp op = ReduceOp::kSum);
   WorkHandle barrier();
 
+  // Per group rank, the node it runs on (dist::Topology's numbering); this rank's entry is its own node. Only
+  // the traffic counts use it. Default: every peer on this rank's node.
+  void set_peer_nodes(const std::vector<int>& node_of_group_rank);
+
   // NCCL: the stream (a cudaStream_t) that produces inputs and consumes outputs; every collective first
   // waits for the work queued on it, and Work::wait() makes it wait for the collective. Default: the
   // legacy default stream. MPI: ignored.
@@ -105,10 +123,15 @@ class ProcessGroup {
   // Numbers the collective about to be issued and, in debug mode, checks that every rank issues the same one.
   // `count` is an element count every rank must agree on (-1: none, for all_to_all_v's per-rank splits).
   void begin(const char* op, int64_t count, at::ScalarType dtype);
+  // Adds bytes_to(j) for every peer j to the traffic of this group's name.
+  template <typename BytesTo>
+  void count_traffic(BytesTo bytes_to);
 
   int rank_;
   int size_;
   std::string label_;
+  std::string name_;
+  std::vector<int> peer_nodes_;  // empty: all on this node
   uint64_t seq_ = 0;
   Communicator debug_;  // valid in debug mode: the host channel of the fingerprints
 };

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 
 #include "core/dtype.h"
@@ -16,6 +17,7 @@
 #include "core/tensor_dump.h"
 #include "dist/agreement.h"
 #include "dist/device.h"
+#include "dist/process_group.h"
 #include "dist/watchdog.h"
 #include "io/image_reader.h"
 #include "io/image_resize.h"
@@ -110,15 +112,58 @@ void GenerationJob::resolve() {
 pipeline::RankWork GenerationJob::work_of(int rank) const {
   const auto& l = mesh_.layout();
   pipeline::RankWork w;
-  w.gathers_video = l.writes_video(rank);
+  const int position = mesh_.position_of(rank);  // the layout's coordinates are the rank's position
+  w.gathers_video = l.writes_video(position);
   w.decode_group = opts_.vae_parallel ? l.video_size() : 1;
-  for (const auto& a : queue_->assignments_of(l.dp_index(rank), l.dp)) {
+  for (const auto& a : queue_->assignments_of(l.dp_index(position), l.dp)) {
     pipeline::PlannedVideo v;
     v.video = queue_->video(a.video).params();
     v.decoded = a.real && (w.gathers_video || w.decode_group > 1);
     w.videos.push_back(v);
   }
   return w;
+}
+
+std::vector<std::vector<GenerationJob::StepTrafficSplit>> GenerationJob::step_traffic_estimate() const {
+  std::vector<std::vector<StepTrafficSplit>> out(static_cast<size_t>(mesh_.world_size()));
+  if (queue_->size() == 0) return out;
+  // The largest video: its step sends the most.
+  size_t largest = 0;
+  int64_t most = -1;
+  for (size_t i = 0; i < queue_->size(); ++i) {
+    const auto& o = queue_->video(static_cast<int>(i)).opts;
+    const int64_t area = static_cast<int64_t>(o.height) * o.width * o.num_frames;
+    if (area > most) most = area, largest = i;
+  }
+  const pipeline::StepTraffic t = memory_->step_traffic(queue_->video(static_cast<int>(largest)).params());
+  const auto& l = mesh_.layout();
+  const auto& topo = mesh_.topology();
+  for (int r = 0; r < mesh_.world_size(); ++r) {
+    const int node = topo.node_of[static_cast<size_t>(r)];
+    for (const auto& [kind, bytes] : std::vector<std::pair<const char*, int64_t>>{
+             {"shard", t.shard}, {"ulysses", t.ulysses}, {"ring", t.ring}, {"sp", t.sp}, {"cfg", t.cfg}}) {
+      if (bytes == 0) continue;
+      // This rank's group of `kind`, in world ranks (layout order).
+      std::vector<int> group;
+      for (int pos : l.group_of(kind, mesh_.position_of(r)))
+        group.push_back(mesh_.placement().rank_at[static_cast<size_t>(pos)]);
+      const int n = static_cast<int>(group.size());
+      if (n < 2) continue;
+      const int me = static_cast<int>(std::find(group.begin(), group.end(), r) - group.begin());
+      StepTrafficSplit split{kind, 0, 0};
+      if (std::string(kind) == "ring") {  // every hop goes to the next ring rank
+        const int next = group[static_cast<size_t>((me + 1) % n)];
+        (topo.node_of[static_cast<size_t>(next)] == node ? split.intra_node : split.inter_node) = bytes;
+      } else {  // spread evenly over the other ranks of the group
+        int across = 0;
+        for (int peer : group) across += peer != r && topo.node_of[static_cast<size_t>(peer)] != node ? 1 : 0;
+        split.inter_node = bytes * across / (n - 1);
+        split.intra_node = bytes - split.inter_node;
+      }
+      out[static_cast<size_t>(r)].push_back(split);
+    }
+  }
+  return out;
 }
 
 void GenerationJob::plan_memory() {
@@ -176,16 +221,38 @@ int GenerationJob::dry_run(const std::function<void()>& print_header) {
   // Where each component comes from (a diffusers folder, Wan2.2's original layout, single files).
   std::string sources = "model components:\n";
   for (const auto& kv : model_->index().components) sources += "  " + kv.first + ": " + model_->origin(kv.first) + "\n";
-  std::string text = sources + prompts + memory_->describe([&](int r) { return mesh_.layout().writes_video(r); });
+  std::string text =
+      sources + prompts + memory_->describe([&](int r) { return mesh_.layout().writes_video(mesh_.position_of(r)); });
+  // What crosses the network: per kind, the largest figure over the ranks.
+  const auto traffic = step_traffic_estimate();
+  std::ostringstream tl;
+  tl << "traffic per denoising step (estimate; bytes one rank sends, the most of any rank):\n";
+  bool any = false;
+  for (const char* kind : {"shard", "ulysses", "ring", "sp", "cfg"}) {
+    int64_t intra = -1, inter = -1;
+    for (const auto& rank : traffic)
+      for (const auto& s : rank)
+        if (s.kind == kind) intra = std::max(intra, s.intra_node), inter = std::max(inter, s.inter_node);
+    if (intra < 0) continue;
+    any = true;
+    tl << "  " << kind << ": " << format_bytes(intra) << " within its node, " << format_bytes(inter)
+       << " across nodes\n";
+  }
+  if (!any) tl << "  none (one rank computes each video with whole weights)\n";
+  text += tl.str();
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
   if (!opts_.report.empty()) {
-    nlohmann::json r = report_header(mesh_.layout(), device_.str(), identity_.layout_choice, memory_->budget());
+    nlohmann::json r = report_header(mesh_, device_.str(), identity_.layout_choice, memory_->budget());
     r["dry_run"] = true;
     nlohmann::json ranks = nlohmann::json::array();
     for (size_t i = 0; i < memory_->plans().size(); ++i) {
       nlohmann::json entry = {{"rank", i}};
       entry.update(memory_->plans()[i].to_json());
+      nlohmann::json est = nlohmann::json::object();
+      for (const auto& s : traffic[i])
+        est[s.kind] = {{"step_sent_intra_node_bytes", s.intra_node}, {"step_sent_inter_node_bytes", s.inter_node}};
+      entry["traffic_estimate"] = est;
       ranks.push_back(entry);
     }
     r["ranks"] = ranks;
@@ -250,10 +317,10 @@ void GenerationJob::load() {
 }
 
 int GenerationJob::run() {
-  const bool writer = mesh_.layout().writes_video(mesh_.rank());
+  const bool writer = mesh_.layout().writes_video(mesh_.position());
   const auto& l = mesh_.layout();
   int generated_here = 0;  // videos this rank generated, for the kill hook
-  for (const auto& a : queue_->assignments_of(l.dp_index(mesh_.rank()), l.dp)) {
+  for (const auto& a : queue_->assignments_of(l.dp_index(mesh_.position()), l.dp)) {
     const VideoSpec& v = queue_->video(a.video);
     const auto& o = v.opts;
     pipeline::GenerationRequest req;
@@ -278,7 +345,21 @@ int GenerationJob::run() {
     debug::enable_dumps(dumps);
     Progress progress("generate", req.video.num_inference_steps, mesh_.rank() == 0 && a.real);
     Timer t;
+    std::map<std::string, dist::TrafficCounts> traffic_before = dist::traffic_totals();
     pipeline::GenerationResult result = pipeline_->generate(req, [&](const pipeline::StepInfo& s) {
+      // What this step sent: the totals' change since the step before (the first step: since the video began,
+      // its text encoding included).
+      const std::map<std::string, dist::TrafficCounts> now = dist::traffic_totals();
+      for (size_t k = 0; k < dist::DeviceMesh::kinds().size(); ++k) {
+        const char* kind = dist::DeviceMesh::kinds()[k];
+        const auto it = now.find(kind);
+        const auto was = traffic_before.find(kind);
+        const dist::TrafficCounts a = it == now.end() ? dist::TrafficCounts{} : it->second;
+        const dist::TrafficCounts b = was == traffic_before.end() ? dist::TrafficCounts{} : was->second;
+        stats_.step_sent_intra_node[k] = a.intra_node_bytes - b.intra_node_bytes;
+        stats_.step_sent_inter_node[k] = a.inter_node_bytes - b.inter_node_bytes;
+      }
+      traffic_before = now;
       progress.update(s.step + 1, s.seconds, s.cached ? std::string(s.expert) + ", cached" : s.expert);
       maybe_inject_fault(mesh_.rank(), s.step, generated_here);
     });
@@ -347,6 +428,14 @@ int GenerationJob::finish() {
   stats_.peak_rss_bytes = peak_rss_bytes();
   stats_.peak_device_bytes = dist::peak_device_bytes(device_);
   stats_.decode_seconds = times_.get("decode");
+  const std::map<std::string, dist::TrafficCounts> traffic = dist::traffic_totals();
+  for (size_t k = 0; k < dist::DeviceMesh::kinds().size(); ++k) {
+    const auto it = traffic.find(dist::DeviceMesh::kinds()[k]);
+    if (it == traffic.end()) continue;
+    stats_.sent_intra_node[k] = it->second.intra_node_bytes;
+    stats_.sent_inter_node[k] = it->second.inter_node_bytes;
+    stats_.collectives[k] = it->second.collectives;
+  }
   const std::vector<RankStats> all = mesh_.world().gather(stats_);
   const int code = failed > 0 ? 1 : 0;
   if (mesh_.rank() != 0) return code;
@@ -378,7 +467,7 @@ int GenerationJob::finish() {
 
   if (!opts_.report.empty()) {
     const bool cuda = device_.is_cuda();
-    nlohmann::json r = report_header(mesh_.layout(), device_.str(), identity_.layout_choice, memory_->budget());
+    nlohmann::json r = report_header(mesh_, device_.str(), identity_.layout_choice, memory_->budget());
     r["param_bytes_total"] = pipeline_ ? pipeline_->param_bytes_total() : 0;
     nlohmann::json ranks = nlohmann::json::array();
     for (size_t i = 0; i < all.size(); ++i) {

@@ -65,6 +65,15 @@ class GenerationJob {
   // The videos' images and tasks, the LoRA files and the memory planner: what both a run and a dry run need.
   void resolve();
   pipeline::RankWork work_of(int rank) const;
+  // Per world rank, per group kind (shard, ulysses, ring, sp, cfg): the bytes it would send in one denoising step
+  // of the run's largest video to peers on its node and on other nodes (the memory planner's StepTraffic, split
+  // by where this rank's group peers run).
+  struct StepTrafficSplit {
+    std::string kind;
+    int64_t intra_node = 0;
+    int64_t inter_node = 0;
+  };
+  std::vector<std::vector<StepTrafficSplit>> step_traffic_estimate() const;
   void plan_memory();
   // What a signal's handler prints if it ends the run now (core/files.h set_interrupt_message).
   void update_interrupt_message() const;

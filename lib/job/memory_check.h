@@ -36,6 +36,7 @@ class MemoryCheck {
 
   // The multiple the model's video sizes snap to (sizes derived from an image).
   int64_t spatial_multiple() const { return planner_.spatial_multiple(); }
+  pipeline::StepTraffic step_traffic(const pipeline::VideoParams& video) const { return planner_.step_traffic(video); }
   // Every rank's plan from its work (indexed by rank).
   void plan(const std::vector<pipeline::RankWork>& work);
   const std::vector<pipeline::MemoryPlan>& plans() const { return plans_; }

@@ -27,14 +27,23 @@ struct RankStats {
   double decode_seconds = 0;
   int64_t baseline_rss_bytes = 0;  // resident bytes before any weight was read
   double compute_seconds = 0;      // text encoding, denoising and decoding of the videos this rank helped make
+  // Bytes this rank sent per group kind (DeviceMesh::kinds() order), to peers on its node and on others
+  // (dist::TrafficCounts): over the whole run, and over its last denoising step.
+  static constexpr int kKinds = 8;
+  int64_t sent_intra_node[kKinds] = {};
+  int64_t sent_inter_node[kKinds] = {};
+  int64_t collectives[kKinds] = {};
+  int64_t step_sent_intra_node[kKinds] = {};
+  int64_t step_sent_inter_node[kKinds] = {};
 
   // The report entry; `cuda`: also cuda_peak_allocated_bytes (peak_device_bytes on a GPU).
   nlohmann::json to_json(bool cuda) const;
 };
 
 // The head every report has (the run's and the dry run's): world size, device, layout and its choice, memory
-// budget (when known).
-nlohmann::json report_header(const config::Layout& layout, const std::string& device, const std::string& layout_choice,
+// budget (when known), and the topology: the nodes with their ranks, and per group kind the world ranks of each
+// group and the most nodes one spans.
+nlohmann::json report_header(const dist::DeviceMesh& mesh, const std::string& device, const std::string& layout_choice,
                              const dist::MemoryBudget& budget);
 
 }  // namespace omni::job

@@ -160,6 +160,30 @@ MemoryPlanner::MemoryPlanner(const io::ModelDir& model, const MemoryPlanSettings
 
 MemoryPlanner::~MemoryPlanner() = default;
 
+StepTraffic MemoryPlanner::step_traffic(const VideoParams& v) const {
+  const auto& s = *shapes_;
+  const auto& set = settings_;
+  const auto& tc = s.transformer;
+  const int64_t e = esize(set.dtype);
+  const int64_t u = set.ulysses, r = set.ring, sp = u * r;
+  const int64_t lat_t = v.latent_frames(s.vae.scale_factor_temporal), lat_h = v.height / s.vae.scale_factor_spatial,
+                lat_w = v.width / s.vae.scale_factor_spatial;
+  const int64_t tokens = tc.token_count(lat_t, lat_h, lat_w);
+  const bool guidance = v.guidance_on();
+  const int64_t batch = guidance && set.cfg == 1 ? 2 : 1;
+  const int64_t dim = tc.inner_dim(), layers = tc.num_layers;
+  const int64_t mine = ceil_div(tokens, sp);  // this rank's tokens in a block
+  StepTraffic t;
+  if (set.shard > 1) t.shard = s.models[1].resident * (set.shard - 1);
+  // Ulysses: q, k, v (3 x D / u per token) to each of u - 1 ranks, the output (D / u per token) back.
+  if (u > 1) t.ulysses = layers * 4 * batch * mine * (dim / u) * (u - 1) * e;
+  // Ring: K and V of the ring rank's tokens (all tokens / ring, D / u after Ulysses) on each of ring - 1 hops.
+  if (r > 1) t.ring = layers * 2 * batch * ceil_div(tokens, r) * (dim / u) * (r - 1) * e;
+  if (sp > 1) t.sp = batch * mine * dim * (sp - 1) * e;
+  if (set.cfg == 2 && guidance) t.cfg = tc.out_channels * lat_t * lat_h * lat_w * e;
+  return t;
+}
+
 int MemoryPlanner::spatial_multiple() const {
   const auto& p = shapes_->transformer.patch_size;
   return static_cast<int>(shapes_->vae.scale_factor_spatial * std::max(p[1], p[2]));

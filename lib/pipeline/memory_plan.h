@@ -97,6 +97,16 @@ struct MemoryPlan {
   std::string summary() const;
 };
 
+// Bytes one rank sends in one denoising step, per group kind, for one video: by the direct-exchange model the
+// process groups count with (dist::TrafficCounts), from the model's shapes and the layout's degrees.
+struct StepTraffic {
+  int64_t shard = 0;    // HSDP: this rank's slice of the running transformer, to each other shard rank, per call
+  int64_t ulysses = 0;  // per block: q, k, v to the head-owning ranks and the attention output back
+  int64_t ring = 0;     // per block: K and V passed on ring - 1 times
+  int64_t sp = 0;       // per call: this rank's output tokens to the other sequence-parallel ranks
+  int64_t cfg = 0;      // per step: this rank's noise prediction to the other guidance branch
+};
+
 // The model's shapes, read once (configs, safetensors headers; nothing else).
 class MemoryPlanner {
  public:
@@ -104,6 +114,8 @@ class MemoryPlanner {
   ~MemoryPlanner();
 
   MemoryPlan plan(const RankWork& work) const;
+  // One transformer call per step (cond and uncond batched on one rank, or one each with cfg 2).
+  StepTraffic step_traffic(const VideoParams& video) const;
   // Pixels per latent-and-patch step (the size multiple) and the VAE's frame factor, as the pipeline uses them.
   int spatial_multiple() const;
   int temporal_factor() const;

@@ -96,7 +96,7 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
   bool keep_gathers = false;
   if (mesh_ != nullptr) {
     // Every device group this run uses, made once. The video group: the ranks of this data-parallel group
-    // (cfg x ring x ulysses of them), in world order; group rank 0 writes the video (Layout::writes_video).
+    // (cfg x ring x ulysses of them), in layout order; group rank 0 writes the video (Layout::writes_video).
     const auto& l = mesh_->layout();
     std::vector<std::string> kinds;
     if (settings_.use_hsdp) kinds.push_back("shard");

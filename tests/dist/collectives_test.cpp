@@ -377,6 +377,51 @@ int run_all() {
                        mesh.group_ranks("ring") == std::vector<int>{r});
   }
 
+  // Two nodes simulated on this host as mpirun --map-by node lays them out (world ranks 0, 2 on node 0; 1, 3 on
+  // node 1), ulysses 2 x cfg 2 with HSDP replicate 2 x shard 2: the placement puts the layout's positions 0, 1
+  // on ranks 0, 2 and positions 2, 3 on ranks 1, 3, so the shard and Ulysses groups are each node's two ranks
+  // and the CFG and replicate groups pair the nodes. Collectives still give the right buffers in that order, and
+  // the traffic counts put the shard gather's bytes inside the node and the replicate group's across.
+  if (wsize == 4) {
+    const auto layout = omni::config::resolve_layout(cases[0].pc, 4);
+    const auto topology = omni::dist::Topology::of_nodes({0, 1, 0, 1});
+    DeviceMesh mesh(layout, Communicator::world(), topology);
+    const int r = g_world_rank;
+    const std::vector<int> node_ranks = r % 2 == 0 ? std::vector<int>{0, 2} : std::vector<int>{1, 3};
+    const std::vector<int> pair = r < 2 ? std::vector<int>{0, 1} : std::vector<int>{2, 3};
+    g_checks.truth("mesh[by node] position", mesh.position() == (r % 2) * 2 + r / 2);
+    g_checks.truth("mesh[by node] shard and ulysses groups are the node's ranks",
+                   mesh.group_ranks("shard") == node_ranks && mesh.group_ranks("ulysses") == node_ranks &&
+                       mesh.group("shard").world_ranks() == node_ranks);
+    g_checks.truth("mesh[by node] cfg and replicate groups pair the nodes",
+                   mesh.group_ranks("cfg") == pair && mesh.group_ranks("replicate") == pair &&
+                       mesh.group("cfg").world_ranks() == pair);
+    for (const char* kind : {"shard", "cfg"}) {
+      auto pg = omni::dist::make_process_group(mesh.group(kind), at::Device(at::kCPU), kind);
+      run_collectives(*pg, mesh.group_ranks(kind), std::string("mesh[by node] ") + kind, {at::kFloat});
+    }
+    // The traffic of one 1,000-float gather on each group, counted as DeviceGroups counts it.
+    const auto before = omni::dist::traffic_totals();
+    omni::dist::DeviceGroups groups(mesh, at::Device(at::kCPU), {"shard", "replicate"});
+    for (const char* kind : {"shard", "replicate"}) {
+      at::Tensor out = at::zeros({2000}, at::kFloat);
+      groups.get(kind)->all_gather_into_flat(out, at::ones({1000}, at::kFloat))->wait();
+    }
+    const auto after = omni::dist::traffic_totals();
+    auto delta = [&](const char* kind) {
+      omni::dist::TrafficCounts d = after.at(kind);
+      if (auto it = before.find(kind); it != before.end()) {
+        d.intra_node_bytes -= it->second.intra_node_bytes;
+        d.inter_node_bytes -= it->second.inter_node_bytes;
+      }
+      return d;
+    };
+    g_checks.truth("traffic[by node] shard gather: 4000 bytes to the node's other rank, none across",
+                   delta("shard").intra_node_bytes == 4000 && delta("shard").inter_node_bytes == 0);
+    g_checks.truth("traffic[by node] replicate gather: 4000 bytes across the nodes, none inside",
+                   delta("replicate").intra_node_bytes == 0 && delta("replicate").inter_node_bytes == 4000);
+  }
+
   // A larger gather (4 MiB of float32 per rank), the size class of a transformer block's shard.
   {
     const int64_t n = (1 << 20) + 3;
