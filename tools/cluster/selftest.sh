@@ -13,6 +13,7 @@
 # run it (not root, no network/UTS namespaces, no Open MPI or Slurm).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+source "$here/script_lib.sh"
 nc=$here/netns_cluster.sh
 # WORKDIR (kept, with every output and log); without one a temporary directory, removed when all pass.
 auto_work=0
@@ -27,26 +28,14 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS
 say() { echo "cluster selftest: $*"; }
 skip() { echo "cluster selftest: NOT RUN: $*" >&2; exit 77; }
 
-bg_pid='' fg_pid=''
+bg_pid=''
 # shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
   [ -n "$bg_pid" ] && kill "$bg_pid" 2>/dev/null
   [ -n "$fg_pid" ] && kill "$fg_pid" 2>/dev/null
   "$nc" down "$work" >/dev/null 2>&1
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-# to SECONDS CMD...: CMD under `timeout`, but in the background + `wait`: bash runs an INT/TERM trap only once a
-# foreground command ends, while `wait` is interrupted at once - so Ctrl-C cleans up now, not after the timeout.
-to() {
-  local t=$1 rc; shift
-  timeout "$t" "$@" &
-  fg_pid=$!
-  wait "$fg_pid"; rc=$?
-  fg_pid=
-  return "$rc"
-}
+cluster_traps cleanup
 fail() {
   echo "cluster selftest: FAIL: $*" >&2
   for f in "$work"/*.out "$work"/slurm/*.log "$work"/slurm/munge/log; do

@@ -23,6 +23,7 @@
 # Exit 0 when every check passes, 1 otherwise, 77 (with netns_cluster's line) when namespaces cannot be made.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+source "$SOURCE_DIR/tools/cluster/script_lib.sh"
 gen=$1; cmp=$2; model=$3; work=$4
 cases=${CLUSTER_CASES:-ref map8 map16 strict kill slurm}
 nc=$SOURCE_DIR/tools/cluster/netns_cluster.sh
@@ -41,25 +42,14 @@ want() { [[ " $cases " == *" $1 "* ]]; }
 prefix=oc$(printf %04d $((RANDOM % 10000)))h   # hosts e.g. oc4711h0, oc4711h1: no clash with another run
 h0=${prefix}0 h1=${prefix}1
 cluster=$work/cluster
-bg_pid='' fg_pid=''
+bg_pid=''
 # shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
   [ -n "$bg_pid" ] && kill "$bg_pid" 2>/dev/null
   [ -n "$fg_pid" ] && kill "$fg_pid" 2>/dev/null
   [ -f "$cluster/cluster.env" ] && "$nc" down "$cluster" >/dev/null 2>&1
 }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-# to SECONDS CMD...: CMD under timeout, in the background + wait, so that a TERM from ctest runs the trap at once.
-to() {
-  local t=$1 rc; shift
-  timeout "$t" "$@" &
-  fg_pid=$!
-  wait "$fg_pid"; rc=$?
-  fg_pid=
-  return "$rc"
-}
+cluster_traps cleanup
 # judge: lines "ok MESSAGE" / "bad MESSAGE" counted with pass / flunk, other lines echoed (use with < <(...)).
 judge() {
   local line
