@@ -252,11 +252,12 @@ if want kill; then
   mkdir -p "$d/out"
   # 2 prompts over the 2 data-parallel groups, one per host (their shard groups are the hosts, so the groups
   # share no collective while they denoise): host 0 makes video-0000, host 1 video-0001. World rank 1 is on
-  # host 1 with --map-by node; it SIGKILLs itself after denoising step 1 of its first video. 24 steps, so that
-  # host 0's video is still in progress when mpirun's abort reaches it.
+  # host 1 with --map-by node; it SIGKILLs itself after denoising step 1 of its first video. 64 steps (about 8 s
+  # of host 0's work, where mpirun's abort takes about 2 s to arrive), so that host 0's video is still in progress
+  # when the abort reaches it; a pass ends at the abort, so the steps cost nothing.
   printf 'A red fox runs through the snow\nA boat on a calm lake\n' >"$d/prompts.txt"
   timeout 180 "$nc" run 0 mpirun --oversubscribe "${mflags[@]}" -H "$h0:4,$h1:4" --map-by node \
-    -x OMP_NUM_THREADS=1 -x OMNI_FAULT_INJECT=1:1:0:kill "$gen" "${base[@]}" --num-inference-steps 24 \
+    -x OMP_NUM_THREADS=1 -x OMNI_FAULT_INJECT=1:1:0:kill "$gen" "${base[@]}" --num-inference-steps 64 \
     --prompts-file "$d/prompts.txt" \
     --use-hsdp --hsdp-shard-size 4 --hsdp-replicate-size 2 --cfg-parallel-size 2 --ulysses-degree 2 --layout manual \
     --output "$d/out/video.mp4" --report "$d/out/report.json" >"$d/log" 2>&1 &
@@ -287,7 +288,7 @@ if want kill; then
   bg_pid=
   # The kill must have happened as planned: 4 ranks seen on host 1, then rank 1 killed by signal 9 mid-video.
   if [ "$seen" = 1 ] && grep -q 'process rank 1 .* on node '"$h1"' exited on signal 9' "$d/log" &&
-    tr '\r' '\n' <"$d/log" | grep -q 'generate step 1/24' && ! tr '\r' '\n' <"$d/log" | grep -q 'generate step 24/24'; then
+    tr '\r' '\n' <"$d/log" | grep -q 'generate step 1/64' && ! tr '\r' '\n' <"$d/log" | grep -q 'generate step 64/64'; then
     pass "kill: rank 1 on $h1 was SIGKILLed mid-video (4 ranks on $h1 seen before)"
   else
     flunk "kill: the kill did not happen as planned (4 ranks on $h1 seen: $seen)"; tr '\r' '\n' <"$d/log" | tail -n 30
