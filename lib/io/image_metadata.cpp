@@ -106,10 +106,14 @@ ImageMetadata jpeg_metadata(const uint8_t* data, size_t size) {
   return m;
 }
 
+bool is_png(const uint8_t* data, size_t size) {
+  static const uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  return size >= 8 && std::memcmp(data, kSignature, 8) == 0;
+}
+
 ImageMetadata png_metadata(const uint8_t* data, size_t size) {
   ImageMetadata m;
-  static const uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-  if (size < 8 || std::memcmp(data, kSignature, 8) != 0) return m;
+  if (!is_png(data, size)) return m;
   std::string raw_profile;  // "Raw profile type exif": used only when no eXIf / "exif" text is there
   // Chunks in file order, the ones after IDAT included (Pillow reads those when it loads the pixels, into the same
   // info dictionary); a later chunk of the same kind replaces an earlier one, as in that dictionary.

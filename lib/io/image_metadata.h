@@ -26,7 +26,10 @@ struct ImageMetadata {
   std::string xmp;
 };
 
-// The blocks of a JPEG (markers before the first scan) and of a PNG (every chunk).
+// True when `data` starts with the PNG signature.
+bool is_png(const uint8_t* data, size_t size);
+
+// The blocks of a JPEG (markers before the first scan) and of a PNG (every chunk; nothing when not a PNG).
 ImageMetadata jpeg_metadata(const uint8_t* data, size_t size);
 ImageMetadata png_metadata(const uint8_t* data, size_t size);
 

@@ -44,11 +44,6 @@ bool is_jpeg(const uint8_t* d, size_t n) {
   return n >= 3 && d[0] == 0xFF && d[1] == 0xD8 && d[2] == 0xFF;
 }
 
-bool is_png(const uint8_t* d, size_t n) {
-  static const uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
-  return n >= 8 && std::memcmp(d, kSignature, 8) == 0;
-}
-
 // A PNG whose IHDR says 16-bit grayscale (colour type 0): Pillow opens it as mode "I;16", whose convert("RGB")
 // clips each 16-bit value at 255 (I16_RGB), where every other 16-bit PNG keeps the high byte (stb does the same).
 bool is_png_gray16(const uint8_t* d, size_t n) {
@@ -121,7 +116,7 @@ at::Tensor read_image(const std::string& path) {
     image = decode_webp(data, size, path, &metadata);
   } else {
     image = decode_with_stb(bytes, path);
-    if (is_png(data, size)) metadata = png_metadata(data, size);
+    metadata = png_metadata(data, size);  // nothing for the other formats
   }
   return apply_exif_orientation(image, image_orientation(metadata));
 }
