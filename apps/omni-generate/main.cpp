@@ -194,6 +194,7 @@ int main(int argc, char** argv) {
     } catch (const omni::dist::PeerFailure& e) {
       code = e.exit_code();  // the failing rank prints the reason
     } catch (const std::exception& e) {
+      omni::dist::mark_failing();  // whatever is torn down from here on aborts its communicators
       const auto* err = dynamic_cast<const omni::Error*>(&e);
       code = err ? err->exit_code() : 1;
       // LibTorch's errors carry a backtrace after their first line: keep the message, one line.
@@ -204,10 +205,9 @@ int main(int argc, char** argv) {
         message = "internal error: " + message;
       }
       if (phase == Phase::kRunning && world > 1) {
-        // Other ranks may be inside a collective: take the whole job down with this code.
-        std::fprintf(stderr, "omni-generate: error (rank %d/%d): %s\n", rank, world, message.c_str());
-        std::fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, code);
+        // Other ranks may be inside a collective: abort every communicator still registered, then take the
+        // whole job down with this code.
+        omni::dist::abort_all(code, omni::str_cat("omni-generate: error (rank ", rank, "/", world, "): ", message));
       }
       // Uniform errors: every rank has the same one, rank 0 says it. Agreed errors: only the failing rank
       // gets here (the others see PeerFailure).

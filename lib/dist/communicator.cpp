@@ -1,14 +1,18 @@
 #include "dist/communicator.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
 
 #include "core/error.h"
 #include "dist/mpi_check.h"
+#include "dist/watchdog.h"
 
 namespace omni::dist {
 namespace {
+
+std::atomic<bool> g_failing{false};
 
 bool mpi_running() {
   int initialized = 0, finalized = 0;
@@ -148,11 +152,23 @@ std::vector<int> Communicator::world_ranks() const {
   return out;
 }
 
+void mark_failing() noexcept {
+  g_failing = true;
+}
+
+bool failing() noexcept {
+  return g_failing;
+}
+
 void abort_all(int exit_code, const std::string& message) {
+  mark_failing();
   if (!message.empty()) {
     std::fprintf(stderr, "%s\n", message.c_str());
     std::fflush(stderr);
   }
+  // Before MPI_Abort: a communicator whose kernels wait on a peer would otherwise keep the GPU busy until the
+  // launcher kills the process (each hook runs at most once; the watchdog may have run them already).
+  CollectiveWatchdog::instance().abort_communicators();
   if (mpi_running()) MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::exit(exit_code);
 }

@@ -96,9 +96,16 @@ class Communicator {
   int size_ = 0;
 };
 
-// Fatal path for errors seen by only some ranks: prints `message` from this rank to stderr and brings
-// every rank of MPI_COMM_WORLD down with `exit_code`, so that no rank is left waiting in a collective.
-// Falls back to std::exit when MPI is not running.
+// Fatal path for errors seen by only some ranks: prints `message` from this rank to stderr, marks the process
+// failing, aborts every communicator registered with the CollectiveWatchdog (so no kernel keeps waiting on a
+// peer) and brings every rank of MPI_COMM_WORLD down with `exit_code`, so that no rank is left waiting in a
+// collective. Falls back to std::exit when MPI is not running.
 [[noreturn]] void abort_all(int exit_code, const std::string& message);
+
+// The process is going down on an error. Set by abort_all, by the watchdog before it aborts communicators, and
+// by main's catch block, before anything is torn down; owners of communicators (ProcessGroupNccl) then abort
+// them instead of draining their streams, which would wait forever on peers stuck in a collective. Sticky.
+void mark_failing() noexcept;
+bool failing() noexcept;
 
 }  // namespace omni::dist

@@ -11,6 +11,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "dist/mpi_check.h"
+#include "dist/nccl_teardown.h"
 #include "dist/watchdog.h"
 
 namespace omni::dist {
@@ -69,15 +70,14 @@ struct PendingEvent {
   PendingEvent(const PendingEvent&) = delete;
   PendingEvent& operator=(const PendingEvent&) = delete;
 
-  // For the watchdog thread: done, still running, or failed (the event's error, or NCCL's asynchronous one).
+  // For the watchdog thread: done, still running, failed (the event's error, or NCCL's asynchronous one), or
+  // the process is exiting (the CUDA runtime unloads; the communicator may be gone, so it is not queried).
   PollResult poll(std::string* why) const {
     cudaSetDevice(device);
     const cudaError_t rc = cudaEventQuery(event);
-    if (rc == cudaSuccess) return PollResult::kDone;
-    if (rc != cudaErrorNotReady) {
-      *why = str_cat("CUDA: ", cudaGetErrorName(rc), ": ", cudaGetErrorString(rc));
-      return PollResult::kFailed;
-    }
+    const PollResult state = classify_event_query(rc);
+    if (state == PollResult::kFailed) *why = str_cat("CUDA: ", cudaGetErrorName(rc), ": ", cudaGetErrorString(rc));
+    if (state != PollResult::kPending) return state;
     ncclResult_t async = ncclSuccess;
     if (ncclCommGetAsyncError(comm, &async) == ncclSuccess && async != ncclSuccess && async != ncclInProgress) {
       *why = str_cat("NCCL: ", ncclGetErrorString(async));
@@ -118,7 +118,8 @@ class NcclWork : public Work {
     std::string why;
     const PollResult r = pending_->poll(&why);
     OMNI_CHECK(r != PollResult::kFailed, "NCCL collective failed: ", why);
-    return r == PollResult::kDone;
+    // kExiting: the CUDA runtime is unloading; there is nothing left to wait for.
+    return r != PollResult::kPending;
   }
   void synchronize() override {
     DeviceGuard guard(pending_->device);
@@ -160,22 +161,35 @@ ProcessGroupNccl::ProcessGroupNccl(const Communicator& comm, at::Device device, 
   CUDA_CHECK(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
   CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&scratch_), sizeof(float)));
   CUDA_CHECK(cudaMemset(scratch_, 0, sizeof(float)));
-  // On a failure anywhere in the process, the watchdog aborts this communicator so its kernels stop.
+  // On a failure anywhere in the process, the watchdog aborts this communicator so its kernels stop. The id
+  // also tags this group's collectives, so that the destructor can stop their polling (retire_owner).
   ncclComm_t handle = nccl_;
   abort_hook_ = CollectiveWatchdog::instance().add_abort_hook([handle] { ncclCommAbort(handle); });
 }
 
 ProcessGroupNccl::~ProcessGroupNccl() {
-  // No throwing here: release what exists, letting queued work drain first.
-  if (abort_hook_ >= 0) CollectiveWatchdog::instance().remove_abort_hook(abort_hook_);
+  // No throwing here. First the watchdog lets go of the communicator: no poll of it runs from here on, and
+  // false means its abort hook already ran (NCCL freed it).
+  const bool comm_alive = nccl_ && (abort_hook_ < 0 || CollectiveWatchdog::instance().retire_owner(abort_hook_));
+  // Decided after retire_owner: a hook that ran marked the process failing first.
+  const bool on_error = tearing_down_on_error();
   int previous = 0;
   cudaGetDevice(&previous);
   cudaSetDevice(device_index_);
-  if (stream_) cudaStreamSynchronize(stream_);
-  if (nccl_) ncclCommDestroy(nccl_);
-  if (scratch_) cudaFree(scratch_);
-  if (ready_) cudaEventDestroy(ready_);
-  if (stream_) cudaStreamDestroy(stream_);
+  CommTeardownSteps steps;
+  steps.sync_stream = [this] {
+    if (stream_) cudaStreamSynchronize(stream_);
+  };
+  steps.destroy_comm = [this] { ncclCommDestroy(nccl_); };
+  steps.abort_comm = [this] { ncclCommAbort(nccl_); };
+  steps.free_memory = [this] {
+    if (scratch_) cudaFree(scratch_);
+  };
+  steps.release = [this] {
+    if (ready_) cudaEventDestroy(ready_);
+    if (stream_) cudaStreamDestroy(stream_);
+  };
+  tear_down_communicator(steps, on_error, comm_alive);
   cudaSetDevice(previous);
 }
 
@@ -196,7 +210,7 @@ WorkHandle ProcessGroupNccl::finish(const char* op, const at::Tensor& data, std:
       [op, numel, type, seq = sequence(), label = label()] {
         return str_cat("NCCL ", op, " #", seq, " of ", numel, " ", dtype_name(type), " on the ", label);
       },
-      [pending](std::string* why) { return pending->poll(why); });
+      [pending](std::string* why) { return pending->poll(why); }, abort_hook_);
   return std::make_shared<NcclWork>(std::move(pending), compute_stream_, std::move(keep), host_sync);
 }
 

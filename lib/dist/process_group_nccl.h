@@ -7,6 +7,9 @@
 // overlaps the current unit's kernels.
 // Every collective is watched by the CollectiveWatchdog (dist/watchdog.h): an asynchronous NCCL error or
 // --collective-timeout aborts every communicator and ends the job with one line naming the collective.
+// Destruction on an error path (an exception unwinding, dist::failing()) aborts the communicator instead of
+// draining it, so that a rank failing on its own cannot wait for peers stuck in a collective
+// (dist/nccl_teardown.h).
 //
 // Only raw data_ptr() and the CUDA runtime API are used (no ATen CUDA headers): the build must also work
 // with a CPU-only LibTorch, where CUDA tensors exist only as views (at::for_blob) of cudaMalloc'd memory.
@@ -55,7 +58,7 @@ class ProcessGroupNccl : public ProcessGroup {
   cudaStream_t compute_stream_ = nullptr;  // null: the legacy default stream, which LibTorch uses by default
   cudaEvent_t ready_ = nullptr;            // reused: cudaStreamWaitEvent captures the event when called
   float* scratch_ = nullptr;               // one float on the device for barrier()
-  int abort_hook_ = -1;                    // CollectiveWatchdog abort hook of nccl_
+  int abort_hook_ = -1;  // CollectiveWatchdog abort hook of nccl_, and the owner id of its watched collectives
 };
 
 }  // namespace omni::dist
