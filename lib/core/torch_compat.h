@@ -2,8 +2,11 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/record_function.h>
 
+#include <initializer_list>
 #include <optional>
+#include <vector>
 
 namespace omni::compat {
 
@@ -19,5 +22,26 @@ inline at::Tensor scaled_dot_product_attention(const at::Tensor& q, const at::Te
 inline at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   return at::rms_norm(x, {x.size(-1)}, weight, eps);
 }
+
+// Shows one of our own kernels (a loop or a CUDA launch that bypasses ATen's dispatcher) to ATen's operator
+// observers, the profiler and tools/bench/block_traffic, as an operator `name` with these tensor inputs (the
+// defined ones) and,
+// once outputs() is called, outputs. Costs nothing when no observer is active.
+class RecordedOp {
+ public:
+  RecordedOp(const char* name, std::initializer_list<at::Tensor> inputs) : record_(at::RecordScope::FUNCTION) {
+    if (!record_.isActive()) return;
+    for (const auto& t : inputs)
+      if (t.defined()) inputs_.emplace_back(t);
+    record_.before(name, c10::ArrayRef<const c10::IValue>(inputs_.data(), inputs_.size()));
+  }
+  void outputs(const at::Tensor& out) {
+    if (record_.isActive() && record_.needsOutputs()) record_.setOutputs(std::vector<c10::IValue>{out});
+  }
+
+ private:
+  at::RecordFunction record_;
+  std::vector<c10::IValue> inputs_;  // RecordFunction keeps a view of them
+};
 
 }  // namespace omni::compat

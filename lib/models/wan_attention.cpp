@@ -29,9 +29,9 @@ at::Tensor WanAttention::forward(const at::Tensor& x, const at::Tensor& context,
   OMNI_CHECK(kv_source.defined(), "cross-attention needs the text context");
   OMNI_CHECK(kind_ == AttentionKind::kCross || rope != nullptr, "self-attention needs the rotary tables");
 
-  auto q = compat::rms_norm(to_q_->forward(x), norm_q_, eps_);          // [B, S, D]
-  auto k = compat::rms_norm(to_k_->forward(kv_source), norm_k_, eps_);  // [B, Sk, D]
-  auto v = to_v_->forward(kv_source);                                   // [B, Sk, D]
+  auto q = wan::rms_norm(to_q_->forward(x), norm_q_, eps_);          // [B, S, D]
+  auto k = wan::rms_norm(to_k_->forward(kv_source), norm_k_, eps_);  // [B, Sk, D]
+  auto v = to_v_->forward(kv_source);                                // [B, Sk, D]
 
   q = q.unflatten(2, {heads_, -1});  // [B, S, H, d]
   k = k.unflatten(2, {heads_, -1});  // [B, Sk, H, d]

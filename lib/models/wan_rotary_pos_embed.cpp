@@ -1,6 +1,17 @@
 #include "models/wan_rotary_pos_embed.h"
 
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+
 #include "core/error.h"
+#include "core/torch_compat.h"
+
+#ifdef OMNI_WITH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "models/wan_rotary_pos_embed_cuda.h"
+#endif
 
 namespace omni::models {
 
@@ -62,26 +73,78 @@ RotaryEmbedding WanRotaryPosEmbed::forward(int64_t frames, int64_t height, int64
     return at::cat({f, h, w}, -1).reshape({frames * height * width, head_dim_});  // [S, d]
   };
   // diffusers' apply_rotary_emb reads cos at even and sin at odd channels; keep just those.
-  auto cos = grid_table(cos_).slice(1, 0, head_dim_, 2).contiguous();    // [S, d/2]
-  auto sin = grid_table(sin_).slice(1, 1, head_dim_, 2).contiguous();    // [S, d/2]
-  auto cos_channels = cos.repeat_interleave(2, 1);                       // [S, d]: c0 c0 c1 c1 ...
-  auto sin_signed = at::stack({-sin, sin}, -1).flatten(1).contiguous();  // [S, d]: -s0 s0 -s1 s1 ...
-  if (cache_.size() >= 4) cache_.clear();                                // a run uses one or two grids; bound it anyway
-  return cache_.emplace(key, RotaryEmbedding{cos, sin, cos_channels, sin_signed}).first->second;
+  auto cos = grid_table(cos_).slice(1, 0, head_dim_, 2).contiguous();  // [S, d/2]
+  auto sin = grid_table(sin_).slice(1, 1, head_dim_, 2).contiguous();  // [S, d/2]
+  if (cache_.size() >= 4) cache_.clear();                              // a run uses one or two grids; bound it anyway
+  return cache_.emplace(key, RotaryEmbedding{cos, sin}).first->second;
 }
+
+namespace {
+
+// The rotation of one [B, S, H, d] tensor on the CPU: a loop over (token, head) rows. This file is compiled
+// with -ffp-contract=off, so x1 * c - x2 * s is two roundings of products and one of the difference, as
+// diffusers' separate kernels compute it.
+template <typename T>
+void rotate_cpu(const T* x, T* out, const float* cos, const float* sin, int64_t batch, int64_t seq, int64_t heads,
+                int64_t half) {
+  const int64_t rows = batch * seq * heads;
+  at::parallel_for(0, rows, 64, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t s = (row / heads) % seq;
+      const T* xr = x + row * 2 * half;
+      T* outr = out + row * 2 * half;
+      const float* cr = cos + s * half;
+      const float* sr = sin + s * half;
+      for (int64_t i = 0; i < half; ++i) {
+        const float x1 = static_cast<float>(xr[2 * i]), x2 = static_cast<float>(xr[2 * i + 1]);
+        const float a = x1 * cr[i], b = x2 * sr[i], c = x1 * sr[i], d = x2 * cr[i];
+        outr[2 * i] = static_cast<T>(a - b);
+        outr[2 * i + 1] = static_cast<T>(c + d);
+      }
+    }
+  });
+}
+
+}  // namespace
 
 at::Tensor apply_rotary_emb(const at::Tensor& x, const RotaryEmbedding& rope) {
   OMNI_CHECK(x.dim() == 4 && x.size(1) == rope.cos.size(0) && x.size(3) == 2 * rope.cos.size(1), "apply_rotary_emb: x ",
              x.sizes(), " does not match rope tables ", rope.cos.sizes());
-  // diffusers: out[2i] = x[2i] cos_i - x[2i+1] sin_i, out[2i+1] = x[2i] sin_i + x[2i+1] cos_i, in float32.
-  // Here as x * (c, c) + swap(x) * (-s, s), with swap exchanging each pair: the same products and the same
-  // single addition per channel (a - b == a + (-b) exactly; a + b == b + a), so the same float32 result in
-  // four kernels instead of eight. One rounding to x's dtype at the end, as diffusers' assignment into
-  // empty_like(x) does.
-  auto swapped = x.unflatten(-1, {x.size(3) / 2, 2}).flip(-1).flatten(-2);  // [B, S, H, d]: x1 x0 x3 x2 ...
-  auto cos = rope.cos_channels.unsqueeze(1);                                // [S, 1, d]
-  auto sin = rope.sin_signed.unsqueeze(1);                                  // [S, 1, d]
-  return (x * cos).add_(swapped * sin).to(x.scalar_type());                 // [B, S, H, d]
+  OMNI_CHECK(rope.cos.scalar_type() == at::kFloat && rope.sin.scalar_type() == at::kFloat && rope.cos.is_contiguous() &&
+                 rope.sin.is_contiguous() && rope.cos.device() == x.device() && rope.sin.device() == x.device(),
+             "apply_rotary_emb: the rope tables must be contiguous float32 on ", x.device());
+  const auto xc = x.contiguous();  // [B, S, H, d]
+  auto out = at::empty_like(xc);   // [B, S, H, d]
+  compat::RecordedOp record("omni::apply_rotary_emb", {xc, rope.cos, rope.sin});
+  const int64_t batch = xc.size(0), seq = xc.size(1), heads = xc.size(2), half = xc.size(3) / 2;
+  if (xc.is_cuda()) {
+#ifdef OMNI_WITH_CUDA
+    auto dtype = cuda::RopeDtype::kFloat32;
+    if (xc.scalar_type() == at::kBFloat16) {
+      dtype = cuda::RopeDtype::kBFloat16;
+    } else if (xc.scalar_type() == at::kHalf) {
+      dtype = cuda::RopeDtype::kFloat16;
+    } else {
+      OMNI_CHECK(xc.scalar_type() == at::kFloat, "apply_rotary_emb: no CUDA kernel for ", xc.scalar_type());
+    }
+    const c10::cuda::CUDAGuard guard(xc.device());
+    const int rc =
+        cuda::launch_rotary(dtype, xc.const_data_ptr(), out.mutable_data_ptr(), rope.cos.const_data_ptr<float>(),
+                            rope.sin.const_data_ptr<float>(), batch * seq * heads, seq, heads, half,
+                            c10::cuda::getCurrentCUDAStream(xc.device().index()).stream());
+    OMNI_CHECK(rc == 0, "apply_rotary_emb: the CUDA kernel did not launch (CUDA error ", rc, ")");
+#else
+    OMNI_FAIL("apply_rotary_emb: a CUDA tensor in a build without CUDA");
+#endif
+  } else {
+    OMNI_CHECK(xc.is_cpu(), "apply_rotary_emb runs on the CPU or CUDA, not ", xc.device());
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, xc.scalar_type(), "apply_rotary_emb", [&] {
+      rotate_cpu<scalar_t>(xc.const_data_ptr<scalar_t>(), out.mutable_data_ptr<scalar_t>(),
+                           rope.cos.const_data_ptr<float>(), rope.sin.const_data_ptr<float>(), batch, seq, heads, half);
+    });
+  }
+  record.outputs(out);
+  return out;
 }
 
 }  // namespace omni::models

@@ -15,17 +15,13 @@
 
 namespace omni::models {
 
-// cos and sin per token and channel pair: [S, d/2] float32 each, tokens in (frame, row, column) order; and the
-// same per channel, as apply_rotary_emb multiplies them: cos_channels [S, d] = (c0, c0, c1, c1, ...) and
-// sin_signed [S, d] = (-s0, s0, -s1, s1, ...). A sequence-parallel rank slices all along dim 0 to its tokens.
+// cos and sin per token and channel pair: [S, d/2] float32 each, contiguous, tokens in (frame, row, column)
+// order. A sequence-parallel rank slices both along dim 0 to its tokens (still contiguous).
 struct RotaryEmbedding {
   at::Tensor cos;
   at::Tensor sin;
-  at::Tensor cos_channels;
-  at::Tensor sin_signed;
   RotaryEmbedding slice(int64_t begin, int64_t end) const {
-    return {cos.slice(0, begin, end), sin.slice(0, begin, end), cos_channels.slice(0, begin, end),
-            sin_signed.slice(0, begin, end)};
+    return {cos.slice(0, begin, end), sin.slice(0, begin, end)};
   }
 };
 
@@ -48,8 +44,11 @@ class WanRotaryPosEmbed {
   mutable std::map<std::tuple<int64_t, int64_t, int64_t, std::string>, RotaryEmbedding> cache_;
 };
 
-// Rotates q or k: x [B, S, H, d] (any float dtype), rope tables [S, d/2]. The products run in float32 (the
-// tables' dtype, as in diffusers) and the result is cast back to x's dtype.
+// Rotates q or k: x [B, S, H, d] (float32, bfloat16 or float16), rope tables [S, d/2]. Per channel pair, in
+// float32 as diffusers (its bf16 x times the float32 tables promotes): out[2i] = x[2i] c - x[2i+1] s and
+// out[2i+1] = x[2i] s + x[2i+1] c, each product and sum rounded to float32 (no fused multiply-add), one
+// rounding to x's dtype at the end. One pass: x read once, the result written once (diffusers: ten kernels
+// and float32 temporaries per tensor). CPU and CUDA.
 at::Tensor apply_rotary_emb(const at::Tensor& x, const RotaryEmbedding& rope);
 
 }  // namespace omni::models

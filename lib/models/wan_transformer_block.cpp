@@ -18,6 +18,18 @@ WanTransformerBlock::WanTransformerBlock(int64_t dim, int64_t ffn_dim, int64_t h
   }
 }
 
+namespace {
+
+// norm * (1 + scale) + shift in float32, rounded once into a new tensor of `dtype`: diffusers'
+// (norm * (1 + scale) + shift).type_as(x) as one kernel (addcmul into an output of the activation dtype
+// computes in float32 and rounds on the store), not four passes over [B, S, D] float32 temporaries.
+at::Tensor modulate(const at::Tensor& norm, const at::Tensor& scale, const at::Tensor& shift, at::ScalarType dtype) {
+  auto out = at::empty(norm.sizes(), norm.options().dtype(dtype));  // [B, S, D]
+  return at::addcmul_out(out, shift, norm, 1 + scale);
+}
+
+}  // namespace
+
 at::Tensor WanTransformerBlock::forward(const at::Tensor& x, const at::Tensor& context, const at::Tensor& timestep_proj,
                                         const RotaryEmbedding& rope, AttentionBackend* backend) const {
   const auto dtype = x.scalar_type();
@@ -25,9 +37,10 @@ at::Tensor WanTransformerBlock::forward(const at::Tensor& x, const at::Tensor& c
   OMNI_CHECK(per_token || timestep_proj.dim() == 3, "timestep_proj must be [B, 6, D] or [B, S, 6, D], got ",
              timestep_proj.sizes());
 
-  // Scalar timesteps: table [1, 6, D] + [B, 6, D]; per-token: [1, 1, 6, D] + [B, S, 6, D]. float32 either way.
+  // Scalar timesteps: table [1, 6, D] + [B, 6, D]; per-token: [1, 1, 6, D] + [B, S, 6, D]. The float32 table
+  // promotes e0 to float32 in the sum, as diffusers' temb.float() does first.
   auto table = per_token ? scale_shift_table_.unsqueeze(0) : scale_shift_table_;
-  auto mod = table + timestep_proj.to(at::kFloat);  // [B, 6, D] or [B, S, 6, D]
+  auto mod = table + timestep_proj;  // [B, 6, D] or [B, S, 6, D] float32
   auto part = [&](int i) {
     auto m = mod.select(-2, i);             // [B, D] or [B, S, D]
     return per_token ? m : m.unsqueeze(1);  // broadcastable over [B, S, D]
@@ -36,19 +49,20 @@ at::Tensor WanTransformerBlock::forward(const at::Tensor& x, const at::Tensor& c
   const auto c_shift = part(3), c_scale = part(4), c_gate = part(5);
   const at::Tensor none;
 
-  // 1. Self-attention.
-  auto h = (wan::layer_norm_fp32(x, none, none, eps_) * (1 + scale_msa) + shift_msa).to(dtype);
+  // 1. Self-attention. The gated residual x + attn * gate in float32 (x and attn read as float32: addcmul
+  // promotes to the float32 gate) rounded once into `out`, this block's own tensor from here on.
+  auto h = modulate(wan::layer_norm_fp32(x, none, none, eps_), scale_msa, shift_msa, dtype);
   auto attn = attn1_->forward(h, at::Tensor(), &rope, backend);
-  auto out = (x.to(at::kFloat) + attn * gate_msa).to(dtype);
+  auto out = at::empty_like(x);  // [B, S, D]
+  at::addcmul_out(out, x, attn, gate_msa);
 
-  // 2. Cross-attention (no gate; the residual sum stays in the activation dtype).
+  // 2. Cross-attention (no gate; the residual sum stays in the activation dtype, in place).
   h = cross_attn_norm_ ? wan::layer_norm_fp32(out, *norm2_weight_, *norm2_bias_, eps_).to(dtype) : out;
-  out = out + attn2_->forward(h, context, nullptr, backend);
+  out.add_(attn2_->forward(h, context, nullptr, backend));
 
-  // 3. Feed-forward.
-  h = (wan::layer_norm_fp32(out, none, none, eps_) * (1 + c_scale) + c_shift).to(dtype);
-  auto ff = ffn_->forward(h);
-  return (out.to(at::kFloat) + ff.to(at::kFloat) * c_gate).to(dtype);
+  // 3. Feed-forward; its gated residual in float32, rounded into `out` in place.
+  h = modulate(wan::layer_norm_fp32(out, none, none, eps_), c_scale, c_shift, dtype);
+  return out.addcmul_(ffn_->forward(h), c_gate);
 }
 
 }  // namespace omni::models

@@ -17,6 +17,8 @@ class Linear : public Module {
  public:
   Linear(int64_t in_features, int64_t out_features, ParamDtype rule = ParamDtype::kModel);
   at::Tensor forward(const at::Tensor& x) const;
+  // tanh-GELU(forward(x)), fused into the matrix product where LibTorch has that (CUDA, 16-bit dtypes).
+  at::Tensor forward_gelu_tanh(const at::Tensor& x) const;
   int64_t in_features() const { return in_; }
   int64_t out_features() const { return out_; }
 
@@ -43,5 +45,12 @@ class FeedForward : public Module {
 // casts back to the input dtype, but every Wan call site feeds a float32 input, so that cast is a no-op).
 // `weight`/`bias` may be undefined (elementwise_affine=False).
 at::Tensor layer_norm_fp32(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, double eps);
+
+// torch.nn.RMSNorm over the last dimension (diffusers' norm_q / norm_k, rms_norm_across_heads), as LibTorch
+// computes it: x * rsqrt(mean(x^2) + eps) * weight in float32 (`weight` in x's dtype), rounded to x's dtype.
+// On CUDA, LibTorch's fused kernel (what F.rms_norm runs there). On the CPU, where LibTorch composes it of
+// eight kernels with float32 temporaries, one pass; its mean is accumulated in float64, where LibTorch's
+// float32 sum may differ by about one rounding.
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
 
 }  // namespace omni::models::wan

@@ -250,6 +250,62 @@ TEST(WanRotaryPosEmbed, RealHeadDimSplit) {
   EXPECT_LT(rot_err, 1e-6);
 }
 
+// diffusers' apply_rotary_emb, op for op: x1 * cos - x2 * sin and x1 * sin + x2 * cos as separate float32
+// kernels (the bf16 / f16 x promoted by the float32 tables), assigned into empty_like(x).
+at::Tensor diffusers_rotary(const at::Tensor& x, const omni::models::RotaryEmbedding& r) {
+  auto pairs = x.unflatten(-1, {-1, 2});  // [B, S, H, d/2, 2]
+  auto x1 = pairs.select(-1, 0), x2 = pairs.select(-1, 1);
+  auto c = r.cos.unsqueeze(1), s = r.sin.unsqueeze(1);  // [S, 1, d/2]
+  auto out = at::empty_like(x);
+  out.slice(3, 0, x.size(3), 2).copy_(x1 * c - x2 * s);
+  out.slice(3, 1, x.size(3), 2).copy_(x1 * s + x2 * c);
+  return out;
+}
+
+TEST(WanRotaryPosEmbed, OnePassEqualsDiffusersBitForBit) {
+  // The one-pass kernel rounds as diffusers' composition does: the same bits in every dtype, including
+  // a token-sliced table (a sequence-parallel rank's rows) and a non-contiguous input.
+  omni::models::WanRotaryPosEmbed rope(128, 1024);
+  auto full = rope.forward(3, 4, 6, at::kCPU);
+  auto r = full.slice(5, 5 + 40);  // tokens [5, 45)
+  for (auto dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+    auto x = (at::randn({2, 40, 3, 128}) * 4).to(dtype);  // [B, S, H, d]
+    auto got = omni::models::apply_rotary_emb(x, r);
+    EXPECT_EQ(got.scalar_type(), dtype);
+    EXPECT_TRUE(at::equal(got, diffusers_rotary(x, r))) << dtype;
+    auto strided = x.transpose(0, 2).contiguous().transpose(0, 2);  // same values, other strides
+    EXPECT_TRUE(at::equal(omni::models::apply_rotary_emb(strided, r), got)) << dtype;
+  }
+}
+
+TEST(WanRmsNorm, OnePassMatchesLibTorch) {
+  // LibTorch's rms_norm (eight kernels on the CPU) is the reference; the one pass sums in float64 where
+  // LibTorch sums float32, so float32 agrees to a few roundings and 16-bit dtypes to one rounding of theirs.
+  auto x = at::randn({2, 37, 5120}) * 3 + 0.5;  // rows as wide as A14B's
+  auto w = at::rand({5120}) + 0.5;
+  for (auto dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+    auto xd = x.to(dtype), wd = w.to(dtype);
+    for (bool with_weight : {true, false}) {
+      const at::Tensor weight = with_weight ? wd : at::Tensor();
+      auto got = omni::models::wan::rms_norm(xd, weight, 1e-6);
+      auto want = at::rms_norm(xd, {5120}, with_weight ? std::optional<at::Tensor>(wd) : std::nullopt, 1e-6);
+      ASSERT_EQ(got.scalar_type(), dtype);
+      auto diff = (got.to(at::kDouble) - want.to(at::kDouble)).abs();
+      auto bound = want.to(at::kDouble).abs() * (dtype == at::kFloat ? 4e-7 : dtype == at::kHalf ? 1e-3 : 8e-3);
+      EXPECT_TRUE((diff <= bound).all().item<bool>()) << dtype << " max diff " << diff.max().item<double>();
+      const double same = (diff == 0).to(at::kDouble).mean().item<double>();
+      std::cout << "rms_norm " << dtype << (with_weight ? " weighted" : "") << ": equal to LibTorch's " << same * 100
+                << "%, max diff " << diff.max().item<double>() << std::endl;
+      EXPECT_GT(same, dtype == at::kFloat ? 0.5 : 0.995) << dtype;
+    }
+  }
+  // The mean is of the squares: a row scaled by 1000 gives the same normalized row.
+  auto row = at::randn({1, 64});
+  EXPECT_LT(max_abs_err(omni::models::wan::rms_norm(row * 1000, at::Tensor(), 0.0),
+                        omni::models::wan::rms_norm(row, at::Tensor(), 0.0)),
+            1e-5);
+}
+
 // ---- parameters, dtypes, hooks, attention backend ----
 
 TEST(WanTransformer, UnitsPartitionParametersAndKeepFp32Modules) {
