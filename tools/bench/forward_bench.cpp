@@ -2,12 +2,18 @@
 //
 //   forward_bench [--device cpu|cuda] [--dtype bfloat16|float32] [--vae-dtype float32|bfloat16] [--tiny]
 //                 [--only a14b,ti2v5b,vae21,vae22] [--warmup 2] [--iters 3] [--json FILE] [--self-check]
+//                 [--wait-after-rows N]
+//
+// --wait-after-rows N: after the N-th row is written, wait until killed (for tests of a run cut short, such
+// as tools/gpu/check.sh's forward_bench stage under its timeout: tests/e2e/gpu_check).
 //
 // Workloads (the anchors' sizes; --tiny: the generator's "small" preset on a few latent frames):
 //   a14b    one T2V-A14B expert on 832x480x81 (latent 21x60x104, 32,760 tokens), text 512, batch 1 and 2
 //           (batch 2: both CFG branches in one call);
 //   ti2v5b  TI2V-5B on 1280x704x121 (latent 31x44x80, 27,280 tokens), per-token timesteps, batch 1 and 2;
 //   vae21   Wan2.1 VAE decode of [1, 16, 21, 60, 104];  vae22  Wan2.2 VAE decode of [1, 48, 31, 44, 80].
+// Order: a14b, ti2v5b and vae21 at batch 1 first, then vae22, a14b batch 2 and ti2v5b batch 2 (each model is
+// built afresh for its batch-2 rows), so that a run cut short keeps the cheapest, most wanted rows.
 // Models are built in memory from random weights drawn on the target device in the target dtype (a full
 // A14B expert is 28 GB in bfloat16: no host copy, no checkpoint). The configs are the checkpoint generator's
 // presets (make_preset), so the sizes here are the ones omni-make-checkpoint writes.
@@ -15,7 +21,12 @@
 // FLOPs: transformers use the analytic count (transformer_flops); the VAE decoders the count of their actual
 // convolution and attention calls, observed on the first warm-up run (FlopCounter), which also counts the
 // transformers' matmuls so that --self-check can hold the analytic formula to what really ran.
-// Output: one table, one "forward_bench: {json}" line per row, and --json FILE with all rows.
+// SDPA: the backend that at::_fused_sdp_choice picks (cudnn, flash, mem-efficient or math) for each distinct
+// shape of scaled_dot_product_attention call seen in the first warm-up run, asked again on empty tensors of
+// the same sizes, strides, dtype and device (transformers: self-attention, then cross-attention).
+// Output, row by row as each is measured (a run killed midway keeps what it measured): a table row (flushed),
+// a "forward_bench: {json}" line, and --json FILE rewritten (temp file + rename) so that it is always a valid
+// JSON array of the rows so far ("[]" before the first).
 #include <ATen/ATen.h>
 #include <ATen/record_function.h>
 #include <c10/core/InferenceMode.h>
@@ -26,6 +37,7 @@
 #endif
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -34,8 +46,10 @@
 #include <functional>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/dtype.h"
@@ -87,9 +101,18 @@ int64_t transformer_flops(const WanTransformerConfig& c, int64_t batch, int64_t 
          2 * B * L * (c.text_dim * D + D * D) + c.num_layers * block + 2 * B * S * D * c.out_channels * P;
 }
 
+// One distinct scaled_dot_product_attention call: what at::_fused_sdp_choice needs to choose again.
+struct SdpaCall {
+  std::vector<int64_t> q_sizes, q_strides, k_sizes, k_strides, v_sizes, v_strides;
+  at::ScalarType dtype = at::kFloat;
+  at::Device device = at::kCPU;
+  std::optional<double> scale;
+};
+
 // FLOPs of the aten::linear, aten::scaled_dot_product_attention and aten::convolution calls made while it is
 // alive on this thread, read from their input shapes by a RecordFunction observer (what the torch profiler's
-// with_flops does). Every conv2d / conv3d reaches aten::convolution once; nested ops are not matched.
+// with_flops does). Every conv2d / conv3d reaches aten::convolution once; nested ops are not matched. The
+// first few distinct attention calls (by sizes) are kept in `sdpa`.
 class FlopCounter {
  public:
   FlopCounter() {
@@ -105,6 +128,7 @@ class FlopCounter {
   FlopCounter& operator=(const FlopCounter&) = delete;
 
   int64_t linear = 0, attention = 0, conv = 0;
+  std::vector<SdpaCall> sdpa;
   int64_t total() const { return linear + attention + conv; }
 
  private:
@@ -125,6 +149,17 @@ class FlopCounter {
     } else if (attention && in[2].isTensor()) {
       const at::Tensor& v = in[2].toTensor();  // q [..., Sq, d], k [..., Sk, d], v [..., Sk, dv]
       c->attention += 2 * (x.numel() / x.size(-1)) * w.size(-2) * (x.size(-1) + v.size(-1));
+      const auto seen = [&](const SdpaCall& s) {
+        return x.sizes() == at::IntArrayRef(s.q_sizes) && w.sizes() == at::IntArrayRef(s.k_sizes) &&
+               v.sizes() == at::IntArrayRef(s.v_sizes);
+      };
+      if (c->sdpa.size() < 4 && std::none_of(c->sdpa.begin(), c->sdpa.end(), seen)) {
+        // (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+        std::optional<double> scale;
+        if (in.size() > 6 && in[6].isDouble()) scale = in[6].toDouble();
+        c->sdpa.push_back({x.sizes().vec(), x.strides().vec(), w.sizes().vec(), w.strides().vec(), v.sizes().vec(),
+                           v.strides().vec(), x.scalar_type(), x.device(), scale});
+      }
     } else if (conv && in.size() >= 9 && !in[6].toBool()) {
       // (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups). A list of one
       // value applies to every spatial dim (conv3d's default dilation {1}). Wan has no transposed
@@ -159,6 +194,7 @@ struct Options {
   std::vector<std::string> only{"a14b", "ti2v5b", "vae21", "vae22"};
   int warmup = 2;
   int iters = 3;
+  int wait_after_rows = 0;  // 0: never
   std::string json_path;
   bool wants(const std::string& w) const { return std::find(only.begin(), only.end(), w) != only.end(); }
 };
@@ -173,7 +209,8 @@ int parse_count(const std::string& flag, const std::string& v, int min) {
 
 constexpr const char* kUsage =
     "usage: forward_bench [--device cpu|cuda] [--dtype bfloat16|float32] [--vae-dtype float32|bfloat16] [--tiny] "
-    "[--only a14b,ti2v5b,vae21,vae22] [--warmup N>=1] [--iters N] [--json FILE] [--self-check]";
+    "[--only a14b,ti2v5b,vae21,vae22] [--warmup N>=1] [--iters N] [--json FILE] [--self-check] "
+    "[--wait-after-rows N]";
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -213,6 +250,8 @@ Options parse(int argc, char** argv) {
       o.warmup = parse_count(a, v, 1);  // the first warm-up run also counts FLOPs and checks the output
     } else if (a == "--iters") {
       o.iters = parse_count(a, v, 1);
+    } else if (a == "--wait-after-rows") {
+      o.wait_after_rows = parse_count(a, v, 1);
     } else if (a == "--json") {
       // Checked now, not after a run of many minutes.
       const auto dir = std::filesystem::path(v).parent_path();
@@ -321,13 +360,64 @@ struct Row {
   int64_t weight_bytes = 0;
   std::vector<double> seconds{};  // timed runs
   int64_t flops = 0, flops_counted = 0, peak_bytes = 0;
+  std::vector<Json> sdpa{};  // one per distinct attention call: shapes and the backend chosen
   double median() const {
     auto s = seconds;
     std::sort(s.begin(), s.end());
     const size_t n = s.size();
     return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
   }
+  // The backends of the attention calls in call order, each named once: "flash", "cudnn/flash", "-" (none).
+  std::string sdpa_backends() const {
+    std::vector<std::string> names;
+    for (const auto& c : sdpa) {
+      const std::string b = c.at("backend").get<std::string>();
+      if (std::find(names.begin(), names.end(), b) == names.end()) names.push_back(b);
+    }
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : "/") + n;
+    return out.empty() ? "-" : out;
+  }
 };
+
+// at::_fused_sdp_choice's answer, an int of sdp::SDPBackend, by name.
+std::string sdp_backend_name(int64_t choice) {
+  switch (choice) {
+    case -1:
+      return "error";
+    case 0:
+      return "math";
+    case 1:
+      return "flash";
+    case 2:
+      return "mem-efficient";
+    case 3:
+      return "cudnn";
+    case 4:
+      return "overrideable";
+    default:
+      return omni::str_cat("unknown(", choice, ")");
+  }
+}
+
+// The backend SDPA picks for this call, asked on empty tensors of its sizes, strides, dtype and device.
+Json sdpa_choice(const SdpaCall& c) {
+  const auto opts = at::TensorOptions().device(c.device).dtype(c.dtype);
+  std::string backend;
+  try {
+    const at::Tensor q = at::empty_strided(c.q_sizes, c.q_strides, opts);
+    const at::Tensor k = at::empty_strided(c.k_sizes, c.k_strides, opts);
+    const at::Tensor v = at::empty_strided(c.v_sizes, c.v_strides, opts);
+    backend = sdp_backend_name(at::_fused_sdp_choice(q, k, v, /*attn_mask=*/{}, 0.0, false, c.scale, false));
+  } catch (const std::exception& e) {
+    backend = "error";
+    say("warning: _fused_sdp_choice failed: ", std::string(e.what()).substr(0, 200));
+  }
+  return Json{{"q", omni::str_cat(at::IntArrayRef(c.q_sizes))},
+              {"k", omni::str_cat(at::IntArrayRef(c.k_sizes))},
+              {"dtype", dtype_name(c.dtype)},
+              {"backend", backend}};
+}
 
 // Warm-up runs (the first one under a FlopCounter, its output checked by `check`), then timed runs. `flops`
 // < 0 takes the counted figure (the VAE).
@@ -336,6 +426,7 @@ Row run_workload(Row row, const Options& o, int64_t flops, const std::function<a
   say(row.workload, " ", row.shape, " batch ", row.batch, ": ", o.warmup, " warm-up + ", o.iters, " timed runs");
   synchronize(o.device);
   reset_peak_memory(o.device);
+  std::vector<SdpaCall> calls;  // the attention calls of the first warm-up run
   for (int i = 0; i < o.warmup; ++i) {
     if (i == 0) {
       at::Tensor out;
@@ -343,6 +434,7 @@ Row run_workload(Row row, const Options& o, int64_t flops, const std::function<a
         FlopCounter counter;
         out = fn();
         row.flops_counted = counter.total();
+        calls = counter.sdpa;
       }
       check(out);
     } else {
@@ -351,6 +443,14 @@ Row run_workload(Row row, const Options& o, int64_t flops, const std::function<a
   }
   for (int i = 0; i < o.iters; ++i) row.seconds.push_back(time_call(o.device, [&] { fn(); }));
   row.peak_bytes = peak_memory(o.device);
+  // The backend SDPA picks for each attention call, asked after the peak is read (its probe tensors are as large
+  // as the call's q, k and v).
+  for (const auto& c : calls) row.sdpa.push_back(sdpa_choice(c));
+  say(row.workload, " batch ", row.batch, ": SDPA backend ", row.sdpa_backends(), " (", o.device.str(), ")");
+  for (const auto& c : row.sdpa) {
+    say("  attention q ", c.at("q").get<std::string>(), " k ", c.at("k").get<std::string>(), " ",
+        c.at("dtype").get<std::string>(), ": ", c.at("backend").get<std::string>());
+  }
   row.flops = flops < 0 ? row.flops_counted : flops;
   OMNI_CHECK(row.flops > 0, row.workload, ": no FLOPs counted (did the model's ops change names?)");
   return row;
@@ -373,8 +473,61 @@ Json to_json(const Row& r, const Options& o) {
               {"tflops_per_s", r.flops / med / 1e12},
               {"peak_memory_bytes", r.peak_bytes},
               {"peak_memory_kind", o.device.is_cuda() ? "cuda_allocated_peak" : "process_peak_rss"},
-              {"weight_bytes", r.weight_bytes}};
+              {"weight_bytes", r.weight_bytes},
+              {"sdpa_backend", r.sdpa_backends()},
+              {"sdpa_calls", r.sdpa}};
 }
+
+// Each row as soon as it is measured: the table's header before the first, the row (flushed), its JSON line,
+// and the --json file rewritten whole through a temporary file and a rename, so that it is valid JSON holding
+// the rows so far whenever the run is killed.
+class Reporter {
+ public:
+  explicit Reporter(const Options& o) : o_(o) { write_json(); }
+
+  void add(const Row& r) {
+    if (all_.empty()) {
+      std::printf("\n| %-8s | %-14s | %5s | %-9s | %7s | %10s | %10s | %9s | %11s | %-13s |\n", "workload", "shape",
+                  "batch", "dtype", "tokens", "ms/forward", "TFLOP", "TFLOP/s",
+                  o_.device.is_cuda() ? "peak alloc" : "peak RSS", "SDPA");
+      std::printf(
+          "|----------|----------------|-------|-----------|---------|------------|------------|-----------|"
+          "-------------|---------------|\n");
+    }
+    const double med = r.median();
+    std::printf("| %-8s | %-14s | %5s | %-9s | %7s | %10.2f | %10.4f | %9.3f | %11s | %-13s |\n", r.workload.c_str(),
+                r.shape.c_str(), std::to_string(r.batch).c_str(), dtype_name(r.dtype),
+                r.tokens ? std::to_string(r.tokens).c_str() : "-", med * 1e3, r.flops / 1e12, r.flops / med / 1e12,
+                omni::format_bytes(r.peak_bytes).c_str(), r.sdpa_backends().c_str());
+    std::fflush(stdout);
+    all_.push_back(to_json(r, o_));
+    std::cout << "forward_bench: " << all_.back().dump() << std::endl;
+    write_json();
+    if (o_.wait_after_rows > 0 && all_.size() == static_cast<size_t>(o_.wait_after_rows)) {
+      say("--wait-after-rows ", o_.wait_after_rows, ": waiting to be killed");
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  }
+  size_t rows() const { return all_.size(); }
+
+ private:
+  void write_json() const {
+    if (o_.json_path.empty()) return;
+    const std::string tmp = o_.json_path + ".tmp";
+    {
+      std::ofstream f(tmp, std::ios::trunc);
+      f << all_.dump(2) << "\n";
+      f.close();
+      OMNI_CHECK_USAGE(f.good(), "cannot write --json ", tmp);
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, o_.json_path, ec);
+    OMNI_CHECK_USAGE(!ec, "cannot rename ", tmp, " to ", o_.json_path, ": ", ec.message());
+  }
+
+  const Options& o_;
+  Json all_ = Json::array();
+};
 
 void check_output(const at::Tensor& out, at::IntArrayRef expected, const std::string& what) {
   OMNI_CHECK(out.sizes() == expected, what, ": output ", out.sizes(), ", expected ", expected);
@@ -382,9 +535,9 @@ void check_output(const at::Tensor& out, at::IntArrayRef expected, const std::st
   say(what, ": output ", out.sizes(), " is finite");
 }
 
-// One transformer workload per batch size on one model built once.
+// One transformer row per batch size of `batches`, on one model built for them.
 void bench_transformer(const std::string& name, CheckpointKind kind, const Clip& clip, bool per_token_timestep,
-                       const Options& o, std::vector<Row>& rows) {
+                       const std::vector<int64_t>& batches, const Options& o, Reporter& report) {
   const auto spec = omni::generator::make_preset(kind, o.tiny ? "small" : "full");
   const auto cfg = WanTransformerConfig::from_json(omni::generator::transformer_config_json(spec), "preset");
   const auto vae = WanVaeConfig::from_json(omni::generator::vae_config_json(spec), "preset");
@@ -393,7 +546,7 @@ void bench_transformer(const std::string& name, CheckpointKind kind, const Clip&
   at::manual_seed(0);
   fill_random(model, o.dtype, o.device);
   const auto f32 = at::TensorOptions().device(o.device).dtype(at::kFloat);
-  for (int64_t batch : {1, 2}) {
+  for (int64_t batch : batches) {
     c10::InferenceMode no_grad;
     const auto shape = clip.latent(vae, batch, cfg.in_channels);  // [B, C, T, h, w]
     const at::Tensor latents = at::randn(shape, f32).to(o.dtype);
@@ -406,19 +559,19 @@ void bench_transformer(const std::string& name, CheckpointKind kind, const Clip&
         "x", cfg.patch_size[2], ")");
     Row row{name, clip.str(), omni::str_cat(latents.sizes()), batch, seq, o.dtype, model.parameter_bytes()};
     const int64_t flops = transformer_flops(cfg, batch, seq, text_len, per_token_timestep);
-    rows.push_back(run_workload(
+    row = run_workload(
         row, o, flops, [&] { return model.forward(latents, t, text); },
-        [&](const at::Tensor& out) { check_output(out, latents.sizes(), name); }));
+        [&](const at::Tensor& out) { check_output(out, latents.sizes(), name); });
     // The analytic formula must describe what ran: the observer saw every matmul of this forward.
-    if (rows.back().flops_counted != flops) {
-      OMNI_CHECK(!o.self_check, name, ": analytic FLOPs ", flops, " != counted ", rows.back().flops_counted);
-      say("warning: ", name, " analytic FLOPs ", flops, " != counted ", rows.back().flops_counted);
+    if (row.flops_counted != flops) {
+      OMNI_CHECK(!o.self_check, name, ": analytic FLOPs ", flops, " != counted ", row.flops_counted);
+      say("warning: ", name, " analytic FLOPs ", flops, " != counted ", row.flops_counted);
     }
+    report.add(row);
   }
 }
 
-void bench_vae(const std::string& name, CheckpointKind kind, const Clip& clip, const Options& o,
-               std::vector<Row>& rows) {
+void bench_vae(const std::string& name, CheckpointKind kind, const Clip& clip, const Options& o, Reporter& report) {
   const auto spec = omni::generator::make_preset(kind, o.tiny ? "small" : "full");
   const auto cfg = WanVaeConfig::from_json(omni::generator::vae_config_json(spec), "preset");
   AutoencoderKLWan vae(cfg);
@@ -430,7 +583,7 @@ void bench_vae(const std::string& name, CheckpointKind kind, const Clip& clip, c
   const at::Tensor latents = at::randn(shape, at::TensorOptions().device(o.device)).to(o.vae_dtype);
   Row row{name, clip.str(), omni::str_cat(latents.sizes()), 1, 0, o.vae_dtype, vae.parameter_bytes()};
   const std::vector<int64_t> video{1, cfg.video_channels(), clip.frames, clip.height, clip.width};  // [1, 3, F, H, W]
-  rows.push_back(run_workload(
+  report.add(run_workload(
       row, o, -1, [&] { return vae.decode(latents); }, [&](const at::Tensor& out) { check_output(out, video, name); }));
 }
 
@@ -456,22 +609,6 @@ void self_check_flops() {
   say("self-check: the analytic FLOP count matches the hand count (", scalar, ")");
 }
 
-void print_table(const std::vector<Row>& rows, const Options& o) {
-  std::printf("\n| %-8s | %-14s | %5s | %-9s | %7s | %10s | %10s | %9s | %11s |\n", "workload", "shape", "batch",
-              "dtype", "tokens", "seconds", "TFLOP", "TFLOP/s", o.device.is_cuda() ? "peak alloc" : "peak RSS");
-  std::printf(
-      "|----------|----------------|-------|-----------|---------|------------|------------|-----------|"
-      "-------------|\n");
-  for (const auto& r : rows) {
-    const double med = r.median();
-    std::printf("| %-8s | %-14s | %5s | %-9s | %7s | %10.4f | %10.4f | %9.3f | %11s |\n", r.workload.c_str(),
-                r.shape.c_str(), std::to_string(r.batch).c_str(), dtype_name(r.dtype),
-                r.tokens ? std::to_string(r.tokens).c_str() : "-", med, r.flops / 1e12, r.flops / med / 1e12,
-                omni::format_bytes(r.peak_bytes).c_str());
-  }
-  std::printf("\n");
-}
-
 int run(int argc, char** argv) {
   if (argc == 2 && std::strcmp(argv[1], "--help") == 0) {
     std::cout << kUsage << "\n";
@@ -484,24 +621,16 @@ int run(int argc, char** argv) {
   // Tiny clips: a few latent frames of the "small" preset, enough to run every code path (temporal cache).
   const Clip a14b_clip = o.tiny ? Clip{9, 64, 96} : Clip{81, 480, 832};
   const Clip ti2v_clip = o.tiny ? Clip{5, 64, 128} : Clip{121, 704, 1280};
-  std::vector<Row> rows;
-  if (o.wants("a14b")) bench_transformer("a14b", CheckpointKind::kT2vA14b, a14b_clip, false, o, rows);
-  if (o.wants("ti2v5b")) bench_transformer("ti2v5b", CheckpointKind::kTi2v5b, ti2v_clip, true, o, rows);
-  if (o.wants("vae21")) bench_vae("vae21", CheckpointKind::kT2vA14b, a14b_clip, o, rows);
-  if (o.wants("vae22")) bench_vae("vae22", CheckpointKind::kTi2v5b, ti2v_clip, o, rows);
-
-  print_table(rows, o);
-  std::fflush(stdout);
-  Json all = Json::array();
-  for (const auto& r : rows) {
-    all.push_back(to_json(r, o));
-    std::cout << "forward_bench: " << all.back().dump() << "\n";
-  }
-  if (!o.json_path.empty()) {
-    std::ofstream f(o.json_path);
-    f << all.dump(2) << "\n";
-    OMNI_CHECK_USAGE(f.good(), "cannot write --json ", o.json_path);
-  }
+  Reporter report(o);  // writes "[]" to --json now
+  // Batch 1 of a14b, ti2v5b and vae21 first; vae22 and the batch-2 rows last.
+  if (o.wants("a14b")) bench_transformer("a14b", CheckpointKind::kT2vA14b, a14b_clip, false, {1}, o, report);
+  if (o.wants("ti2v5b")) bench_transformer("ti2v5b", CheckpointKind::kTi2v5b, ti2v_clip, true, {1}, o, report);
+  if (o.wants("vae21")) bench_vae("vae21", CheckpointKind::kT2vA14b, a14b_clip, o, report);
+  if (o.wants("vae22")) bench_vae("vae22", CheckpointKind::kTi2v5b, ti2v_clip, o, report);
+  if (o.wants("a14b")) bench_transformer("a14b", CheckpointKind::kT2vA14b, a14b_clip, false, {2}, o, report);
+  if (o.wants("ti2v5b")) bench_transformer("ti2v5b", CheckpointKind::kTi2v5b, ti2v_clip, true, {2}, o, report);
+  std::printf("\n");
+  say("done: ", report.rows(), " rows", o.json_path.empty() ? "" : ", JSON in ", o.json_path);
   return 0;
 }
 
