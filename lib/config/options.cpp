@@ -342,6 +342,10 @@ const std::vector<Binding>& bindings() {
          [](const GenerateOptions& o) { return nlohmann::json(o.device.str()); },
          ""});
     flag("allow-shared-gpu", "let several ranks of a node use one GPU (otherwise an error)", &G::allow_shared_gpu);
+    flag("tf32",
+         "let float32 matrix products and cuDNN convolutions on CUDA use TF32 tensor cores (faster; inputs "
+         "rounded to 10 mantissa bits). Default: IEEE float32, so that float32 means float32",
+         &G::tf32);
     f64("collective-timeout",
         "seconds a GPU collective may wait for its peers before every rank is stopped "
         "with an error naming it",

@@ -117,7 +117,8 @@ struct GenerateOptions {
   // Runtime.
   DeviceRequest device;
   bool allow_shared_gpu{};
-  double collective_timeout{};                        // seconds
+  bool tf32{};                  // TF32 for float32 matmuls and cuDNN convolutions on CUDA (dist::set_float32_math)
+  double collective_timeout{};  // seconds
   c10::ScalarType dtype = c10::ScalarType::BFloat16;  // transformer and text encoder
   c10::ScalarType vae_dtype = c10::ScalarType::Float;
   log::Level log_level = log::Level::kInfo;

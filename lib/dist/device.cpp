@@ -1,5 +1,6 @@
 #include "dist/device.h"
 
+#include <ATen/Context.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/headeronly/version.h>
 
@@ -105,6 +106,27 @@ LocalChoice choose(const config::DeviceRequest& spec, int local_rank) {
 }
 
 }  // namespace
+
+void set_float32_math(bool allow_tf32) {
+  const auto p = allow_tf32 ? at::Float32Precision::TF32 : at::Float32Precision::IEEE;
+  at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL, p);
+  at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::CONV, p);
+}
+
+std::string float32_math() {
+  // LibTorch's new precision API only (its legacy getters refuse to answer once the new setters were used).
+  // NONE defers to the backend's ALL entry, then to the generic one.
+  auto& ctx = at::globalContext();
+  auto resolve = [&](at::Float32Op op) {
+    auto p = ctx.float32Precision(at::Float32Backend::CUDA, op);
+    if (p == at::Float32Precision::NONE) p = ctx.float32Precision(at::Float32Backend::CUDA, at::Float32Op::ALL);
+    if (p == at::Float32Precision::NONE) p = ctx.float32Precision(at::Float32Backend::GENERIC, at::Float32Op::ALL);
+    return p == at::Float32Precision::TF32 ? std::string("tf32") : std::string("ieee");
+  };
+  const std::string matmul = resolve(at::Float32Op::MATMUL), conv = resolve(at::Float32Op::CONV);
+  if (matmul == conv) return matmul;
+  return "matmul " + matmul + ", conv " + conv;
+}
 
 int visible_gpu_count() {
 #ifdef OMNI_WITH_CUDA

@@ -19,6 +19,14 @@ namespace omni::dist {
 // GPUs this process can use: 0 when LibTorch has no CUDA, no driver is loaded, or none is visible.
 int visible_gpu_count();
 
+// How LibTorch computes float32 matrix products (cuBLAS) and convolutions (cuDNN) on CUDA, process-wide: IEEE
+// float32, or TF32 tensor cores (inputs rounded to 10 mantissa bits). LibTorch's own default lets cuDNN
+// convolutions use TF32, so a float32 VAE would not compute in float32 and the float32 GPU parity tests
+// would measure TF32 rounding. Set before the first kernel runs. No effect on the CPU.
+void set_float32_math(bool allow_tf32);
+// What LibTorch will do now: "ieee", "tf32", or "matmul <x>, conv <y>" when they differ (for the report).
+std::string float32_math();
+
 // Collective over `world`; call it on every rank with the same arguments (from an agreed phase: it throws
 // a usage error on the ranks that cannot honour the request, after the collective). A CUDA device is made current on
 // return. Two ranks of one node on the same physical GPU (same UUID, whatever CUDA_VISIBLE_DEVICES says) are a usage

@@ -65,7 +65,10 @@ GenerationJob::GenerationJob(config::GenerateOptions options, ResolvedRun run, s
                 std::move(layout_line),
                 std::move(run.checkpoint)},
       queue_(std::make_unique<VideoQueue>(std::move(run.videos), run.written)),
-      writer_(opts_) {}
+      writer_(opts_) {
+  // Before any kernel, and before a dry run's report says what ran.
+  dist::set_float32_math(opts_.tf32);
+}
 
 GenerationJob::~GenerationJob() = default;
 
