@@ -1,11 +1,18 @@
 #include "pipeline/sequence_parallel.h"
 
+#include <ATen/SDPBackend.h>
+
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <numeric>
 #include <string>
+#include <tuple>
 
+#include "core/dtype.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/torch_compat.h"
 #include "dist/device_mesh.h"
 
@@ -49,30 +56,144 @@ void check_ulysses_heads(int64_t heads, int ulysses) {
                   ", or split the rest of the sequence with --ring-degree");
 }
 
+namespace {
+
+// at::SDPBackend's names, for the log line.
+std::string sdp_backend_name(int64_t choice) {
+  switch (static_cast<at::SDPBackend>(choice)) {
+    case at::SDPBackend::error:
+      return "error";
+    case at::SDPBackend::math:
+      return "math";
+    case at::SDPBackend::flash_attention:
+      return "flash_attention";
+    case at::SDPBackend::efficient_attention:
+      return "efficient_attention";
+    case at::SDPBackend::cudnn_attention:
+      return "cudnn_attention";
+    case at::SDPBackend::overrideable:
+      return "overrideable";
+  }
+  return "unknown (" + std::to_string(choice) + ")";
+}
+
+}  // namespace
+
+const char* ring_kernel_name(RingKernel kernel) {
+  switch (kernel) {
+    case RingKernel::kCpuFlash:
+      return "cpu-flash";
+    case RingKernel::kCudnn:
+      return "cudnn";
+    case RingKernel::kFlash:
+      return "flash";
+    case RingKernel::kEfficient:
+      return "efficient";
+    case RingKernel::kMath:
+      return "math";
+  }
+  return "unknown";
+}
+
+RingKernel ring_kernel_for(c10::DeviceType device, at::ScalarType dtype, int64_t sdp_choice, int64_t head_dim) {
+  // The CPU has one fused kernel with the log-sum-exp; it takes every floating dtype and head dim.
+  if (device == c10::DeviceType::CPU) return RingKernel::kCpuFlash;
+  if (device != c10::DeviceType::CUDA) return RingKernel::kMath;
+  const bool half = dtype == at::kBFloat16 || dtype == at::kHalf;
+  // The head dims the fused CUDA kernels share (flash: multiple of 8 up to 256); SDPA checks the finer limits.
+  const bool fused_dim = head_dim > 0 && head_dim % 8 == 0 && head_dim <= 256;
+  // When SDPA picks a fused kernel that cannot serve this dtype (it never should), the one that can.
+  const RingKernel by_dtype = !fused_dim            ? RingKernel::kMath
+                              : half                ? RingKernel::kFlash
+                              : dtype == at::kFloat ? RingKernel::kEfficient
+                                                    : RingKernel::kMath;
+  switch (sdp_choice) {
+    case static_cast<int64_t>(at::SDPBackend::cudnn_attention):
+      return half && fused_dim ? RingKernel::kCudnn : by_dtype;
+    case static_cast<int64_t>(at::SDPBackend::flash_attention):
+      return half && fused_dim ? RingKernel::kFlash : by_dtype;
+    case static_cast<int64_t>(at::SDPBackend::efficient_attention):
+      return (half || dtype == at::kFloat) && fused_dim ? RingKernel::kEfficient : by_dtype;
+    default:
+      // math (fused kernels disabled or inapplicable), error, overrideable, or a value this build does not know.
+      return RingKernel::kMath;
+  }
+}
+
+RingKernel choose_ring_kernel(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale) {
+  // SDPA's choice costs host checks on every call and could flip between blocks of one run (sizes, strides);
+  // one kernel per (device, dtype, head dim) keeps a run's numerics uniform and the log to one line.
+  using Key = std::tuple<int, int, int, int64_t>;
+  static std::mutex mutex;
+  static std::map<Key, RingKernel> chosen;
+  const Key key{static_cast<int>(q.device().type()), q.device().index(), static_cast<int>(q.scalar_type()), q.size(3)};
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = chosen.find(key); it != chosen.end()) return it->second;
+  std::string why;
+  int64_t choice = static_cast<int64_t>(at::SDPBackend::error);
+  if (q.is_cuda()) {
+    choice = at::_fused_sdp_choice(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/false, scale,
+                                   /*enable_gqa=*/false);
+    why = "SDPA would run " + sdp_backend_name(choice);
+  } else if (q.is_cpu()) {
+    why = "the CPU's fused kernel with log-sum-exp";
+  } else {
+    why = "no fused kernel with log-sum-exp on " + q.device().str();
+  }
+  const RingKernel kernel = ring_kernel_for(q.device().type(), q.scalar_type(), choice, q.size(3));
+  chosen.emplace(key, kernel);
+  OMNI_INFO("ring attention kernel: ", ring_kernel_name(kernel), " for ", q.device().str(), " ",
+            dtype_name(q.scalar_type()), ", head dim ", q.size(3), " (", why, ")");
+  return kernel;
+}
+
+at::Tensor normalize_lse(const at::Tensor& lse, int64_t sq) {
+  OMNI_CHECK(lse.defined() && (lse.dim() == 3 || (lse.dim() == 4 && lse.size(3) == 1)) && lse.size(2) >= sq,
+             "normalize_lse: expected [B, H, >= ", sq, "] or [B, H, >= ", sq, ", 1], got ",
+             lse.defined() ? models::shape_str(lse.sizes()) : std::string("undefined"));
+  auto out = lse.dim() == 4 ? lse.squeeze(3) : lse;  // [B, H, >= Sq]
+  return out.narrow(2, 0, sq).to(at::kFloat);        // [B, H, Sq]
+}
+
 PartialAttention block_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale) {
+  check_bhsd(q, "block_attention", "q");
+  return block_attention(q, k, v, scale, choose_ring_kernel(q, k, v, scale));
+}
+
+PartialAttention block_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
+                                 RingKernel kernel) {
   check_bhsd(q, "block_attention", "q");
   check_bhsd(k, "block_attention", "k");
   check_bhsd(v, "block_attention", "v");
   const int64_t sq = q.size(2), sk = k.size(2);
   OMNI_CHECK(sk > 0 && v.size(2) == sk, "block_attention: empty or mismatched key block (k ", k.sizes(), ", v ",
              v.sizes(), ")");
-  if (q.is_cpu()) {
-    auto [out, lse] = at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, /*dropout_p=*/0.0,
-                                                                      /*is_causal=*/false, /*attn_mask=*/{}, scale);
-    return {out.to(at::kFloat), lse};  // [B, H, Sq, d], [B, H, Sq] (float32)
-  }
-  if (q.is_cuda() && q.size(3) % 8 == 0 && q.size(3) <= 256) {
-    if (q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kHalf) {
+  switch (kernel) {
+    case RingKernel::kCpuFlash: {
+      auto [out, lse] = at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, /*dropout_p=*/0.0,
+                                                                        /*is_causal=*/false, /*attn_mask=*/{}, scale);
+      return {out.to(at::kFloat), normalize_lse(lse, sq)};  // [B, H, Sq, d], [B, H, Sq]
+    }
+    case RingKernel::kCudnn: {
+      auto res = at::_scaled_dot_product_cudnn_attention(q, k, v, /*attn_bias=*/std::nullopt,
+                                                         /*compute_log_sumexp=*/true, /*dropout_p=*/0.0,
+                                                         /*is_causal=*/false, /*return_debug_mask=*/false, scale);
+      // The log-sum-exp comes back as [B, H, Sq, 1].
+      return {std::get<0>(res).to(at::kFloat), normalize_lse(std::get<1>(res), sq)};
+    }
+    case RingKernel::kFlash: {
       auto res = at::_scaled_dot_product_flash_attention(q, k, v, /*dropout_p=*/0.0, /*is_causal=*/false,
                                                          /*return_debug_mask=*/false, scale);
-      return {std::get<0>(res).to(at::kFloat), std::get<1>(res)};  // lse [B, H, Sq] float32
+      return {std::get<0>(res).to(at::kFloat), normalize_lse(std::get<1>(res), sq)};  // lse [B, H, Sq]
     }
-    if (q.scalar_type() == at::kFloat) {
+    case RingKernel::kEfficient: {
       auto res = at::_scaled_dot_product_efficient_attention(q, k, v, /*attn_bias=*/{}, /*compute_log_sumexp=*/true,
                                                              /*dropout_p=*/0.0, /*is_causal=*/false, scale);
       // The kernel pads the log-sum-exp rows to its tile size: [B, H, >= Sq].
-      return {std::get<0>(res), std::get<1>(res).narrow(2, 0, sq)};
+      return {std::get<0>(res).to(at::kFloat), normalize_lse(std::get<1>(res), sq)};
     }
+    case RingKernel::kMath:
+      break;
   }
   return block_attention_math(q, k, v, scale);
 }
@@ -145,6 +266,7 @@ at::Tensor RingAttention::attend(const at::Tensor& q, const at::Tensor& k, const
 
   // K and V travel together: one transfer per hop.
   at::Tensor kv = at::stack({k, v}).contiguous();  // [2, B, H, S_me, d]
+  const RingKernel kernel = choose_ring_kernel(q, kv[0], kv[1], scale);
   PartialAttention acc;
   // At step t this rank holds the block that started on ring rank (me - t); it passes it on to `next`
   // while computing on it, and receives the block of (me - t - 1) from `prev`.
@@ -159,7 +281,7 @@ at::Tensor RingAttention::attend(const at::Tensor& q, const at::Tensor& k, const
       recv[prev] = incoming.numel();
       work = ring_->all_to_all_v(incoming, kv, send, recv);
     }
-    auto part = block_attention(q, kv[0], kv[1], scale);
+    auto part = block_attention(q, kv[0], kv[1], scale, kernel);
     if (t == 0) {
       acc = std::move(part);
     } else {
@@ -200,34 +322,44 @@ at::Tensor UlyssesAttention::attend(const at::Tensor& q, const at::Tensor& k, co
              " expected ", tokens_[me], " tokens, got q ", q.sizes(), ", k ", k.sizes(), ", v ", v.sizes());
   const int64_t hl = heads / u;
   const int64_t seq = sum_of(tokens_);
-  const auto offsets = dist::exclusive_offsets(tokens_);
+
+  // Both exchanges move tokens in token-major layout, so that every rank's piece is one contiguous run and the
+  // receive buffers are the results already. Full-size copies per block (q, k and v together count as one,
+  // the output as one):
+  //   in:  the pack into the send buffer; the exchange into the receive buffer, which is [S, 3, B, H/u, d] in
+  //        sequence order (no cat), q/k/v being strided views of it.
+  //   out: the pack into token-major [S, B, H/u, d], free when the core's output has that layout already (the
+  //        CPU flash kernel writes q's layout, token-major here) or B == 1; the exchange; one
+  //        permute into [B, S_me, H, d], which makes the caller's transpose(1, 2).flatten(2, 3) a view.
+  // That is 2 + 2..3, against 4 + 4 before (stack, permute, exchange, cat; per-rank narrow + reshape, cat,
+  // exchange, permute + reshape) and the caller's flatten copy.
 
   // 1. Sequence-sharded -> head-sharded, q, k and v in one exchange: rank j gets head group j of our tokens.
-  auto send = at::stack({q, k, v})                   // [3, B, H, S_me, d]
-                  .view({3, batch, u, hl, s_me, d})  // [3, B, u, H/u, S_me, d]
-                  .permute({2, 0, 1, 3, 4, 5})       // [u, 3, B, H/u, S_me, d]
-                  .contiguous();
   const int64_t per_token = 3 * batch * hl * d;
-  auto recv = at::empty({per_token * seq}, send.options());  // rank j's block: [3, B, H/u, S_j, d]
-  ulysses_->all_to_all_v(recv, send, std::vector<int64_t>(u, per_token * s_me), scaled(tokens_, per_token))->wait();
-  std::vector<at::Tensor> blocks;
-  for (int j = 0; j < u; ++j) {
-    blocks.push_back(recv.narrow(0, per_token * offsets[j], per_token * tokens_[j])
-                         .view({3, batch, hl, tokens_[j], d}));  // [3, B, H/u, S_j, d]
+  auto send = at::empty({u, s_me, 3, batch, hl, d}, q.options());  // [u, S_me, 3, B, H/u, d]
+  const at::Tensor* qkv_in[] = {&q, &k, &v};
+  for (int i = 0; i < 3; ++i) {
+    auto grouped = qkv_in[i]->unflatten(1, {u, hl});            // [B, u, H/u, S_me, d], a view
+    send.select(2, i).copy_(grouped.permute({1, 3, 0, 2, 4}));  // [u, S_me, B, H/u, d]
   }
-  auto qkv = at::cat(blocks, 3);  // [3, B, H/u, S, d], tokens in sequence order
+  // Rank j's chunk [S_j, 3, B, H/u, d] lands after those of ranks < j: the buffer is in sequence order.
+  auto recv = at::empty({seq, 3, batch, hl, d}, q.options());  // [S, 3, B, H/u, d]
+  ulysses_->all_to_all_v(recv, send, std::vector<int64_t>(u, per_token * s_me), scaled(tokens_, per_token))->wait();
+  send = at::Tensor();  // not needed during the attention core
+  auto head_view = [&](int i) { return recv.select(1, i).permute({1, 2, 0, 3}); };  // [B, H/u, S, d]
 
-  auto out = core(qkv[0], qkv[1], qkv[2]);  // [B, H/u, S, d]
+  auto out = core(head_view(0), head_view(1), head_view(2));  // [B, H/u, S, d]
 
-  // 2. Head-sharded -> sequence-sharded: rank j gets our heads for its tokens.
-  std::vector<at::Tensor> pieces;
-  for (int j = 0; j < u; ++j) pieces.push_back(out.narrow(2, offsets[j], tokens_[j]).reshape({-1}));
-  auto back_send = at::cat(pieces);                               // rank j's part: [B, H/u, S_j, d]
-  auto back = at::empty({u, batch, hl, s_me, d}, out.options());  // [u, B, H/u, S_me, d]
+  // 2. Head-sharded -> sequence-sharded: rank j gets our heads for its tokens, one run of the token-major output.
+  auto back_send = out.permute({2, 0, 1, 3}).contiguous();  // [S, B, H/u, d]
   const int64_t per_token_out = batch * hl * d;
+  auto back = at::empty({u, s_me, batch, hl, d}, back_send.options());  // [u, S_me, B, H/u, d]
   ulysses_->all_to_all_v(back, back_send, scaled(tokens_, per_token_out), std::vector<int64_t>(u, per_token_out * s_me))
       ->wait();
-  return back.permute({1, 0, 2, 3, 4}).reshape({batch, heads, s_me, d});  // [B, H, S_me, d]
+  // contiguous(), not reshape(): with one head per rank reshape would return a strided view, leaving the copy
+  // to the caller's flatten.
+  auto result = back.permute({2, 1, 0, 3, 4}).contiguous().view({batch, s_me, heads, d});  // [B, S_me, H, d]
+  return result.transpose(1, 2);                                                           // [B, H, S_me, d]
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -46,11 +46,37 @@ struct PartialAttention {
   at::Tensor lse;  // [B, H, Sq]
 };
 
-// Attention of q [B, H, Sq, d] over one key block k/v [B, H, Sk, d] (Sk > 0) by LibTorch's fused kernel that
-// also returns the log-sum-exp: flash attention on the CPU; on CUDA flash (bfloat16 / float16) or
-// memory-efficient (float32). No score matrix is materialized. `out` is the kernel's (rounded to q's dtype),
-// returned in float32 for the merge.
+// The kernel ring attention runs on each key block: one that returns the log-sum-exp beside the output.
+// kCpuFlash: LibTorch's CPU flash kernel. kCudnn: cuDNN's fused attention (the fastest on Hopper, what SDPA
+// itself runs there). kFlash: the flash kernel (CUDA, bfloat16 / float16). kEfficient: the memory-efficient
+// kernel (CUDA, also float32). kMath: block_attention_math, the explicit float32 composition.
+enum class RingKernel { kCpuFlash, kCudnn, kFlash, kEfficient, kMath };
+
+// "cpu-flash", "cudnn", "flash", "efficient", "math".
+const char* ring_kernel_name(RingKernel kernel);
+
+// The ring kernel for blocks of `dtype` and `head_dim` on `device`, given `sdp_choice`, the backend SDPA itself
+// would run (at::_fused_sdp_choice: the int of at::SDPBackend; ignored on the CPU). Pure: SDPA's cuDNN, flash
+// and memory-efficient choices map to those kernels where they apply to the dtype and head dim (else to flash
+// for bfloat16 / float16, memory-efficient for float32), anything else (math, error, overrideable, unknown) and
+// devices other than CPU and CUDA to kMath.
+RingKernel ring_kernel_for(c10::DeviceType device, at::ScalarType dtype, int64_t sdp_choice, int64_t head_dim);
+
+// The kernel for blocks like q/k/v: chosen once per process for each (device, dtype, head dim), by
+// ring_kernel_for on SDPA's choice for these tensors, and logged (info) the first time with the reason.
+RingKernel choose_ring_kernel(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale);
+
+// A fused kernel's log-sum-exp as the merge wants it: [B, H, Sq] float32. Accepts [B, H, Sq] (flash),
+// [B, H, Sq, 1] (cuDNN) and rows padded to a tile size, [B, H, >= Sq] (memory-efficient); `sq` is the query count.
+at::Tensor normalize_lse(const at::Tensor& lse, int64_t sq);
+
+// Attention of q [B, H, Sq, d] over one key block k/v [B, H, Sk, d] (Sk > 0) by `kernel` (default:
+// choose_ring_kernel's). No score matrix is materialized except by kMath. `out` is the kernel's (rounded to
+// q's dtype by the fused kernels), returned in float32 for the merge. q/k/v may be strided views (last
+// dimension contiguous).
 PartialAttention block_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale);
+PartialAttention block_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
+                                 RingKernel kernel);
 
 // The same by explicit float32 matrix products, the reference composition (tests; and the fallback where
 // no fused kernel applies). Queries are processed in chunks so that one chunk's float32 score matrix stays
@@ -64,6 +90,7 @@ void merge_attention(PartialAttention& acc, const PartialAttention& block);
 
 // Ring attention over `ring` (null or size 1: local attention). `tokens_per_rank[i]` is the number of
 // key/value tokens ring rank i holds (its query count too). Self-attention only; cross-attention is local.
+// Every block runs on choose_ring_kernel's kernel.
 class RingAttention : public models::AttentionBackend {
  public:
   RingAttention(dist::ProcessGroup* ring, std::vector<int64_t> tokens_per_rank);
@@ -76,7 +103,10 @@ class RingAttention : public models::AttentionBackend {
 
 // Ulysses attention over `ulysses` (null or size 1: passes self-attention to `inner`). `tokens_per_rank[i]`
 // is the number of tokens ulysses rank i holds. The head-sharded self-attention core runs on `inner` when
-// given (a RingAttention for USP), else locally.
+// given (a RingAttention for USP), else locally. q/k/v may be any [B, H, S_me, d] views (the transformer hands
+// over transposes of [B, S_me, H, d]); the core gets strided [B, H/u, S, d] views of the token-major receive
+// buffer, and the result is a [B, H, S_me, d] view of a [B, S_me, H, d]-contiguous tensor, so that the
+// caller's transpose(1, 2).flatten(2, 3) copies nothing.
 class UlyssesAttention : public models::AttentionBackend {
  public:
   UlyssesAttention(dist::ProcessGroup* ulysses, std::vector<int64_t> tokens_per_rank,

@@ -1,5 +1,6 @@
 // One-process checks of the sequence-parallel building blocks: token chunking, the blockwise attention and
-// its log-sum-exp merge against one plain softmax in float64, and the heads % ulysses usage error.
+// its log-sum-exp merge against one plain softmax in float64, the ring kernel's choice (the mapping from SDPA's
+// backend, the log-sum-exp shapes, one log line per key), and the heads % ulysses usage error.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "pipeline/sequence_parallel.h"
 #include "tensor_check.h"
 
@@ -19,6 +21,7 @@ using omni::pipeline::block_attention;
 using omni::pipeline::block_attention_math;
 using omni::pipeline::merge_attention;
 using omni::pipeline::PartialAttention;
+using omni::pipeline::RingKernel;
 
 using omni::test_util::max_abs_err;
 
@@ -133,6 +136,119 @@ TEST(MergeAttention, Bfloat16InputsAccumulateInFloat32) {
   const double bound = std::ldexp(v.to(at::kFloat).abs().max().item<double>(), -9) + 1e-6;
   std::printf("bf16 inputs, float32 merge: max_abs_err=%g (bound %g)\n", e, bound);
   EXPECT_LE(e, bound);
+}
+
+// at::SDPBackend's values, as at::_fused_sdp_choice returns them.
+constexpr int64_t kSdpError = -1, kSdpMath = 0, kSdpFlash = 1, kSdpEfficient = 2, kSdpCudnn = 3, kSdpOverride = 4;
+
+TEST(RingKernelFor, MapsSdpChoiceToKernel) {
+  using omni::pipeline::ring_kernel_for;
+  const auto cuda = c10::DeviceType::CUDA, cpu = c10::DeviceType::CPU;
+  // SDPA's fused choices where they apply.
+  EXPECT_EQ(ring_kernel_for(cuda, at::kBFloat16, kSdpCudnn, 128), RingKernel::kCudnn);
+  EXPECT_EQ(ring_kernel_for(cuda, at::kHalf, kSdpCudnn, 64), RingKernel::kCudnn);
+  EXPECT_EQ(ring_kernel_for(cuda, at::kBFloat16, kSdpFlash, 128), RingKernel::kFlash);
+  EXPECT_EQ(ring_kernel_for(cuda, at::kHalf, kSdpFlash, 256), RingKernel::kFlash);
+  EXPECT_EQ(ring_kernel_for(cuda, at::kFloat, kSdpEfficient, 128), RingKernel::kEfficient);
+  EXPECT_EQ(ring_kernel_for(cuda, at::kBFloat16, kSdpEfficient, 128), RingKernel::kEfficient);
+  // The CPU has its own fused kernel whatever SDPA would say.
+  for (int64_t choice : {kSdpError, kSdpMath, kSdpFlash, kSdpCudnn})
+    EXPECT_EQ(ring_kernel_for(cpu, at::kFloat, choice, 12), RingKernel::kCpuFlash) << choice;
+  EXPECT_EQ(ring_kernel_for(cpu, at::kBFloat16, kSdpError, 128), RingKernel::kCpuFlash);
+  // math, error, overrideable and unknown choices: the explicit composition.
+  for (int64_t choice : {kSdpMath, kSdpError, kSdpOverride, int64_t{7}, int64_t{-5}})
+    EXPECT_EQ(ring_kernel_for(cuda, at::kBFloat16, choice, 128), RingKernel::kMath) << choice;
+  // A fused choice that cannot serve the dtype or head dim: the kernel that can, else math.
+  EXPECT_EQ(ring_kernel_for(cuda, at::kFloat, kSdpCudnn, 128), RingKernel::kEfficient);
+  EXPECT_EQ(ring_kernel_for(cuda, at::kFloat, kSdpFlash, 128), RingKernel::kEfficient);
+  EXPECT_EQ(ring_kernel_for(cuda, at::kBFloat16, kSdpCudnn, 260), RingKernel::kMath);
+  EXPECT_EQ(ring_kernel_for(cuda, at::kBFloat16, kSdpFlash, 12), RingKernel::kMath);
+  EXPECT_EQ(ring_kernel_for(cuda, at::kDouble, kSdpEfficient, 64), RingKernel::kMath);
+  // No fused kernel with the log-sum-exp elsewhere.
+  EXPECT_EQ(ring_kernel_for(c10::DeviceType::Meta, at::kBFloat16, kSdpCudnn, 128), RingKernel::kMath);
+}
+
+TEST(RingKernelFor, Names) {
+  using omni::pipeline::ring_kernel_name;
+  EXPECT_STREQ(ring_kernel_name(RingKernel::kCpuFlash), "cpu-flash");
+  EXPECT_STREQ(ring_kernel_name(RingKernel::kCudnn), "cudnn");
+  EXPECT_STREQ(ring_kernel_name(RingKernel::kFlash), "flash");
+  EXPECT_STREQ(ring_kernel_name(RingKernel::kEfficient), "efficient");
+  EXPECT_STREQ(ring_kernel_name(RingKernel::kMath), "math");
+}
+
+TEST(NormalizeLse, AcceptsKernelShapes) {
+  using omni::pipeline::normalize_lse;
+  // Distinct values, so that a wrong row or a lost row shows.
+  auto rows = at::arange(2 * 3 * 5, at::kFloat).view({2, 3, 5});  // [B, H, Sq]
+  // flash: already [B, H, Sq].
+  auto flash = normalize_lse(rows, 5);
+  EXPECT_EQ(flash.sizes(), (std::vector<int64_t>{2, 3, 5}));
+  EXPECT_TRUE(at::equal(flash, rows));
+  // cuDNN: [B, H, Sq, 1], here in bfloat16-representable values given as bfloat16.
+  auto cudnn = normalize_lse(rows.unsqueeze(-1).to(at::kBFloat16), 5);
+  EXPECT_EQ(cudnn.sizes(), (std::vector<int64_t>{2, 3, 5}));
+  EXPECT_EQ(cudnn.scalar_type(), at::kFloat);
+  EXPECT_TRUE(at::equal(cudnn, rows));
+  // memory-efficient: rows padded to a tile, [B, H, >= Sq]; the padding is garbage.
+  auto padded = at::full({2, 3, 32}, std::nanf(""), at::kFloat);  // [B, H, 32]
+  padded.narrow(2, 0, 5).copy_(rows);
+  auto efficient = normalize_lse(padded, 5);
+  EXPECT_EQ(efficient.sizes(), (std::vector<int64_t>{2, 3, 5}));
+  EXPECT_TRUE(at::equal(efficient, rows));
+  // padded with the trailing 1 as well.
+  EXPECT_TRUE(at::equal(normalize_lse(padded.unsqueeze(-1), 5), rows));
+  // Too few rows, a trailing dim other than 1, the wrong rank: errors.
+  EXPECT_THROW(normalize_lse(rows, 6), omni::Error);
+  EXPECT_THROW(normalize_lse(at::zeros({2, 3, 5, 2}), 5), omni::Error);
+  EXPECT_THROW(normalize_lse(at::zeros({2, 5}), 5), omni::Error);
+}
+
+// The kernel is chosen once per (device, dtype, head dim) and named in one info line with its reason. Head
+// dims no other test uses, so that this process has not chosen for them before.
+TEST(ChooseRingKernel, ChosenAndLoggedOncePerKey) {
+  omni::log::set_level(omni::log::Level::kInfo);
+  auto make = [](int64_t d) { return at::randn({1, 2, 3, d}); };
+  auto a = make(20), b = make(20), c = make(28);
+  testing::internal::CaptureStderr();
+  const auto k1 = omni::pipeline::choose_ring_kernel(a, a, a, 0.5);
+  const auto k2 = omni::pipeline::choose_ring_kernel(b, b, b, 0.5);
+  const auto k3 = omni::pipeline::choose_ring_kernel(c, c, c, 0.5);
+  block_attention(a, b, b, 0.5);  // through the same choice: no new line
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(k1, RingKernel::kCpuFlash);
+  EXPECT_EQ(k2, RingKernel::kCpuFlash);
+  EXPECT_EQ(k3, RingKernel::kCpuFlash);
+  auto count = [&](const std::string& needle) {
+    int n = 0;
+    for (size_t at = err.find(needle); at != std::string::npos; at = err.find(needle, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("ring attention kernel: cpu-flash for cpu float32, head dim 20 ("), 1) << err;
+  EXPECT_EQ(count("ring attention kernel: cpu-flash for cpu float32, head dim 28 ("), 1) << err;
+  EXPECT_EQ(count("ring attention kernel:"), 2) << err;
+}
+
+// Every kernel this machine runs, on q/k/v as Ulysses hands them over: strided views of a token-major
+// [S, 3, B, H, d] buffer.
+TEST(BlockAttention, KernelsOnTokenMajorViews) {
+  at::manual_seed(17);
+  const int64_t s = 40, b = 2, h = 3, d = 16;
+  auto buf = at::randn({s, 3, b, h, d});                                      // [S, 3, B, H, d]
+  auto view = [&](int i) { return buf.select(1, i).permute({1, 2, 0, 3}); };  // [B, H, S, d]
+  auto q = view(0), k = view(1), v = view(2);
+  ASSERT_FALSE(q.is_contiguous());
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  auto ref = reference(q, k, v, scale);
+  for (auto kernel : {RingKernel::kCpuFlash, RingKernel::kMath}) {
+    auto got = block_attention(q, k, v, scale, kernel);
+    const double e_out = max_abs_err(got.out, ref.out), e_lse = max_abs_err(got.lse, ref.lse);
+    std::printf("%s on token-major views: out max_abs_err=%g lse max_abs_err=%g\n",
+                omni::pipeline::ring_kernel_name(kernel), e_out, e_lse);
+    ASSERT_EQ(got.lse.sizes(), (std::vector<int64_t>{b, h, s}));
+    EXPECT_LT(e_out, 1e-5);
+    EXPECT_LT(e_lse, 1e-5);
+  }
 }
 
 TEST(UlyssesHeads, DegreeMustDivideHeads) {

@@ -7,7 +7,8 @@
 // divisible by the degree, scalar and per-token timesteps, batch 2. float32 must agree to 1e-5 max abs error;
 // bfloat16 is bounded by bfloat16's own error against float32. Also: the degree-1 layout is forward() bit for
 // bit, the UnitHooks sequence equals forward()'s, the blocks.N dumps of a split run hold the whole sequence
-// and equal one rank's, and heads % ulysses and too-short sequences are usage errors on every rank. Each check's error
+// and equal one rank's, UlyssesAttention alone returns the local attention's rows laid out token-major, and
+// heads % ulysses and too-short sequences are usage errors on every rank. Each check's error
 // is all-reduced (max); rank 0 prints them and "N passed, N failed".
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -218,6 +219,27 @@ int run_all() {
           "bf16 " + l.name + ", " + in.name + " vs f32 forward (bf16 forward: " + std::to_string(bf16_err) + ")",
           max_abs_err(out, ref32), 2 * bf16_err + 1e-3);
     }
+  }
+
+  // UlyssesAttention on its own, as the transformer calls it: q/k/v transposes of [B, S_me, H, d] chunks
+  // (uneven: S = 9), batch 2. Its result must be the local attention's rows for this rank's tokens, laid out as
+  // [B, S_me, H, d] so that the caller's transpose(1, 2).flatten(2, 3) is a view.
+  for (const auto& l : layouts) {
+    if (l.sp.ulysses_degree() == 1 || l.sp.ring_degree() > 1) continue;
+    auto* group = l.sp.ulysses.get();
+    const auto tokens = omni::pipeline::token_chunks(9, group->size());
+    const int64_t begin = omni::dist::exclusive_offsets(tokens)[group->rank()], count = tokens[group->rank()];
+    at::manual_seed(31);                                  // the same whole sequence on every rank
+    auto whole = [] { return at::randn({2, 9, 4, 8}); };  // [B, S, H, d]
+    auto q = whole(), k = whole(), v = whole();
+    auto mine = [&](const at::Tensor& t) { return t.narrow(1, begin, count).contiguous().transpose(1, 2); };
+    omni::pipeline::UlyssesAttention ulysses(group, tokens);
+    const auto out = ulysses.attend(mine(q), mine(k), mine(v), omni::models::AttentionKind::kSelf);  // [B, H, S_me, d]
+    const auto ref = at::scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+                         .narrow(2, begin, count);  // [B, H, S_me, d]
+    g_checks.err("UlyssesAttention direct " + l.name + ", S=9 B=2", max_abs_err(out, ref), 1e-5);
+    g_checks.truth("UlyssesAttention result is token-major " + l.name,
+                   out.sizes() == ref.sizes() && out.transpose(1, 2).is_contiguous());
   }
 
   // Usage errors, raised alike on every rank before any communication.
