@@ -1,11 +1,13 @@
 // omni-compare: regression comparison of two outputs.
 //
-//   omni-compare A.mp4 B.mp4 [--psnr-min DB] [--tolerance X]      two videos, decoded, frame by frame
+//   omni-compare A.mp4 B.mp4 [--psnr-min DB] [--ssim-min S] [--tolerance X]   two videos, decoded, frame by frame
 //   omni-compare A.safetensors B.safetensors [--tolerance X]       every tensor (--keys to pick some)
 //   omni-compare A.mp4 B.safetensors [--frames-key frames]         a video against saved frames [1,] F, H, W, 3
 //
 // B is the reference. Exit codes: 0 within tolerance, 1 not (or a mismatch in frames, sizes, keys, shapes),
-// 2 bad usage, 3 a missing or unreadable file. With neither --tolerance nor --psnr-min the outputs must be equal.
+// 2 bad usage, 3 a missing or unreadable file. With no --tolerance, --psnr-min or --ssim-min the outputs must be
+// equal. Frames get per-frame PSNR and SSIM (ssim.h: scikit-image's Gaussian-window SSIM, data range 1) and the
+// worst of each; SSIM also its mean over frames, the video's SSIM.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
@@ -22,6 +24,7 @@
 #include "core/error.h"
 #include "io/safetensors.h"
 #include "io/video_reader.h"
+#include "ssim.h"
 
 namespace {
 
@@ -30,6 +33,7 @@ struct Settings {
   std::optional<double> tolerance;      // max abs
   std::optional<double> rel_tolerance;  // max abs / max |B|
   std::optional<double> psnr_min;       // videos and frames, values in [0, 1]
+  std::optional<double> ssim_min;       // videos and frames: the smallest allowed per-frame SSIM
   std::vector<std::string> keys;
   bool allow_missing = false;
   std::string frames_key = "frames";
@@ -65,11 +69,11 @@ std::string shape_str(at::IntArrayRef s) {
   return os.str();
 }
 
-// Whether (max_abs, min_psnr) pass the criteria that were given; equality when none was.
-bool within(const Settings& s, double max_abs, double max_rel, double min_psnr, std::string* why) {
+// Whether (max_abs, min_psnr, min_ssim) pass the criteria that were given; equality when none was.
+bool within(const Settings& s, double max_abs, double max_rel, double min_psnr, double min_ssim, std::string* why) {
   std::ostringstream os;
   bool ok = true;
-  if (!s.tolerance && !s.rel_tolerance && !s.psnr_min) {
+  if (!s.tolerance && !s.rel_tolerance && !s.psnr_min && !s.ssim_min) {
     ok = max_abs == 0.0;
     os << "max abs " << fmt(max_abs) << (ok ? " == 0" : " != 0") << " (no tolerance given: exact)";
   }
@@ -86,6 +90,12 @@ bool within(const Settings& s, double max_abs, double max_rel, double min_psnr, 
   if (s.psnr_min) {
     const bool pass = min_psnr >= *s.psnr_min;
     os << "min PSNR " << fmt(min_psnr) << (pass ? " >= " : " < ") << fmt(*s.psnr_min) << " dB; ";
+    ok = ok && pass;
+  }
+  if (s.ssim_min) {
+    const bool pass = min_ssim >= *s.ssim_min;  // false for NaN: frames too small for SSIM
+    os << "min SSIM " << (std::isnan(min_ssim) ? "n/a" : fmt(min_ssim, 6)) << (pass ? " >= " : " < ")
+       << fmt(*s.ssim_min, 6) << "; ";
     ok = ok && pass;
   }
   *why = os.str();
@@ -128,25 +138,40 @@ int compare_frames(const Settings& s) {
   }
   const int64_t n = std::min(a.size(0), b.size(0));
   bool count_ok = a.size(0) == b.size(0);
-  std::cout << std::left << std::setw(8) << "frame" << std::setw(12) << "PSNR(dB)" << std::setw(12) << "max_abs"
+  std::cout << std::left << std::setw(8) << "frame" << std::setw(12) << "PSNR(dB)" << std::setw(14) << "SSIM"
+            << std::setw(12) << "max_abs"
             << "mean_abs\n";
   double max_abs = 0.0, sum_abs = 0.0, min_psnr = std::numeric_limits<double>::infinity(), max_ref = 0.0;
+  // SSIM is NaN for frames under 11x11 (all frames have one size): its min stays NaN then, and fails --ssim-min.
+  double min_ssim = n ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
+  double sum_ssim = 0.0;
   for (int64_t f = 0; f < n; ++f) {
     at::Tensor d = (a[f].to(at::kDouble) - b[f].to(at::kDouble)).abs();
     const double fmax = d.max().item<double>(), fmean = d.mean().item<double>();
     const double mse = d.pow(2).mean().item<double>();
     const double psnr = mse == 0.0 ? std::numeric_limits<double>::infinity() : 10.0 * std::log10(1.0 / mse);
-    std::cout << std::setw(8) << f << std::setw(12) << fmt(psnr) << std::setw(12) << fmt(fmax) << fmt(fmean) << "\n";
+    const double ssim = omni::compare::ssim(a[f], b[f], 1.0);
+    std::cout << std::setw(8) << f << std::setw(12) << fmt(psnr) << std::setw(14) << fmt(ssim, 6) << std::setw(12)
+              << fmt(fmax) << fmt(fmean) << "\n";
     max_abs = std::max(max_abs, fmax);
     sum_abs += fmean;
     min_psnr = std::min(min_psnr, psnr);
+    min_ssim = std::isnan(ssim) ? ssim : std::min(min_ssim, ssim);  // std::min keeps a NaN min_ssim
+    sum_ssim += ssim;
     max_ref = std::max(max_ref, b[f].abs().max().item<double>());
   }
-  std::cout << std::setw(8) << "all" << std::setw(12) << ("min " + fmt(min_psnr)) << std::setw(12) << fmt(max_abs)
-            << fmt(n ? sum_abs / n : 0.0) << "\n";
+  std::cout << std::setw(8) << "all" << std::setw(12) << ("min " + fmt(min_psnr)) << std::setw(14)
+            << ("min " + fmt(min_ssim, 6)) << std::setw(12) << fmt(max_abs) << fmt(n ? sum_abs / n : 0.0) << "\n";
+  if (n == 0)
+    std::cout << "SSIM: n/a (no frames)\n";
+  else if (std::isnan(min_ssim))
+    std::cout << "SSIM: n/a (frames under " << omni::compare::kSsimWindow << "x" << omni::compare::kSsimWindow << ")\n";
+  else
+    std::cout << "SSIM: mean " << fmt(sum_ssim / n, 10) << ", min " << fmt(min_ssim, 10) << " over " << n
+              << " frames\n";
   std::string why;
   const double max_rel = max_ref > 0 ? max_abs / max_ref : max_abs;
-  bool ok = within(s, max_abs, max_rel, min_psnr, &why);
+  bool ok = within(s, max_abs, max_rel, min_psnr, min_ssim, &why);
   if (!count_ok) {
     std::cout << "FAIL: frame count differs: A " << a.size(0) << ", B " << b.size(0) << " (compared the first " << n
               << ")\n";
@@ -158,6 +183,7 @@ int compare_frames(const Settings& s) {
 
 int compare_tensors(const Settings& s) {
   OMNI_CHECK_USAGE(!s.psnr_min, "--psnr-min applies to videos (and frames against a video); use --tolerance");
+  OMNI_CHECK_USAGE(!s.ssim_min, "--ssim-min applies to videos (and frames against a video); use --tolerance");
   omni::io::SafetensorsFile fa(s.a), fb(s.b);
   std::cout << "A: " << s.a << " (" << fa.names().size() << " tensors)\nB: " << s.b << " (" << fb.names().size()
             << " tensors)\n";
@@ -200,7 +226,7 @@ int compare_tensors(const Settings& s) {
     const double max_rel = ref > 0 ? max_abs / ref : max_abs;
     const bool nan = a.numel() && (a.isnan().any().item<bool>() != b.isnan().any().item<bool>() || std::isnan(max_abs));
     std::string why;
-    const bool ok = !nan && within(s, max_abs, max_rel, 0.0, &why);
+    const bool ok = !nan && within(s, max_abs, max_rel, 0.0, 0.0, &why);
     all_ok = all_ok && ok;
     std::cout << std::setw(20) << shape_str(ia.shape) << std::setw(10) << dtype << std::setw(12) << fmt(max_abs)
               << std::setw(12) << fmt(max_rel) << (ok ? "ok" : (nan ? "FAIL (NaN)" : "FAIL")) << "\n";
@@ -231,11 +257,15 @@ int run(int argc, char** argv) {
   app.set_help_flag("-h,--help", "print this help and exit");
   app.add_option("A", s.a, "output to check: a video (any FFmpeg-readable file) or a .safetensors file")->required();
   app.add_option("B", s.b, "reference: a video or a .safetensors file")->required();
-  double tol = 0, rel = 0, psnr = 0;
+  double tol = 0, rel = 0, psnr = 0, ssim = 0;
   std::string keys;
   auto* o_tol = app.add_option("--tolerance", tol, "largest allowed max abs difference");
   auto* o_rel = app.add_option("--rel-tolerance", rel, "largest allowed max abs difference / max |B| (tensors)");
   auto* o_psnr = app.add_option("--psnr-min", psnr, "smallest allowed per-frame PSNR in dB (values in [0, 1])");
+  auto* o_ssim =
+      app.add_option("--ssim-min", ssim,
+                     "smallest allowed per-frame SSIM (Gaussian window sigma 1.5, per channel, data range 1; "
+                     "in [-1, 1]; frames under 11x11 fail it)");
   app.add_option("--keys", keys, "comma-separated tensor names to compare (default: all)");
   app.add_flag("--luma", s.luma, "videos and frames: compare BT.601 luma only (no chroma subsampling loss)");
   app.add_flag("--allow-missing", s.allow_missing, "do not fail on tensors present in only one file");
@@ -258,6 +288,10 @@ int run(int argc, char** argv) {
     s.rel_tolerance = rel;
   }
   if (o_psnr->count()) s.psnr_min = psnr;
+  if (o_ssim->count()) {
+    OMNI_CHECK_USAGE(ssim >= -1 && ssim <= 1, "--ssim-min must be a number in [-1, 1], got ", ssim);
+    s.ssim_min = ssim;
+  }
   for (size_t start = 0; !keys.empty() && start <= keys.size();) {
     size_t comma = keys.find(',', start);
     if (comma == std::string::npos) comma = keys.size();

@@ -1,6 +1,10 @@
 // omni-compare end to end: equal outputs exit 0, perturbed ones exit 1, bad usage 2, bad files 3.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <sstream>
+#include <vector>
+
 #include "io/safetensors.h"
 #include "io/video_writer.h"
 #include "media_test_util.h"
@@ -10,6 +14,19 @@ namespace {
 
 int compare(const std::string& args, std::string* out) {
   return run_command(std::string(OMNI_COMPARE_BIN) + " " + args, out);
+}
+
+// The SSIM column (third) of omni-compare's frame table, frame 0 onwards.
+std::vector<double> ssim_column(const std::string& out) {
+  std::vector<double> v;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream cols(line);
+    std::string frame, psnr, ssim;
+    if ((cols >> frame >> psnr >> ssim) && frame == std::to_string(v.size())) v.push_back(std::stod(ssim));
+  }
+  return v;
 }
 
 TEST(OmniCompare, Videos) {
@@ -26,13 +43,41 @@ TEST(OmniCompare, Videos) {
   EXPECT_EQ(compare(dir / "copy.mp4 " + dir / "a.mp4", &out), 0) << out;  // no tolerance: must be equal
   EXPECT_NE(out.find("PASS"), std::string::npos) << out;
   EXPECT_NE(out.find("inf"), std::string::npos) << out;
+  // Identical frames: SSIM exactly 1 in every frame (the table's third column), mean and min.
+  EXPECT_NE(out.find("SSIM: mean 1, min 1 over 9 frames"), std::string::npos) << out;
+  EXPECT_EQ(ssim_column(out), std::vector<double>(9, 1.0)) << out;
   EXPECT_EQ(compare(dir / "bright.mp4 " + dir / "a.mp4 --psnr-min 30 --tolerance 0.5", &out), 1) << out;
   EXPECT_NE(out.find("FAIL: max abs"), std::string::npos) << out;
   EXPECT_NE(out.find("< 30 dB"), std::string::npos) << out;
+  // Brighter: every frame's SSIM below 1 (tests/io/omni_compare_ssim_test.cpp holds the values to the reference);
+  // --ssim-min alone is the criterion (no exactness), pass or fail.
+  const std::vector<double> bright = ssim_column(out);
+  ASSERT_EQ(bright.size(), 9u) << out;
+  const double worst = *std::min_element(bright.begin(), bright.end());
+  EXPECT_GT(worst, 0.5) << out;
+  EXPECT_LT(*std::max_element(bright.begin(), bright.end()), 0.999) << out;
+  EXPECT_NE(out.find("SSIM: mean "), std::string::npos) << out;
+  EXPECT_EQ(compare(dir / "bright.mp4 " + dir / "a.mp4 --ssim-min " + std::to_string(worst - 1e-3), &out), 0) << out;
+  EXPECT_NE(out.find("PASS: min SSIM"), std::string::npos) << out;
+  EXPECT_EQ(compare(dir / "bright.mp4 " + dir / "a.mp4 --ssim-min 0.9999", &out), 1) << out;
+  EXPECT_NE(out.find("FAIL: min SSIM"), std::string::npos) << out;
+  EXPECT_NE(out.find(" < 0.9999"), std::string::npos) << out;
   EXPECT_EQ(compare(dir / "short.mp4 " + dir / "a.mp4 --psnr-min 1", &out), 1) << out;
   EXPECT_NE(out.find("frame count differs: A 5, B 9"), std::string::npos) << out;
   // A video against saved frames [1, F, H, W, 3]: the encode loses less than 35 dB.
   EXPECT_EQ(compare(dir / "a.mp4 " + dir / "frames.safetensors --psnr-min 35", &out), 0) << out;
+}
+
+// Frames smaller than SSIM's 11x11 window: no SSIM (n/a), which --ssim-min refuses; PSNR as before.
+TEST(OmniCompare, SsimNeedsElevenPixels) {
+  TempDir dir;
+  at::Tensor frames = gradient_clip(2, 8, 16);
+  io::write_video(dir / "a.mp4", frames, io::VideoWriteOptions{});
+  std::string out;
+  EXPECT_EQ(compare(dir / "a.mp4 " + dir / "a.mp4", &out), 0) << out;
+  EXPECT_NE(out.find("SSIM: n/a (frames under 11x11)"), std::string::npos) << out;
+  EXPECT_EQ(compare(dir / "a.mp4 " + dir / "a.mp4 --ssim-min 0", &out), 1) << out;
+  EXPECT_NE(out.find("FAIL: min SSIM n/a < 0"), std::string::npos) << out;
 }
 
 TEST(OmniCompare, TensorFiles) {
@@ -65,6 +110,9 @@ TEST(OmniCompare, UsageAndFileErrors) {
   std::string out;
   EXPECT_EQ(compare(dir / "a.safetensors " + dir / "a.safetensors --tolerance abc", &out), 2) << out;
   EXPECT_EQ(compare(dir / "a.safetensors " + dir / "a.safetensors --psnr-min 30", &out), 2) << out;
+  EXPECT_EQ(compare(dir / "a.safetensors " + dir / "a.safetensors --ssim-min 0.9", &out), 2) << out;
+  EXPECT_EQ(compare(dir / "a.safetensors " + dir / "a.safetensors --ssim-min 1.5", &out), 2) << out;
+  EXPECT_NE(out.find("--ssim-min must be a number in [-1, 1]"), std::string::npos) << out;
   EXPECT_EQ(compare(dir / "nothere.mp4 " + dir / "a.safetensors", &out), 3) << out;
   EXPECT_NE(out.find("nothere.mp4"), std::string::npos) << out;
 }
