@@ -92,6 +92,17 @@ const Choices<SampleSolver>& solver_choices() {
   static const Choices<SampleSolver> c = {{SampleSolver::kUniPC, "unipc"}, {SampleSolver::kEuler, "euler"}};
   return c;
 }
+const Choices<WeightFormat>& weight_format_choices() {
+  static const Choices<WeightFormat> c = {{WeightFormat::kRunDtype, "auto"}, {WeightFormat::kFloat8, "float8_e4m3fn"}};
+  return c;
+}
+
+const Choices<Fp8Layers>& fp8_layer_choices() {
+  static const Choices<Fp8Layers> c = {
+      {Fp8Layers::kFfn, "ffn"}, {Fp8Layers::kAttention, "attention"}, {Fp8Layers::kAll, "all"}};
+  return c;
+}
+
 const Choices<StepCacheMode>& step_cache_choices() {
   static const Choices<StepCacheMode> c = {
       {StepCacheMode::kNone, "none"}, {StepCacheMode::kTeaCache, "teacache"}, {StepCacheMode::kFirstBlock, "fbcache"}};
@@ -352,6 +363,20 @@ const std::vector<Binding>& bindings() {
         "600", &G::collective_timeout);
     choice("dtype", "transformer and text encoder dtype", "bfloat16", &G::dtype, dtype_choices());
     choice("vae-dtype", "VAE dtype", "float32", &G::vae_dtype, dtype_choices());
+    choice("weight-dtype",
+           "how the transformers' Linear weights are held: auto (the --dtype), or float8_e4m3fn with a float32 scale "
+           "per output channel (quantized at load; half the weight memory and HSDP traffic of bfloat16; the layers "
+           "of --fp8-layers only)",
+           "auto", &G::weight_format, weight_format_choices());
+    choice("fp8-layers",
+           "with --weight-dtype float8_e4m3fn: the Linear layers held in float8 (ffn: the feed-forward's, which "
+           "vllm-omni found safe; attention: q, k, v, out; all). Embeddings, norms, modulation, patch embedding, "
+           "head, biases and the first and last block always stay in --dtype",
+           "ffn", &G::fp8_layers, fp8_layer_choices());
+    flag("fp8-matmul",
+         "with --weight-dtype float8_e4m3fn: float8 matrix products (_scaled_mm, the input scaled per token) "
+         "instead of dequantizing each weight to --dtype first (sm89 and newer GPUs)",
+         &G::fp8_matmul);
     choice("log-level", "messages shown (info and debug from rank 0 only)", "info", &G::log_level, log_level_choices());
     flag("strict-memory",
          "stop before loading when the memory plan exceeds the device's memory (GPU, or the node's host memory "
@@ -588,6 +613,10 @@ DeviceRequest DeviceRequest::parse(const std::string& v, const std::string& wher
 const char* name_of(SampleSolver v) {
   return choice_name(solver_choices(), v);
 }
+const char* name_of(Fp8Layers v) {
+  return choice_name(fp8_layer_choices(), v);
+}
+
 const char* name_of(StepCacheMode v) {
   return choice_name(step_cache_choices(), v);
 }
@@ -634,6 +663,12 @@ void validate_options(const GenerateOptions& o) {
                    o.collective_timeout);
   OMNI_CHECK_USAGE(o.prompt.empty() || o.prompts_file.empty(), "--prompt and --prompts-file are exclusive; give one");
   OMNI_CHECK_USAGE(!o.output.empty(), "--output must not be empty");
+  const bool float8 = o.weight_format == WeightFormat::kFloat8;
+  OMNI_CHECK_USAGE(float8 || !o.fp8_matmul,
+                   "--fp8-matmul multiplies float8 weights: it needs --weight-dtype "
+                   "float8_e4m3fn");
+  OMNI_CHECK_USAGE(float8 || o.fp8_layers == Fp8Layers::kFfn, "--fp8-layers ", name_of(o.fp8_layers),
+                   " chooses float8 weights: it needs --weight-dtype float8_e4m3fn");
 }
 
 GenerateOptions resolve_options(const CommandLine& cli, const std::string& preset_name) {

@@ -21,6 +21,9 @@ namespace omni::config {
 enum class SampleSolver { kUniPC, kEuler };
 // --step-cache (docs/DESIGN.md section 10).
 enum class StepCacheMode { kNone, kTeaCache, kFirstBlock };
+// Transformer Linear weights held in float8 (--weight-dtype float8_e4m3fn): which of them (--fp8-layers).
+enum class WeightFormat { kRunDtype, kFloat8 };
+enum class Fp8Layers { kFfn, kAttention, kAll };
 // --layout: degrees chosen from the work, or as given.
 enum class LayoutMode { kAuto, kManual };
 // --task: from model_index.json and --image, or forced.
@@ -28,6 +31,7 @@ enum class TaskChoice { kAuto, kT2V, kI2V, kTI2V };
 
 const char* name_of(SampleSolver v);
 const char* name_of(StepCacheMode v);
+const char* name_of(Fp8Layers v);
 const char* name_of(LayoutMode v);
 const char* name_of(TaskChoice v);
 
@@ -112,7 +116,10 @@ struct GenerateOptions {
   LayoutMode layout = LayoutMode::kAuto;  // how the compute degrees are chosen
   bool vae_parallel{};                    // decode each video over the ranks of its data-parallel group
   StepCacheMode step_cache = StepCacheMode::kNone;
-  std::optional<double> step_cache_threshold;  // unset: the mode's default
+  WeightFormat weight_format = WeightFormat::kRunDtype;  // --weight-dtype
+  Fp8Layers fp8_layers = Fp8Layers::kFfn;                // --fp8-layers
+  bool fp8_matmul{};                                     // --fp8-matmul
+  std::optional<double> step_cache_threshold;            // unset: the mode's default
 
   // Runtime.
   DeviceRequest device;

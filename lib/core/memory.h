@@ -1,7 +1,12 @@
-// Process memory figures for the run report.
+// Process memory figures for the run report, and the pinned staging that uploads host tensors to a device.
 #pragma once
 
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 
 namespace omni {
@@ -28,5 +33,45 @@ std::string format_bytes(int64_t bytes);
 void keep_freed_host_memory();
 // The largest allocation keep_freed_host_memory() serves from the heap (larger ones are mapped and unmapped).
 constexpr int64_t kHostHeapMaxAllocation = int64_t{32} << 20;
+
+// Copies host tensors to a device through a reusable page-locked (pinned) staging buffer: each tensor's bytes
+// are copied on the host into one half of the buffer, then to the device asynchronously (non_blocking) while
+// the host fills the other half; before a half is refilled, an event recorded after its copies is waited for.
+// A pageable tensor's .to(device) instead has the driver stage it through its own small pinned buffer, copy by
+// copy, with the host waiting for each. The tensors it returns are ordered on the device's current stream
+// like any other work there; synchronize() (and the destructor) wait until the staging buffer is no longer read.
+// Where pinned memory cannot be had (no usable CUDA), upload() falls back to plain copies.
+class HostToDevice {
+ public:
+  // Returns `bytes` of host staging memory as a 1-D uint8 CPU tensor. The default allocates pinned memory.
+  using StagingAllocator = std::function<at::Tensor(int64_t bytes)>;
+  static constexpr int64_t kDefaultStagingBytes = int64_t{64} << 20;  // two 32 MiB halves
+
+  // `device` cpu: upload() returns its argument (nothing to copy) unless an `allocator` is given, which makes
+  // every upload go through the staging path on any device (the tests run its chunking on the CPU). A CUDA
+  // device: pinned staging of `staging_bytes`, allocated on the first upload.
+  explicit HostToDevice(at::Device device, int64_t staging_bytes = kDefaultStagingBytes,
+                        StagingAllocator allocator = nullptr);
+  ~HostToDevice();  // synchronize(), errors logged
+  HostToDevice(const HostToDevice&) = delete;
+  HostToDevice& operator=(const HostToDevice&) = delete;
+
+  // `host` (any dtype and shape, contiguous or not) as a contiguous tensor on the device, the same values
+  // bit for bit. A tensor that is not on the host is moved with a plain .to(device).
+  at::Tensor upload(const at::Tensor& host);
+  // Waits for every copy still reading the staging buffer.
+  void synchronize();
+
+  // Whether uploads go through the staging buffer (false before the first upload and on the plain fallback).
+  bool staged() const;
+  // Copies from the staging buffer to the device so far (a tensor larger than the free space takes several).
+  int64_t staged_copies() const;
+  // Times the host waited for a half of the buffer, or would have on the CPU (it switched halves).
+  int64_t half_switches() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace omni

@@ -32,6 +32,7 @@ bool supported_dtype(at::ScalarType t) {
     case at::kChar:
     case at::kByte:
     case at::kBool:
+    case at::kFloat8_e4m3fn:  // moved as bytes (HSDP's float8 weights), never reduced
       return true;
     default:
       return false;
@@ -251,7 +252,8 @@ WorkHandle ProcessGroup::broadcast(const at::Tensor& tensor, int root) {
 
 WorkHandle ProcessGroup::all_reduce(const at::Tensor& tensor, ReduceOp op) {
   check_tensor(tensor, "all_reduce", "tensor");
-  OMNI_CHECK(tensor.scalar_type() != at::kBool, "all_reduce: bool tensors cannot be reduced; use uint8");
+  OMNI_CHECK(tensor.scalar_type() != at::kBool && tensor.scalar_type() != at::kFloat8_e4m3fn,
+             "all_reduce: ", tensor.scalar_type(), " tensors cannot be reduced");
   begin("all_reduce", tensor.numel(), tensor.scalar_type());
   count_traffic([&](int) { return 2 * tensor.nbytes() / size_; });
   return do_all_reduce(tensor, op);

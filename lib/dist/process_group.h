@@ -8,7 +8,8 @@
 // - Collective: every rank of the group issues the same calls in the same order, with matching sizes.
 // - Tensors are contiguous, on the group's device, of one dtype per call; they are read as flat element
 //   arrays whatever their shape. Supported dtypes: float32, float64, bfloat16, float16, int64, int32, int8,
-//   uint8 and bool (bool not in all_reduce). Violations throw an internal error naming the call and argument.
+//   uint8, bool and float8_e4m3fn (moved as bytes; neither bool nor float8 in all_reduce). Violations throw an internal
+//   error naming the call and argument.
 // - Until the Work completes, inputs must not be written and outputs not read; the Work keeps the tensors
 //   alive, so dropping a handle early never frees memory under a transfer (the destructor waits).
 // - Every collective gets the group's next sequence number (1, 2, ...), which the watchdog's line names with

@@ -29,6 +29,7 @@ MPI_Datatype mpi_type(at::ScalarType t) {
       return MPI_INT8_T;
     case at::kByte:
     case at::kBool:
+    case at::kFloat8_e4m3fn:
       return MPI_UINT8_T;
     default:
       OMNI_FAIL("no MPI datatype for ", t);

@@ -35,6 +35,7 @@ ncclDataType_t nccl_type(at::ScalarType t) {
       return ncclInt8;
     case at::kByte:
     case at::kBool:
+    case at::kFloat8_e4m3fn:  // gathered as bytes
       return ncclUint8;
     default:
       OMNI_FAIL("no NCCL datatype for ", t);

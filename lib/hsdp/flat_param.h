@@ -20,13 +20,15 @@ namespace omni::hsdp {
 struct ParamSlot {
   std::string name;
   std::vector<int64_t> shape;
-  at::ScalarType dtype;
+  at::ScalarType dtype;  // float8_e4m3fn: quantized at load, one float32 scale per row into *scale
   at::Tensor* slot;
+  at::Tensor* scale = nullptr;  // float8 weights: their scale slot, [rows] float32
   int64_t numel() const;
 };
 
 // Fills this rank's slice: elements [begin, begin + count) of the concatenation of the flattened tensors
-// `names` (in order), converted to `dtype`, as a 1-D tensor of `count` elements; zero past the end.
+// `names` (in order), converted to `dtype`, as a 1-D tensor of `count` elements; zero past the end. Float8
+// groups ask for float32 values and quantize them.
 using ShardReader = std::function<at::Tensor(const std::vector<std::string>& names, int64_t begin, int64_t count,
                                              at::ScalarType dtype)>;
 
@@ -64,7 +66,10 @@ class FlatParamUnit {
   FlatParamUnit(std::string name, std::vector<ParamSlot> params, dist::ProcessGroup* group, at::Device device);
 
   const std::string& name() const { return name_; }
-  // Reads this rank's slice of every dtype group through `reader` (only those elements are read).
+  // Reads this rank's slice of every dtype group through `reader` (only those elements are read). A float8
+  // group's weights are quantized per row: each rank takes the largest magnitude of each row over its own
+  // slice, one all-reduce (max) over the shard group completes them, and each rank quantizes its slice with
+  // the scales (core/fp8.h). The scales, [rows] float32 per weight, are small and kept whole on every rank.
   void load_shard(const ShardReader& reader);
   // Starts the all-gather of every dtype group into pool buffers; returns at once (the transfer overlaps).
   void start_gather(BufferPool& pool);
@@ -90,7 +95,10 @@ class FlatParamUnit {
     int64_t padded = 0;            // multiple of the shard size
     at::Tensor shard;              // [padded / shard_size], this rank's slice
     at::Tensor full;               // [padded] while gathered
+    at::Tensor scales;             // float8 groups: every weight's row scales, [total rows] float32
   };
+  // A float8 group's slice: float32 values in, float8 out, the row scales set.
+  at::Tensor quantize_slice(Group& g, const at::Tensor& values, int64_t begin);
 
   std::string name_;
   dist::ProcessGroup* group_;

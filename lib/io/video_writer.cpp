@@ -14,6 +14,7 @@ extern "C" {
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -76,6 +77,30 @@ void drain_packets(Encoder& enc, AVStream* stream, const std::string& path) {
 
 }  // namespace
 
+at::Tensor frames_to_uint8(const at::Tensor& frames, int64_t chunk_samples) {
+  OMNI_CHECK(frames.defined() && at::isFloatingType(frames.scalar_type()),
+             "frames_to_uint8: frames must be floating point, got ",
+             frames.defined() ? c10::toString(frames.scalar_type()) : "an undefined tensor");
+  OMNI_CHECK(chunk_samples > 0, "frames_to_uint8: chunk_samples must be positive, got ", chunk_samples);
+  const at::Tensor x = frames.detach();
+  if (x.dim() == 0 || x.numel() == 0) return x.to(at::kFloat).clamp(0.0, 1.0).mul(255.0).round().to(at::kByte);
+  at::Tensor out = at::empty(x.sizes(), x.options().dtype(at::kByte));  // contiguous, on the frames' device
+  // Pieces along the first dimension longer than 1: the frames of [F, H, W, 3] and of the pipeline's
+  // [1, F, H, W, 3] alike.
+  int64_t dim = 0;
+  while (dim + 1 < x.dim() && x.size(dim) == 1) ++dim;
+  const int64_t per_slice = x.numel() / x.size(dim);
+  const int64_t step = std::max<int64_t>(1, chunk_samples / per_slice);
+  for (int64_t i = 0; i < x.size(dim); i += step) {
+    const int64_t n = std::min(step, x.size(dim) - i);
+    // A float32 copy (never an alias of the caller's float32 frames) that the steps then change in place: the
+    // same operations, in the same order and dtype, as out of place.
+    at::Tensor piece = x.narrow(dim, i, n).to(at::kFloat, /*non_blocking=*/false, /*copy=*/true);
+    out.narrow(dim, i, n).copy_(piece.clamp_(0.0, 1.0).mul_(255.0).round_());  // float32 levels -> uint8, exact
+  }
+  return out;
+}
+
 void check_output_writable(const std::string& path, bool overwrite) {
   OMNI_CHECK_USAGE(!path.empty(), "the output path is empty; give a file name such as output.mp4");
   OMNI_CHECK_USAGE(path.back() != '/', "output '", path, "' names a folder; give a file name such as ", path,
@@ -119,9 +144,12 @@ void write_video(const std::string& path, const at::Tensor& frames, const VideoW
   check_output_writable(path, options.overwrite);
   quiet_libav_logs();
 
-  // [F, H, W, 3] uint8, rounded to the nearest level (diffusers' export truncates; rounding halves the bias).
-  at::Tensor rgb =
-      frames.detach().to(at::kCPU, at::kFloat).clamp(0.0, 1.0).mul(255.0).round().to(at::kByte).contiguous();
+  // [F, H, W, 3] uint8 on the host; float frames become levels on their device, so that one byte per sample
+  // crosses to the host.
+  OMNI_CHECK(frames.scalar_type() == at::kByte || at::isFloatingType(frames.scalar_type()),
+             "write_video: frames must be uint8 levels or floating point in [0, 1], got ", frames.scalar_type());
+  const at::Tensor levels = frames.scalar_type() == at::kByte ? frames.detach() : frames_to_uint8(frames);
+  const at::Tensor rgb = levels.to(at::kCPU).contiguous();
 
   const AVOutputFormat* ofmt = output_format_for(path);
   TempFile tmp(temp_sibling(path, "partial"));

@@ -33,7 +33,18 @@ struct VideoWriteOptions {
 // at `path`. Every failure is a usage error (exit 2) with one line naming the path (and --overwrite where it helps).
 void check_output_writable(const std::string& path, bool overwrite);
 
-// Encodes `frames` [F, H, W, 3] (float in [0, 1], any device; values are clamped) as H.264 in the container
+// Frames in [0, 1] (any floating dtype, any device; [F, H, W, 3] or any shape) as uint8 levels, on the frames'
+// device: float32, clamped to [0, 1], times 255, rounded half to even (torch.round), so that a video leaves the
+// device as one byte per sample. diffusers' export_to_video truncates instead; rounding halves the bias. Converts
+// at most 64 Mi samples at a time (whole slices along the first dimension longer than 1, the frames), bounding
+// the float32 temporary on the device. The only place
+// frames become levels: the pipeline calls it where the decoded video is, write_video on float input.
+// `chunk_samples` bounds a piece (tests make it small to cut a small video into pieces).
+constexpr int64_t kLevelsChunkSamples = int64_t{64} << 20;  // a 256 MiB float32 temporary
+at::Tensor frames_to_uint8(const at::Tensor& frames, int64_t chunk_samples = kLevelsChunkSamples);
+
+// Encodes `frames` [F, H, W, 3] (uint8 levels as frames_to_uint8 makes them, or float in [0, 1] that it converts
+// on their device; any device) as H.264 in the container
 // that the extension names (.mp4 / .mov / .mkv; anything else is written as MP4), atomically. RGB is converted
 // to BT.601 limited-range Y'CbCr 4:2:0 and the stream is tagged so (smpte170m): FFmpeg's tools decode with that
 // matrix whatever the tag, as diffusers' export_to_video encodes, and players that read tags agree.

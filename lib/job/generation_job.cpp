@@ -285,6 +285,8 @@ void GenerationJob::load() {
                      "--dtype/--vae-dtype float16 needs --device cuda (LibTorch's CPU kernels have no half-precision "
                      "matrix products); use bfloat16 or float32 on the CPU");
     s.use_hsdp = opts_.parallel.use_hsdp;
+    s.transformer_weights = {opts_.weight_format == config::WeightFormat::kFloat8, opts_.fp8_layers};
+    s.fp8_matmul = opts_.fp8_matmul;
     s.vae_parallel = opts_.vae_parallel;
     s.step_cache = opts_.step_cache;
     s.step_cache_threshold = opts_.step_cache_threshold.value_or(pipeline::default_step_cache_threshold(s.step_cache));

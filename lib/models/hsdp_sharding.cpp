@@ -7,15 +7,19 @@
 #include "core/log.h"
 #include "core/memory.h"
 #include "io/safetensors.h"
+#include "models/fp8_weights.h"
 #include "models/lora.h"
 
 namespace omni::models {
 namespace {
 
-std::vector<hsdp::ParamSlot> slots_of(const std::vector<ParamRef>& params, at::ScalarType model_dtype) {
+std::vector<hsdp::ParamSlot> slots_of(const std::vector<ParamRef>& params, at::ScalarType model_dtype,
+                                      const WeightHolding& holding, int num_blocks) {
   std::vector<hsdp::ParamSlot> out;
-  for (const auto& p : params)
-    out.push_back({p.name, p.shape, resolve_param_dtype(p.dtype_rule, model_dtype), p.tensor});
+  for (const auto& p : params) {
+    const at::ScalarType held = held_dtype(p, model_dtype, holding, num_blocks);
+    out.push_back({p.name, p.shape, held, p.tensor, held == at::kFloat8_e4m3fn ? p.scale : nullptr});
+  }
   return out;
 }
 
@@ -41,15 +45,19 @@ UnitParams split_units(const Module& model, const std::vector<const Module*>& bl
   return out;
 }
 
-UnitBytes unit_bytes(const std::vector<ParamRef>& params, at::ScalarType model_dtype, int shard_size) {
-  // FlatParamUnit's layout: one flat buffer per dtype, each padded to a multiple of the shard size.
+UnitBytes unit_bytes(const std::vector<ParamRef>& params, at::ScalarType model_dtype, int shard_size,
+                     const WeightHolding& holding, int num_blocks) {
+  // FlatParamUnit's layout: one flat buffer per dtype, each padded to a multiple of the shard size; float8
+  // weights add their float32 row scales, kept whole on every rank.
   std::map<at::ScalarType, int64_t> numel;
+  UnitBytes out;
   for (const auto& p : params) {
     int64_t n = 1;
     for (int64_t d : p.shape) n *= d;
-    numel[resolve_param_dtype(p.dtype_rule, model_dtype)] += n;
+    const at::ScalarType held = held_dtype(p, model_dtype, holding, num_blocks);
+    numel[held] += n;
+    if (held == at::kFloat8_e4m3fn) out.resident += p.shape[0] * static_cast<int64_t>(sizeof(float));
   }
-  UnitBytes out;
   for (const auto& [dtype, n] : numel) {
     const int64_t padded = hsdp::FlatParamUnit::padded_numel(n, shard_size);
     out.full += padded * static_cast<int64_t>(c10::elementSize(dtype));
@@ -62,7 +70,8 @@ std::unique_ptr<hsdp::ShardedModel> shard_model(const std::string& name, const M
                                                 const std::vector<const Module*>& blocks, const io::Checkpoint& ckpt,
                                                 dist::ProcessGroup* shard_group, at::ScalarType model_dtype,
                                                 at::Device device, std::shared_ptr<hsdp::BufferPool> pool,
-                                                std::shared_ptr<hsdp::HsdpStats> stats, const LoraSet* lora) {
+                                                std::shared_ptr<hsdp::HsdpStats> stats, const LoraSet* lora,
+                                                const WeightHolding& holding) {
   const std::vector<ParamRef> all = model.parameters();
   check_state(all, ckpt);
 
@@ -83,13 +92,15 @@ std::unique_ptr<hsdp::ShardedModel> shard_model(const std::string& name, const M
                                              at::ScalarType dtype) {
     return ckpt.read_flat(names, begin, count, dtype, adjust);
   };
-  auto root =
-      std::make_unique<hsdp::FlatParamUnit>(name + ".root", slots_of(root_params, model_dtype), shard_group, device);
+  auto root = std::make_unique<hsdp::FlatParamUnit>(
+      name + ".root", slots_of(root_params, model_dtype, holding, static_cast<int>(blocks.size())), shard_group,
+      device);
   root->load_shard(reader);
   std::vector<std::unique_ptr<hsdp::FlatParamUnit>> units;
   for (size_t b = 0; b < blocks.size(); ++b) {
-    units.push_back(std::make_unique<hsdp::FlatParamUnit>(name + ".block" + std::to_string(b),
-                                                          slots_of(block_params[b], model_dtype), shard_group, device));
+    units.push_back(std::make_unique<hsdp::FlatParamUnit>(
+        name + ".block" + std::to_string(b),
+        slots_of(block_params[b], model_dtype, holding, static_cast<int>(blocks.size())), shard_group, device));
     units.back()->load_shard(reader);
   }
   auto sharded = std::make_unique<hsdp::ShardedModel>(name, std::move(root), std::move(units), pool, stats);

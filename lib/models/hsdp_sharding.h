@@ -8,6 +8,7 @@
 
 #include "dist/process_group.h"
 #include "hsdp/hsdp_engine.h"
+#include "models/fp8_weights.h"
 #include "models/module.h"
 
 namespace omni::io {
@@ -35,24 +36,28 @@ struct UnitParams {
 };
 UnitParams split_units(const Module& model, const std::vector<const Module*>& blocks);
 
-// Bytes of one unit (its parameters in the dtypes they are held in for `model_dtype`) on one rank of a shard
-// group of `shard_size`: `resident` its slice, `full` the gathered buffer (padding included).
+// Bytes of one unit (its parameters in the dtypes they are held in for `model_dtype` and `holding`, in a model
+// of `num_blocks` blocks) on one rank of a shard group of `shard_size`: `resident` its slice (and float8 row
+// scales), `full` the gathered buffer (padding included).
 struct UnitBytes {
   int64_t resident = 0;
   int64_t full = 0;
 };
-UnitBytes unit_bytes(const std::vector<ParamRef>& params, at::ScalarType model_dtype, int shard_size);
+UnitBytes unit_bytes(const std::vector<ParamRef>& params, at::ScalarType model_dtype, int shard_size,
+                     const WeightHolding& holding = {}, int num_blocks = 0);
 
 // `blocks` are the model's HSDP blocks in forward order (children of `model`); everything else in `model` is
 // the root unit. Names and shapes are checked against `ckpt` first (missing / unexpected / wrong shape are
 // input errors naming them). `shard_group` null or of size 1 holds every unit whole (still loaded through
 // the same path, so the arithmetic is identical). `lora` (may be null) is merged into the weights as they are
-// read: each rank merges into its own slice only.
+// read: each rank merges into its own slice only. `holding`: which Linear weights are held in float8
+// (fp8_weights.h), quantized as each rank reads its slice.
 std::unique_ptr<hsdp::ShardedModel> shard_model(const std::string& name, const Module& model,
                                                 const std::vector<const Module*>& blocks, const io::Checkpoint& ckpt,
                                                 dist::ProcessGroup* shard_group, at::ScalarType model_dtype,
                                                 at::Device device, std::shared_ptr<hsdp::BufferPool> pool,
-                                                std::shared_ptr<hsdp::HsdpStats> stats, const LoraSet* lora = nullptr);
+                                                std::shared_ptr<hsdp::HsdpStats> stats, const LoraSet* lora = nullptr,
+                                                const WeightHolding& holding = {});
 
 // UnitHooks over a ShardedModel (null: no-op).
 class HsdpHooks : public UnitHooks {

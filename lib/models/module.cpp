@@ -4,12 +4,14 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/memory.h"
 #include "io/safetensors.h"
 
 namespace omni::models {
 
 void Module::collect(const std::string& prefix, std::vector<ParamRef>& out) const {
-  for (const auto& slot : params_) out.push_back({prefix + slot.name, slot.shape, slot.rule, slot.tensor.get()});
+  for (const auto& slot : params_)
+    out.push_back({prefix + slot.name, slot.shape, slot.rule, slot.tensor.get(), slot.scale});
   for (const auto& [name, module] : children_) module->collect(prefix + name + ".", out);
 }
 
@@ -24,6 +26,17 @@ int64_t Module::parameter_bytes() const {
 at::Tensor& Module::param(const std::string& name, std::vector<int64_t> shape, ParamDtype rule) {
   params_.push_back({name, std::move(shape), rule, std::make_unique<at::Tensor>()});
   return *params_.back().tensor;
+}
+
+void Module::float8_capable(const at::Tensor& weight, at::Tensor& scale) {
+  for (auto& slot : params_) {
+    if (slot.tensor.get() == &weight) {
+      OMNI_CHECK(slot.shape.size() == 2, "float8_capable: ", slot.name, " is not a [out, in] weight");
+      slot.scale = &scale;
+      return;
+    }
+  }
+  OMNI_FAIL("float8_capable: the weight is not a parameter of this module");
 }
 
 at::ScalarType resolve_param_dtype(ParamDtype rule, at::ScalarType model_dtype) {
@@ -74,11 +87,13 @@ void load_state(const Module& root, const io::Checkpoint& ckpt, at::ScalarType m
   auto params = root.parameters();
   check_state(params, ckpt);
   std::set<std::string> skipped(skip.begin(), skip.end());
+  // Through a pinned staging buffer to a GPU (the CPU keeps the tensors as read).
+  HostToDevice upload(device);
   for (auto& p : params) {
     if (skipped.count(p.name)) continue;
-    at::Tensor t = ckpt.read(p.name, resolve_param_dtype(p.dtype_rule, model_dtype));
-    *p.tensor = device.is_cpu() ? t : t.to(device);
+    *p.tensor = upload.upload(ckpt.read(p.name, resolve_param_dtype(p.dtype_rule, model_dtype)));
   }
+  upload.synchronize();  // the weights are in place when the model is
 }
 
 }  // namespace omni::models

@@ -28,6 +28,9 @@ struct ParamRef {
   std::vector<int64_t> shape;  // expected shape
   ParamDtype dtype_rule;
   at::Tensor* tensor;  // storage slot; undefined until loaded or initialized
+  // A Linear weight that may be held in float8 (--weight-dtype float8_e4m3fn): the slot its per-output-channel
+  // float32 scale [out] goes to. Null for every other parameter.
+  at::Tensor* scale = nullptr;
 };
 
 class Module {
@@ -50,6 +53,9 @@ class Module {
  protected:
   // Registers a parameter slot under `name` (relative to this module) with the shape the checkpoint must have.
   at::Tensor& param(const std::string& name, std::vector<int64_t> shape, ParamDtype rule = ParamDtype::kModel);
+  // Marks the registered parameter `weight` (a Linear's [out, in] weight) as one that may be held in float8,
+  // its scale in `scale`.
+  void float8_capable(const at::Tensor& weight, at::Tensor& scale);
   // Registers a child module under `name`; returns a raw pointer owned by this module.
   template <typename M>
   M* child(const std::string& name, std::unique_ptr<M> module) {
@@ -64,6 +70,7 @@ class Module {
     std::vector<int64_t> shape;
     ParamDtype rule;
     std::unique_ptr<at::Tensor> tensor;  // heap slot so that pointers survive vector growth
+    at::Tensor* scale = nullptr;         // ParamRef::scale
   };
   std::vector<Slot> params_;
   std::vector<std::pair<std::string, std::unique_ptr<Module>>> children_;

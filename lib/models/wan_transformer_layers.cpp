@@ -6,7 +6,9 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/fp8.h"
 #include "core/torch_compat.h"
+#include "models/fp8_weights.h"
 
 namespace omni::models::wan {
 
@@ -14,17 +16,61 @@ Linear::Linear(int64_t in_features, int64_t out_features, ParamDtype rule)
     : in_(in_features),
       out_(out_features),
       weight_(param("weight", {out_features, in_features}, rule)),
-      bias_(param("bias", {out_features}, rule)) {}
+      bias_(param("bias", {out_features}, rule)) {
+  float8_capable(weight_, weight_scale_);
+}
 
 at::Tensor Linear::forward(const at::Tensor& x) const {
+  return product(x);
+}
+
+at::Tensor Linear::product(const at::Tensor& x) const {
   OMNI_CHECK(weight_.defined(), "Linear used before its weights were loaded");
+  if (weight_.scalar_type() == at::kFloat8_e4m3fn) {
+    OMNI_CHECK(weight_scale_.defined() && weight_scale_.numel() == out_, "Linear: float8 weight without its ", out_,
+               " row scales");
+    // _scaled_mm on CUDA needs both matrix dimensions to be multiples of 16.
+    const bool shapes_fit = !x.is_cuda() || (in_ % 16 == 0 && out_ % 16 == 0);
+    if (fp8_matmul() && shapes_fit) return scaled_mm_linear(x, weight_, weight_scale_, bias_);
+    // Dequantized in the input's dtype for this product only: the float8 weight stays what is resident.
+    return at::linear(x, fp8::dequantize(weight_, weight_scale_.unsqueeze(1), x.scalar_type()), bias_);
+  }
   OMNI_CHECK(x.scalar_type() == weight_.scalar_type(), "Linear: input dtype ", x.scalar_type(),
              " differs from weight dtype ", weight_.scalar_type());
   return at::linear(x, weight_, bias_);
 }
 
+at::Tensor scaled_mm_linear(const at::Tensor& x, const at::Tensor& weight_fp8, const at::Tensor& weight_scale,
+                            const at::Tensor& bias) {
+  const int64_t in = weight_fp8.size(1), out = weight_fp8.size(0);
+  auto flat = x.reshape({-1, in}).to(at::kFloat);                  // [M, in]
+  const auto x_scale = fp8::row_scales(flat.abs().amax(1, true));  // [M, 1] per token
+  const auto xq = fp8::quantize(flat, x_scale);                    // [M, in] float8
+  // weight_fp8.t() is [in, out] column-major, the layout _scaled_mm wants for its second operand.
+  at::Tensor y;  // [M, out]
+  if (x.is_cuda() && x.scalar_type() == at::kBFloat16) {
+    // Hopper's row-wise scaled kernel: both row scales applied to the float32 accumulator.
+    y = at::_scaled_mm(xq, weight_fp8.t(), x_scale, weight_scale.view({1, out}).to(at::kFloat), std::nullopt,
+                       std::nullopt, at::kBFloat16, /*use_fast_accum=*/false);
+  } else {
+    // Kernels with per-tensor scales only (LibTorch's CPU _scaled_mm; float32 output): the float8 product with
+    // unit scales in float32, then the row scales. The same sum, two more roundings of float32.
+    const auto one = at::ones({1}, flat.options());
+    y = at::_scaled_mm(xq, weight_fp8.t(), one, one, std::nullopt, std::nullopt, at::kFloat, false);
+    y = (y * x_scale * weight_scale.view({1, out}).to(at::kFloat)).to(x.scalar_type());
+  }
+  if (bias.defined()) y.add_(bias);
+  auto sizes = x.sizes().vec();
+  sizes.back() = out;
+  return y.view(sizes);  // [..., out]
+}
+
 at::Tensor Linear::forward_gelu_tanh(const at::Tensor& x) const {
   OMNI_CHECK(weight_.defined(), "Linear used before its weights were loaded");
+  if (weight_.scalar_type() == at::kFloat8_e4m3fn) {
+    at::Tensor h = product(x);  // [B, S, out]
+    return at::gelu_(h, "tanh");
+  }
   OMNI_CHECK(x.scalar_type() == weight_.scalar_type(), "Linear: input dtype ", x.scalar_type(),
              " differs from weight dtype ", weight_.scalar_type());
   if (x.is_cuda() && x.scalar_type() != at::kFloat) {
@@ -40,7 +86,7 @@ at::Tensor Linear::forward_gelu_tanh(const at::Tensor& x) const {
   }
   // The CPU's _addmm_activation applies the exact (erf) GELU, not Wan's tanh form: product, then GELU in
   // place (one [B, S, out] tensor live instead of two: the widest activation of a block).
-  at::Tensor h = at::linear(x, weight_, bias_);  // [B, S, out]
+  at::Tensor h = product(x);  // [B, S, out]
   return at::gelu_(h, "tanh");
 }
 

@@ -12,7 +12,9 @@
 namespace omni::models::wan {
 
 // nn.Linear with bias: weight [out, in], bias [out]. The input must already be in the weight's dtype;
-// callers cast explicitly where diffusers does, so a silent mixed-dtype path cannot hide.
+// callers cast explicitly where diffusers does, so a silent mixed-dtype path cannot hide. The weight may be
+// held in float8 (models/fp8_weights.h) with a float32 scale per output channel: it is then dequantized to the
+// input's dtype inside forward (after the HSDP gather), or, with fp8_matmul(), multiplied in float8.
 class Linear : public Module {
  public:
   Linear(int64_t in_features, int64_t out_features, ParamDtype rule = ParamDtype::kModel);
@@ -23,11 +25,21 @@ class Linear : public Module {
   int64_t out_features() const { return out_; }
 
  private:
+  // x @ W^T + b for a weight in any held dtype.
+  at::Tensor product(const at::Tensor& x) const;
+
   int64_t in_;
   int64_t out_;
   at::Tensor& weight_;
   at::Tensor& bias_;
+  at::Tensor weight_scale_;  // [out] float32 when weight_ is float8 (set by HSDP), else undefined
 };
+
+// x [..., in] times a float8 weight [out, in] (row scales [out]) on float8 matrix hardware: x quantized per
+// token (row scale = amax / 448), the float8 product by at::_scaled_mm in float32 accumulation, times both
+// row scales (inside the kernel on CUDA for bfloat16, after it elsewhere), bias added in x's dtype. [..., out].
+at::Tensor scaled_mm_linear(const at::Tensor& x, const at::Tensor& weight_fp8, const at::Tensor& weight_scale,
+                            const at::Tensor& bias);
 
 // diffusers FeedForward(dim, inner_dim, activation_fn="gelu-approximate"): net.0.proj, tanh-GELU, net.2
 // (net.1 is dropout and holds no weights).

@@ -44,16 +44,17 @@ int64_t stored_bytes(const io::Checkpoint& ckpt, const std::string& name) {
 
 ModelUnits units_of(const std::string& name, const models::Module& model,
                     const std::vector<const models::Module*>& blocks, const io::Checkpoint& ckpt, c10::ScalarType dtype,
-                    int shard) {
+                    int shard, const models::WeightHolding& holding = {}) {
   ModelUnits out;
   out.name = name;
+  const int num_blocks = static_cast<int>(blocks.size());
   const models::UnitParams split = models::split_units(model, blocks);
-  const auto root = models::unit_bytes(split.root, dtype, shard);
+  const auto root = models::unit_bytes(split.root, dtype, shard, holding, num_blocks);
   out.resident = root.resident;
   out.root_full = root.full;
   out.blocks = static_cast<int64_t>(split.blocks.size());
   for (const auto& b : split.blocks) {
-    const auto u = models::unit_bytes(b, dtype, shard);
+    const auto u = models::unit_bytes(b, dtype, shard, holding, num_blocks);
     out.resident += u.resident;
     out.block_full = std::max(out.block_full, u.full);
   }
@@ -66,7 +67,9 @@ ModelUnits units_of(const std::string& name, const models::Module& model,
     // converted to the unit's dtype.
     const int64_t numel = ckpt.info(p.name).numel();
     const int64_t piece = std::min(numel, ceil_div(numel, shard));
-    const int64_t held = esize(models::resolve_param_dtype(p.dtype_rule, dtype));
+    // A float8 weight's slice is read as float32 and quantized (FlatParamUnit::load_shard).
+    const auto held_as = models::held_dtype(p, dtype, holding, num_blocks);
+    const int64_t held = esize(held_as == at::kFloat8_e4m3fn ? at::kFloat : held_as);
     const int64_t as_stored = numel > 0 ? bytes / numel : 0;
     out.read_piece = std::max(out.read_piece, piece * (as_stored + (as_stored == held ? 0 : held)));
   }
@@ -143,7 +146,8 @@ MemoryPlanner::MemoryPlanner(const io::ModelDir& model, const MemoryPlanSettings
     if (s.models.size() == 1) s.transformer = config;
     const models::WanTransformer3DModel expert(config, settings.dtype);
     const auto ckpt = model.checkpoint(name);
-    s.models.push_back(units_of(name, expert, models::blocks_of(expert), ckpt, settings.dtype, settings.shard));
+    s.models.push_back(units_of(name, expert, models::blocks_of(expert), ckpt, settings.dtype, settings.shard,
+                                settings.transformer_weights));
   }
   OMNI_CHECK_INPUT(s.models.size() > 1, model.root(), ": no transformer component");
   s.vae = models::WanVaeConfig::from_json(model.component_config("vae"), model.component_config_path("vae"));

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "io/model_dir.h"
+#include "models/fp8_weights.h"
 #include "pipeline/video_params.h"
 
 namespace omni::pipeline {
@@ -53,6 +54,7 @@ struct MemoryPlanSettings {
   c10::ScalarType vae_dtype = c10::ScalarType::Float;
   bool cuda = false;  // device memory; on the CPU the process's resident memory (checkpoint pages count)
   int shard = 1;      // HSDP shard size (1: every unit whole, nothing gathered)
+  models::WeightHolding transformer_weights;  // the experts' float8 Linear weights (--weight-dtype)
   int ulysses = 1;
   int ring = 1;
   int cfg = 1;

@@ -12,6 +12,7 @@
 #include "dist/device.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
+#include "io/video_writer.h"
 #include "models/autoencoder_kl_wan.h"
 #include "models/hsdp_sharding.h"
 #include "models/lora.h"
@@ -92,6 +93,7 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
     : index_(model.index()), settings_(settings), mesh_(mesh) {
   pool_ = std::make_shared<hsdp::BufferPool>(settings_.device);
   stats_ = std::make_shared<hsdp::HsdpStats>();
+  models::set_fp8_matmul(settings_.fp8_matmul);
   const bool caching = settings_.step_cache != StepCacheMode::kNone;
   bool keep_gathers = false;
   if (mesh_ != nullptr) {
@@ -157,7 +159,7 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
     auto ckpt = model.checkpoint(expert_names[e]);
     experts_sharded_.push_back(models::shard_model(expert_names[e], *experts_[e], models::blocks_of(*experts_[e]), ckpt,
                                                    shard_group_.get(), settings_.dtype, settings_.device, pool_, stats_,
-                                                   loras[e].get()));
+                                                   loras[e].get(), settings_.transformer_weights));
     param_bytes_total_ += experts_sharded_.back()->full_bytes();
   }
   disk_bytes_read_ = stats_->disk_bytes_read;
@@ -531,9 +533,10 @@ void WanPipeline::decode(const GenerationRequest& req, const at::Tensor& latents
     debug::dump("vae_decode.in", z);
     debug::dump("vae_decode.out", video);
     // In place: the decoded video becomes the frames (the same operations, one video-sized tensor fewer).
-    at::Tensor frames = video.mul_(0.5).add_(0.5).clamp_(0.0, 1.0);  // [1, 3, F, H, W]
-    result.frames = to_float_cpu(frames.permute({0, 2, 3, 4, 1}));   // [1, F, H, W, 3]
-    if (req.keep_tensors) result.tensors.emplace_back("frames", result.frames);
+    at::Tensor frames = video.mul_(0.5).add_(0.5).clamp_(0.0, 1.0).permute({0, 2, 3, 4, 1});  // [1, F, H, W, 3]
+    // The writer's uint8 levels, made on the device so that one byte per sample crosses to the host.
+    result.frames = io::frames_to_uint8(frames).to(at::kCPU);                           // [1, F, H, W, 3] uint8
+    if (req.keep_tensors) result.tensors.emplace_back("frames", to_float_cpu(frames));  // diffusers' "np" output
   }
   result.vae_peak_bytes = dev.is_cpu() ? std::max<int64_t>(0, peak_rss_since_reset_bytes() - host_before)
                                        : dist::peak_device_bytes(dev) - device_before;

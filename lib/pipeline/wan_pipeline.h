@@ -22,6 +22,7 @@
 #include "dist/process_group.h"
 #include "hsdp/hsdp_engine.h"
 #include "io/model_dir.h"
+#include "models/fp8_weights.h"
 #include "models/lora.h"
 #include "pipeline/prompt_encoding.h"
 #include "pipeline/sequence_parallel.h"
@@ -45,6 +46,8 @@ struct PipelineSettings {
   at::ScalarType dtype = at::kFloat;  // transformer and text encoder
   at::ScalarType vae_dtype = at::kFloat;
   bool use_hsdp = false;
+  models::WeightHolding transformer_weights;  // the experts' float8 Linear weights (--weight-dtype, --fp8-layers)
+  bool fp8_matmul = false;                    // --fp8-matmul
   config::SampleSolver sample_solver = config::SampleSolver::kUniPC;
   std::optional<double> flow_shift;      // --flow-shift; else scheduler_config.json's
   std::optional<double> boundary_ratio;  // --boundary-ratio; else model_index.json's

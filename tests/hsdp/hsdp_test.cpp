@@ -19,6 +19,7 @@
 #include <ATen/Parallel.h>
 #include <stdlib.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -122,13 +123,15 @@ struct Loaded {
 // The same calls the pipeline makes (lib/pipeline/wan_pipeline.cpp), with the embedding name resolved as
 // Umt5Encoder::load does.
 Loaded shard_expert(const std::string& dir, const std::string& name, omni::dist::ProcessGroup* group,
-                    at::ScalarType dtype, const std::shared_ptr<omni::hsdp::BufferPool>& pool) {
+                    at::ScalarType dtype, const std::shared_ptr<omni::hsdp::BufferPool>& pool,
+                    const omni::models::WeightHolding& holding = {}) {
   Loaded l;
   auto m = std::make_unique<WanTransformer3DModel>(omni::models::WanTransformerConfig::load(dir), dtype);
   for (int i = 0; i < m->num_blocks(); ++i) l.blocks.push_back(&m->block(i));
   auto ckpt = omni::io::Checkpoint::open(dir);
   l.stored_bytes = ckpt.total_bytes();
-  l.sharded = omni::models::shard_model(name, *m, l.blocks, ckpt, group, dtype, at::kCPU, pool, l.stats);
+  l.sharded =
+      omni::models::shard_model(name, *m, l.blocks, ckpt, group, dtype, at::kCPU, pool, l.stats, nullptr, holding);
   l.module = std::move(m);
   return l;
 }
@@ -311,13 +314,81 @@ struct ExpertInputs {
   ExpertInputs slice(int64_t b) const { return {x.narrow(0, b, 1), t.narrow(0, b, 1), ctx.narrow(0, b, 1)}; }
 };
 
-void generated_checks(Checks& checks, const std::string& model_dir, int world) {
-  const auto spec = omni::generator::make_preset(omni::generator::CheckpointKind::kT2vA14b, "small");
+// The expert inputs of the generated "small" checkpoint: batch 2, 32 tokens.
+ExpertInputs small_inputs(const omni::generator::CheckpointSpec& spec) {
   const auto& ts = spec.transformer;
   ExpertInputs in;
   in.x = seeded_randn({1, ts.in_channels, 2, 8, 8}, 1).repeat({2, 1, 1, 1, 1});  // [2, C, F, H, W]: 32 tokens
   in.t = at::tensor({500.0f, 500.0f});
   in.ctx = seeded_randn({2, 16, ts.text_dim}, 2);  // [2, L, text_dim]
+  return in;
+}
+
+// Float8 weights (--weight-dtype float8_e4m3fn --fp8-layers all): every rank quantizes its own slice, the row
+// scales agreed by an all-reduce. The reference is independent of that code: the whole float32 model whose
+// float8 weights are replaced, element by element, by a scalar loop's quantization (row amax / 448, c10's
+// scalar float8 conversion, times the scale). Every layout's forward must equal it exactly, and the resident
+// bytes must be what the memory plan's unit_bytes counts (float8 as 1 byte, plus the float32 row scales).
+void float8_checks(Checks& checks, const std::string& model_dir, int world) {
+  const auto spec = omni::generator::make_preset(omni::generator::CheckpointKind::kT2vA14b, "small");
+  const ExpertInputs in = small_inputs(spec);
+  const omni::models::WeightHolding holding{true, omni::config::Fp8Layers::kAll};
+  const std::string dir = model_dir + "/transformer";
+
+  auto whole = WanTransformer3DModel::load(dir, at::kFloat);
+  const int num_blocks = whole->num_blocks();
+  int64_t float8_weights = 0, float8_elements = 0, float8_rows = 0;
+  for (const auto& p : whole->parameters()) {
+    if (omni::models::held_dtype(p, at::kFloat, holding, num_blocks) != at::kFloat8_e4m3fn) continue;
+    at::Tensor w = p.tensor->contiguous();  // [out, in] float32
+    const int64_t rows = w.size(0), cols = w.size(1);
+    const float* src = w.const_data_ptr<float>();
+    at::Tensor q = at::empty_like(w);
+    float* dst = q.mutable_data_ptr<float>();
+    for (int64_t r = 0; r < rows; ++r) {
+      float amax = 0;
+      for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(src[r * cols + c]));
+      const float scale = amax > 0 ? amax / 448.0f : 1.0f;
+      for (int64_t c = 0; c < cols; ++c) {
+        const float v = std::min(448.0f, std::max(-448.0f, src[r * cols + c] / scale));
+        dst[r * cols + c] = static_cast<float>(c10::Float8_e4m3fn(v)) * scale;
+      }
+    }
+    *p.tensor = q;
+    ++float8_weights;
+    float8_elements += w.numel();
+    float8_rows += rows;
+  }
+  checks.truth("float8: the small model has float8 weights (blocks 1..n-2)", float8_weights > 0);
+  const at::Tensor want = whole->forward(in.x, in.t, in.ctx);
+
+  for (const auto& [rep, shard] : hsdp_test::test_layouts(world)) {
+    const std::string tag = std::string("float8 ") + hsdp_test::layout_name(rep, shard) + ": ";
+    Groups g = make_groups(rep, shard, world);
+    auto pool = std::make_shared<omni::hsdp::BufferPool>(at::kCPU);
+    Loaded l = shard_expert(dir, "transformer", g.shard.get(), at::kFloat, pool, holding);
+    omni::models::HsdpHooks h(l.sharded.get());
+    checks.err(tag + "forward == whole model with independently quantized weights",
+               max_abs_err(l.expert().forward(in.x, in.t, in.ctx, &h), want));
+    const auto units = omni::models::split_units(*l.module, l.blocks);
+    int64_t planned = omni::models::unit_bytes(units.root, at::kFloat, shard, holding, num_blocks).resident;
+    for (const auto& b : units.blocks)
+      planned += omni::models::unit_bytes(b, at::kFloat, shard, holding, num_blocks).resident;
+    checks.equal(tag + "resident bytes == the memory plan's (float8 1 byte + row scales)", l.sharded->resident_bytes(),
+                 planned);
+    const int64_t plain = shard_expert(dir, "transformer", g.shard.get(), at::kFloat, pool).sharded->resident_bytes();
+    // float32 -> float8 saves 3 bytes per float8 element of this rank's slice; the float32 row scales are
+    // whole on every rank; each unit's new float8 group adds at most shard - 1 elements of padding.
+    checks.at_most(tag + "resident bytes <= float32's - 3 x float8 elements / shard + row scales + padding",
+                   l.sharded->resident_bytes(),
+                   static_cast<double>(plain) - 3.0 * static_cast<double>(float8_elements) / shard +
+                       4.0 * static_cast<double>(float8_rows) + 4.0 * shard * (num_blocks + 1));
+  }
+}
+
+void generated_checks(Checks& checks, const std::string& model_dir, int world) {
+  const auto spec = omni::generator::make_preset(omni::generator::CheckpointKind::kT2vA14b, "small");
+  const ExpertInputs in = small_inputs(spec);
   const at::Tensor ids = (seeded_randn({2, 16}, 3).abs() * 40).to(at::kLong).clamp(0, spec.text_encoder.vocab_size - 1);
   const at::Tensor mask = (at::arange(16).unsqueeze(0) < at::tensor({16, 9}).unsqueeze(1)).to(at::kLong);  // [2, 16]
 
@@ -418,6 +489,7 @@ int run_all() {
         omni::generator::make_preset(omni::generator::CheckpointKind::kT2vA14b, "small"), model_dir);
   MPI_Barrier(MPI_COMM_WORLD);
   generated_checks(checks, model_dir, world);
+  float8_checks(checks, model_dir, world);
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) {
     std::error_code ec;

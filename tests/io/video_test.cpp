@@ -153,6 +153,74 @@ TEST(VideoWriter, SameFramesSameBytes) {
   EXPECT_TRUE(a == read_file(dir / "b.mp4")) << "two encodes of the same frames differ";
 }
 
+// What write_video did to frames before frames_to_uint8 existed: on the host, in float32.
+at::Tensor host_levels(const at::Tensor& frames) {
+  return frames.detach().to(at::kCPU, at::kFloat).clamp(0.0, 1.0).mul(255.0).round().to(at::kByte).contiguous();
+}
+
+TEST(FramesToUint8, SameLevelsAsTheHostConversion) {
+  // Out-of-range values, exact halves between levels (k + 0.5 after x 255, rounded half to even), the ends, and
+  // random values, in the dtypes the VAE decodes in.
+  std::vector<float> edge = {-1.0f, -0.0f, 0.0f, 1.0f, 2.0f, 0.5f, 1.0f / 255, 254.5f / 255, 0.5f / 255, 1.5f / 255};
+  for (int k = 0; k < 255; ++k) edge.push_back((k + 0.5f) / 255.0f);
+  const int64_t random = 4 * 6 * 10 * 3 - static_cast<int64_t>(edge.size());
+  const at::Tensor values = at::cat({at::tensor(edge), at::rand({random}) * 1.2 - 0.1});  // [F * H * W * 3]
+  const at::Tensor clip = values.view({4, 6, 10, 3});                                     // [F, H, W, 3]
+  for (auto dtype : {at::kFloat, at::kBFloat16, at::kHalf, at::kDouble}) {
+    const at::Tensor frames = clip.to(dtype);
+    const at::Tensor expected = host_levels(frames);
+    const at::Tensor got = io::frames_to_uint8(frames);
+    ASSERT_EQ(got.scalar_type(), at::kByte);
+    ASSERT_EQ(got.sizes(), frames.sizes());
+    EXPECT_TRUE(got.is_contiguous());
+    EXPECT_TRUE(at::equal(got, expected)) << dtype;
+    // In pieces (one frame, two frames, and three frames then the rest): the same levels.
+    for (int64_t chunk : {int64_t{1}, int64_t{6 * 10 * 3}, int64_t{2 * 6 * 10 * 3 + 7}, int64_t{3 * 6 * 10 * 3}})
+      EXPECT_TRUE(at::equal(io::frames_to_uint8(frames, chunk), expected)) << dtype << " chunk " << chunk;
+  }
+  // The float32 input is left as it was (the conversion never works in place on the caller's tensor).
+  const at::Tensor before = clip.clone();
+  io::frames_to_uint8(clip, 1);
+  EXPECT_TRUE(at::equal(clip, before));
+}
+
+TEST(FramesToUint8, PipelineLayout) {
+  // The pipeline's [1, 3, F, H, W] video permuted to [1, F, H, W, 3] (not contiguous): pieces along F.
+  const at::Tensor video = at::rand({1, 3, 5, 4, 6}).to(at::kBFloat16);
+  const at::Tensor frames = video.permute({0, 2, 3, 4, 1});  // [1, F, H, W, 3]
+  const at::Tensor expected = host_levels(frames);
+  for (int64_t chunk : {int64_t{1}, int64_t{4 * 6 * 3 * 2}, io::kLevelsChunkSamples}) {
+    const at::Tensor got = io::frames_to_uint8(frames, chunk);
+    EXPECT_EQ(got.sizes(), (std::vector<int64_t>{1, 5, 4, 6, 3}));
+    EXPECT_TRUE(got.is_contiguous());
+    EXPECT_TRUE(at::equal(got, expected)) << "chunk " << chunk;
+  }
+  // Empty and scalar tensors; anything but floating point is refused.
+  EXPECT_EQ(io::frames_to_uint8(at::zeros({0, 4, 6, 3})).sizes(), (std::vector<int64_t>{0, 4, 6, 3}));
+  EXPECT_EQ(io::frames_to_uint8(at::scalar_tensor(0.5)).item<uint8_t>(), 128);
+  EXPECT_THROW(io::frames_to_uint8(at::zeros({2, 4, 6, 3}, at::kByte)), std::exception);
+}
+
+TEST(VideoWriter, Uint8FramesSameBytesAsFloat) {
+  // The pipeline hands the writer uint8 levels; float frames are converted to the same levels, so the two give
+  // the same file (frames large enough for x264's output to be reproducible: SameFramesSameBytes).
+  TempDir dir;
+  at::Tensor frames = gradient_clip(5, 256, 384);
+  io::write_video(dir / "float.mp4", frames, clip_options());
+  io::write_video(dir / "uint8.mp4", io::frames_to_uint8(frames), clip_options());
+  io::write_video(dir / "bf16.mp4", frames.to(at::kBFloat16), clip_options());
+  const std::string a = read_file(dir / "float.mp4");
+  EXPECT_TRUE(a == read_file(dir / "uint8.mp4")) << "uint8 levels and float frames encode differently";
+  // bfloat16 frames: the levels of the bfloat16 values, not of the float32 ones they came from.
+  io::write_video(dir / "bf16_levels.mp4", host_levels(frames.to(at::kBFloat16)), clip_options());
+  EXPECT_TRUE(read_file(dir / "bf16.mp4") == read_file(dir / "bf16_levels.mp4"));
+  expect_error(
+      [&] {
+        io::write_video(dir / "int.mp4", at::zeros({2, 16, 16, 3}, at::kInt), VideoWriteOptions{});
+      },
+      ExitCode::kFailure, {"uint8 levels or floating point"});
+}
+
 TEST(VideoWriter, RationalFpsAndOtherContainers) {
   TempDir dir;
   at::Tensor frames = gradient_clip(5, 16, 32);

@@ -19,8 +19,10 @@
 
 #include "checkpoint_edit.h"
 #include "core/error.h"
+#include "core/fp8.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
+#include "models/fp8_weights.h"
 #include "tensor_check.h"
 #include "test_util.h"
 
@@ -304,6 +306,51 @@ TEST(WanRmsNorm, OnePassMatchesLibTorch) {
   EXPECT_LT(max_abs_err(omni::models::wan::rms_norm(row * 1000, at::Tensor(), 0.0),
                         omni::models::wan::rms_norm(row, at::Tensor(), 0.0)),
             1e-5);
+}
+
+TEST(Float8Linear, ScaledMmWithinFloat32RoundingOfTheDequantizedProduct) {
+  // at::_scaled_mm (LibTorch 2.11 runs it on the CPU too) against the same product of the dequantized float8
+  // operands in float64. Bound, per output: a float32 dot product of K terms is within gamma_K sum |a_k b_k|
+  // (gamma_K = K u / (1 - K u), u = 2^-24) of the exact one; the two scale products add 2u of that sum and the
+  // bias addition u |y|. So |y - exact| <= (K + 3) u S + u |exact|, S = sum_k |a_k b_k| (K u << 1 here).
+  const int64_t m = 37, k = 80, n = 48;
+  auto x = at::randn({m, k}) * at::linspace(0.01, 30.0, m).unsqueeze(1);  // tokens of very different sizes
+  auto w = at::randn({n, k}) * at::linspace(0.001, 2.0, n).unsqueeze(1);
+  auto bias = at::randn({n});
+  const auto w_scale = omni::fp8::row_scales(w.abs().amax(1));        // [n]
+  const auto wq = omni::fp8::quantize(w, w_scale.unsqueeze(1));       // [n, k] float8
+  const auto x_scale = omni::fp8::row_scales(x.abs().amax(1, true));  // [m, 1]
+  const auto xq = omni::fp8::quantize(x, x_scale);                    // [m, k] float8
+
+  const auto y = omni::models::wan::scaled_mm_linear(x, wq, w_scale, bias);  // float32 out
+  const auto a = xq.to(at::kDouble) * x_scale.to(at::kDouble);               // [m, k]
+  const auto b = wq.to(at::kDouble) * w_scale.to(at::kDouble).unsqueeze(1);  // [n, k]
+  const auto exact = at::matmul(a, b.t()) + bias.to(at::kDouble);            // [m, n]
+  const auto s = at::matmul(a.abs(), b.abs().t());                           // [m, n]
+  const double u = std::ldexp(1.0, -24);
+  const auto bound = (k + 3) * u * s + u * exact.abs();
+  const auto excess = ((y.to(at::kDouble) - exact).abs() - bound).max().item<double>();
+  std::cout << "scaled_mm vs float64: largest error minus its bound " << excess << std::endl;
+  EXPECT_LE(excess, 0.0);
+
+  // The dequantize-then-matmul path (what runs without --fp8-matmul) obeys the same bound.
+  const auto dequant = at::linear(omni::fp8::dequantize(xq, x_scale, at::kFloat),
+                                  omni::fp8::dequantize(wq, w_scale.unsqueeze(1), at::kFloat), bias);
+  EXPECT_LE(((dequant.to(at::kDouble) - exact).abs() - bound).max().item<double>(), 0.0);
+
+  // A float8 Linear runs exactly one of the two, as the switch says.
+  omni::models::wan::Linear linear(k, n);
+  auto params = linear.parameters();  // weight, bias
+  ASSERT_EQ(params.size(), 2u);
+  ASSERT_NE(params[0].scale, nullptr);
+  *params[0].tensor = wq;
+  *params[0].scale = w_scale;
+  *params[1].tensor = bias;
+  omni::models::set_fp8_matmul(true);
+  EXPECT_TRUE(at::equal(linear.forward(x), y));
+  omni::models::set_fp8_matmul(false);
+  EXPECT_TRUE(
+      at::equal(linear.forward(x), at::linear(x, omni::fp8::dequantize(wq, w_scale.unsqueeze(1), at::kFloat), bias)));
 }
 
 // ---- parameters, dtypes, hooks, attention backend ----

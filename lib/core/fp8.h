@@ -1,0 +1,24 @@
+// Float8 weights: float8_e4m3fn values with one float32 scale per output channel (row of a Linear weight),
+// value = float8 x scale. The one definition of the quantization, shared by the load (hsdp/flat_param), the
+// matrix products (models/wan_transformer_layers), the tests and the benchmarks.
+#pragma once
+
+#include <ATen/ATen.h>
+
+namespace omni::fp8 {
+
+// The largest finite float8_e4m3fn (S.1111.110 = 1.75 x 2^8).
+constexpr double kE4m3Max = 448.0;
+
+// Per-row scales from the rows' largest magnitudes: amax / 448 in float32, so each row's largest value maps to
+// 448 exactly. A row of zeros gets scale 1 (its values quantize to 0 either way).
+at::Tensor row_scales(const at::Tensor& amax);
+
+// values / scale (float32, scale broadcast against values), clamped to +-448 (float8_e4m3fn has no infinity:
+// a larger value would become NaN), rounded to the nearest float8_e4m3fn (ties to even).
+at::Tensor quantize(const at::Tensor& values, const at::Tensor& scale);
+
+// float8 -> float32 (exact), times scale (broadcast), one rounding to `dtype`.
+at::Tensor dequantize(const at::Tensor& q, const at::Tensor& scale, at::ScalarType dtype);
+
+}  // namespace omni::fp8

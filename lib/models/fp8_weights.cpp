@@ -1,0 +1,55 @@
+#include "models/fp8_weights.h"
+
+#include <atomic>
+
+#include "models/module.h"
+
+namespace omni::models {
+namespace {
+
+std::atomic<bool> g_fp8_matmul{false};
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+}  // namespace
+
+std::string float8_kept_reason(const ParamRef& p, const WeightHolding& h, int num_blocks) {
+  if (!h.float8) return "--weight-dtype is the run dtype";
+  if (p.scale == nullptr) return "not a Linear weight (embedding, norm, modulation table, patch embedding, bias)";
+  // "blocks.<i>.<rest>"
+  if (!starts_with(p.name, "blocks.")) return "outside the blocks (condition embedder, head)";
+  const size_t dot = p.name.find('.', 7);
+  if (dot == std::string::npos) return "outside the blocks (condition embedder, head)";
+  const int block = std::stoi(p.name.substr(7, dot - 7));
+  if (block == 0 || block == num_blocks - 1) return "first or last block";
+  const std::string rest = p.name.substr(dot + 1);
+  const bool ffn = starts_with(rest, "ffn."), attention = starts_with(rest, "attn1.") || starts_with(rest, "attn2.");
+  switch (h.layers) {
+    case config::Fp8Layers::kFfn:
+      if (!ffn) return "not a feed-forward layer (--fp8-layers ffn)";
+      break;
+    case config::Fp8Layers::kAttention:
+      if (!attention) return "not an attention layer (--fp8-layers attention)";
+      break;
+    case config::Fp8Layers::kAll:
+      break;
+  }
+  return "";
+}
+
+at::ScalarType held_dtype(const ParamRef& p, at::ScalarType model_dtype, const WeightHolding& h, int num_blocks) {
+  if (float8_kept_reason(p, h, num_blocks).empty()) return at::kFloat8_e4m3fn;
+  return resolve_param_dtype(p.dtype_rule, model_dtype);
+}
+
+void set_fp8_matmul(bool on) {
+  g_fp8_matmul = on;
+}
+
+bool fp8_matmul() {
+  return g_fp8_matmul;
+}
+
+}  // namespace omni::models

@@ -1,0 +1,42 @@
+// Which parameters of a Wan transformer are held in float8 (--weight-dtype float8_e4m3fn), and why the others
+// are not: the table the loader (hsdp_sharding), the memory plan and the run's sidecar share.
+//
+// Only Linear weights inside the blocks can be float8 (their matrix products dominate and tolerate a scale
+// per output channel). Everything else stays in the run dtype:
+//   - embeddings, norms, modulation tables, patch embedding, biases: small, and read by elementwise code
+//     whose error would not be averaged by a long dot product;
+//   - condition embedder and head (outside the blocks): run once per call, their error reaches every token;
+//   - the first and last block: the entry and exit of the residual stream, the most sensitive to weight error
+//     (ComfyUI and LightX2V keep them too);
+//   - the layer families --fp8-layers leaves out (default: attention stays; vllm-omni#2920 got noise with
+//     float8 everywhere and keeps the feed-forward layers only).
+#pragma once
+
+#include <c10/core/ScalarType.h>
+
+#include <string>
+
+#include "config/options.h"
+
+namespace omni::models {
+
+struct ParamRef;
+
+struct WeightHolding {
+  bool float8 = false;  // --weight-dtype float8_e4m3fn
+  config::Fp8Layers layers = config::Fp8Layers::kFfn;
+};
+
+// Empty when `p` is held in float8 under `h` in a model of `num_blocks` blocks; else why it is not.
+std::string float8_kept_reason(const ParamRef& p, const WeightHolding& h, int num_blocks);
+
+// The dtype `p` is held in: float8_e4m3fn where float8_kept_reason is empty, else resolve_param_dtype.
+at::ScalarType held_dtype(const ParamRef& p, at::ScalarType model_dtype, const WeightHolding& h, int num_blocks);
+
+// Per-run switch of the float8 matrix product (--fp8-matmul): at::_scaled_mm with the weight's row scales and a
+// per-token input scale, instead of dequantizing the weight to the activation dtype first. Process-wide, set
+// by the pipeline before the first forward.
+void set_fp8_matmul(bool on);
+bool fp8_matmul();
+
+}  // namespace omni::models
