@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Float8 weights from the command line (--weight-dtype float8_e4m3fn) on a 4-block checkpoint (blocks 1 and 2
+# can be float8; the first and last stay in --dtype):
+# - layout independence: the same frames on one rank, HSDP 4, and Ulysses 2 x HSDP 2, for dequantize-then-
+#   matmul and for --fp8-matmul (each rank quantizes its own slice; the row scales are agreed);
+# - the report's per-rank resident weight bytes and per-step gathered bytes are lower than bfloat16's by the
+#   float8 share: 1 byte saved per float8 element (2 -> 1), to within the float32 row scales and padding;
+# - the sidecar records the weight format; float8 flags without --weight-dtype are usage errors.
+#   fp8_weights.sh GENERATE COMPARE MAKE_CHECKPOINT WORK_DIR
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+gen=$1; cmp=$2; mk=$3; work=$4
+rm -rf "$work"; mkdir -p "$work"
+"$mk" --kind t2v-a14b --preset tiny-heads4 --layers 4 --seed 3 --output "$work/model" >/dev/null 2>&1 ||
+  fail "omni-make-checkpoint failed"
+common=(--model "$work/model" --prompt "A red fox in the snow" --negative-prompt "blurry" --height 32 --width 48
+        --num-frames 5 --num-inference-steps 2 --max-sequence-length 16 --dtype bfloat16 --seed 5 --log-level warn)
+run() {  # run NAME NP FLAGS...
+  local name=$1 np=$2; shift 2
+  launch "$np" "$gen" "${common[@]}" "$@" --output "$work/$name.mp4" --report "$work/$name.json" >"$work/$name.log" 2>&1 ||
+    { cat "$work/$name.log"; fail "$name exited non-zero"; }
+}
+same() {  # same A B: identical frames
+  if "$cmp" "$work/$1.mp4" "$work/$2.mp4" >"$work/cmp-$1-$2.log" 2>&1; then pass "$1 == $2 (frames identical)"
+  else flunk "$1 != $2"; cat "$work/cmp-$1-$2.log"; fi
+}
+for mode in dequant matmul; do
+  extra=(--weight-dtype float8_e4m3fn --fp8-layers all)
+  [ $mode = matmul ] && extra+=(--fp8-matmul)
+  run "$mode-np1" 1 "${extra[@]}"
+  run "$mode-hsdp4" 4 "${extra[@]}" --layout manual --use-hsdp --hsdp-shard-size 4
+  run "$mode-u2h2" 4 "${extra[@]}" --layout manual --ulysses-degree 2 --use-hsdp --hsdp-shard-size 2 --hsdp-replicate-size 2
+  same "$mode-hsdp4" "$mode-np1"
+  same "$mode-u2h2" "$mode-np1"
+done
+run bf16-hsdp4 4 --layout manual --use-hsdp --hsdp-shard-size 4
+if "$cmp" "$work/dequant-np1.mp4" "$work/bf16-hsdp4.mp4" >/dev/null 2>&1; then
+  flunk "float8 frames equal bfloat16's: the float8 weights did not reach the model"
+else
+  pass "float8 frames differ from bfloat16's"
+fi
+
+# Bytes: the float8 elements of each expert (Linear weights of blocks 1..2, biases aside), from the files.
+python3 - "$work" <<'PY' && pass "resident and gathered bytes: bfloat16's minus the float8 share" || flunk "float8 bytes"
+import json, os, re, struct, sys
+work = sys.argv[1]
+experts = []  # (float8 elements, their rows) per expert
+for expert in ("transformer", "transformer_2"):
+    path = os.path.join(work, "model", expert)
+    if not os.path.isdir(path):
+        continue
+    f8 = rows = 0
+    for name in os.listdir(path):
+        if not name.endswith(".safetensors"):
+            continue
+        with open(os.path.join(path, name), "rb") as fh:
+            n = struct.unpack("<Q", fh.read(8))[0]
+            header = json.loads(fh.read(n))
+        for key, info in header.items():
+            m = re.match(r"blocks\.(\d+)\.(attn1|attn2|ffn)\..*weight$", key)
+            if m and int(m.group(1)) in (1, 2) and len(info["shape"]) == 2:
+                f8 += info["shape"][0] * info["shape"][1]
+                rows += info["shape"][0]
+    experts.append((f8, rows))
+bf = json.load(open(os.path.join(work, "bf16-hsdp4.json")))["ranks"]
+fp = json.load(open(os.path.join(work, "dequant-hsdp4.json")))["ranks"]
+# Each rank's slice of a float8 weight is 1 byte per element instead of 2 (a quarter of the elements at
+# HSDP 4), and it holds the float32 row scales whole. A step gathers the other 3/4 of one expert's units.
+want_resident = sum(f8 / 4 - 4 * rows for f8, rows in experts)
+want_gathered = {3 * f8 / 4 for f8, _ in experts}
+bad = []
+for r, (b, f) in enumerate(zip(bf, fp)):
+    saved = b["param_bytes_resident"] - f["param_bytes_resident"]
+    if abs(saved - want_resident) > 64:
+        bad.append(f"rank {r}: resident saved {saved}, want {want_resident:.0f} +- 64 (padding)")
+    g_saved = b["gathered_bytes_per_step"] - f["gathered_bytes_per_step"]
+    if not any(abs(g_saved - w) <= 64 for w in want_gathered):
+        bad.append(f"rank {r}: gathered per step saved {g_saved}, want one of {sorted(want_gathered)} +- 64")
+print(f"float8 elements per expert {[e[0] for e in experts]}; rank 0 resident {bf[0]['param_bytes_resident']} -> "
+      f"{fp[0]['param_bytes_resident']}, gathered per step {bf[0]['gathered_bytes_per_step']} -> "
+      f"{fp[0]['gathered_bytes_per_step']}")
+if bad:
+    print("\n".join(bad))
+    sys.exit(1)
+PY
+
+python3 - "$work/dequant-np1.mp4.json" <<'PY' && pass "sidecar records the weight format" || flunk "sidecar"
+import json, sys
+s = json.load(open(sys.argv[1]))["settings"]
+assert s["weight-dtype"] == "float8_e4m3fn" and s["fp8-layers"] == "all" and s["fp8-matmul"] is False, s
+PY
+
+expect "--fp8-matmul without float8 weights" 1 2 "--fp8-matmul multiplies float8 weights" -- \
+  "${common[@]}" --fp8-matmul --output "$work/bad.mp4"
+expect "--fp8-layers without float8 weights" 1 2 "needs --weight-dtype float8_e4m3fn" -- \
+  "${common[@]}" --fp8-layers all --output "$work/bad.mp4"
+[ ! -e "$work/bad.mp4" ] || flunk "a usage error left $work/bad.mp4"
+summary
