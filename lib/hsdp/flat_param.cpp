@@ -123,7 +123,7 @@ at::Tensor FlatParamUnit::quantize_slice(Group& g, const at::Tensor& values, int
   return out;
 }
 
-void FlatParamUnit::load_shard(const ShardReader& reader) {
+void FlatParamUnit::load_shard(const ShardReader& reader, HostToDevice* upload) {
   for (auto& g : groups_) {
     std::vector<std::string> names;
     for (const auto& p : g.params) names.push_back(p.name);
@@ -134,7 +134,11 @@ void FlatParamUnit::load_shard(const ShardReader& reader) {
     OMNI_CHECK(slice.numel() == per_rank && slice.scalar_type() == read_as, "unit ", name_, ": shard reader returned ",
                slice.numel(), " elements of ", slice.scalar_type(), ", expected ", per_rank, " of ", read_as);
     if (float8) slice = quantize_slice(g, slice.to(at::kCPU).contiguous(), shard_rank_ * per_rank);
-    g.shard = device_.is_cpu() ? slice.contiguous() : slice.to(device_).contiguous();
+    if (device_.is_cpu()) {
+      g.shard = slice.contiguous();
+    } else {
+      g.shard = upload ? upload->upload(slice) : slice.to(device_).contiguous();
+    }
   }
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/memory.h"
 #include "dist/process_group.h"
 
 namespace omni::hsdp {
@@ -70,7 +71,9 @@ class FlatParamUnit {
   // group's weights are quantized per row: each rank takes the largest magnitude of each row over its own
   // slice, one all-reduce (max) over the shard group completes them, and each rank quantizes its slice with
   // the scales (core/fp8.h). The scales, [rows] float32 per weight, are small and kept whole on every rank.
-  void load_shard(const ShardReader& reader);
+  // `upload` (may be null: plain copies) carries the slices to a CUDA device through its pinned staging
+  // buffer; the caller synchronizes it once every unit is loaded.
+  void load_shard(const ShardReader& reader, HostToDevice* upload = nullptr);
   // Starts the all-gather of every dtype group into pool buffers; returns at once (the transfer overlaps).
   void start_gather(BufferPool& pool);
   // Waits for the gather and points every parameter slot at its view of the full buffer.

@@ -95,14 +95,17 @@ std::unique_ptr<hsdp::ShardedModel> shard_model(const std::string& name, const M
   auto root = std::make_unique<hsdp::FlatParamUnit>(
       name + ".root", slots_of(root_params, model_dtype, holding, static_cast<int>(blocks.size())), shard_group,
       device);
-  root->load_shard(reader);
+  // Slices reach a GPU through one pinned staging buffer (core/memory.h), reused by every unit.
+  HostToDevice upload(device);
+  root->load_shard(reader, &upload);
   std::vector<std::unique_ptr<hsdp::FlatParamUnit>> units;
   for (size_t b = 0; b < blocks.size(); ++b) {
     units.push_back(std::make_unique<hsdp::FlatParamUnit>(
         name + ".block" + std::to_string(b),
         slots_of(block_params[b], model_dtype, holding, static_cast<int>(blocks.size())), shard_group, device));
-    units.back()->load_shard(reader);
+    units.back()->load_shard(reader, &upload);
   }
+  upload.synchronize();  // the staging buffer is free before the next model's load reuses the host memory
   auto sharded = std::make_unique<hsdp::ShardedModel>(name, std::move(root), std::move(units), pool, stats);
   stats->param_bytes_resident += sharded->resident_bytes();
   stats->disk_bytes_read += ckpt.bytes_read() - read_before;

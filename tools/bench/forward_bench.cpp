@@ -2,7 +2,7 @@
 //
 //   forward_bench [--device cpu|cuda] [--dtype bfloat16|float32] [--vae-dtype float32|bfloat16] [--tiny]
 //                 [--only a14b,ti2v5b,vae21,vae22] [--warmup 2] [--iters 3] [--json FILE] [--self-check]
-//                 [--wait-after-rows N]
+//                 [--wait-after-rows N] [--no-fp8]
 //
 // --wait-after-rows N: after the N-th row is written, wait until killed (for tests of a run cut short, such
 // as tools/gpu/check.sh's forward_bench stage under its timeout: tests/e2e/gpu_check).
@@ -12,8 +12,21 @@
 //           (batch 2: both CFG branches in one call);
 //   ti2v5b  TI2V-5B on 1280x704x121 (latent 31x44x80, 27,280 tokens), per-token timesteps, batch 1 and 2;
 //   vae21   Wan2.1 VAE decode of [1, 16, 21, 60, 104];  vae22  Wan2.2 VAE decode of [1, 48, 31, 44, 80].
-// Order: a14b, ti2v5b and vae21 at batch 1 first, then vae22, a14b batch 2 and ti2v5b batch 2 (each model is
-// built afresh for its batch-2 rows), so that a run cut short keeps the cheapest, most wanted rows.
+// A14B in three weight modes at batch 1 (--no-fp8: the first only), labelled in the table's first column:
+//   a14b                  the run dtype (--dtype), every weight as drawn;
+//   a14b fp8-ffn dequant  --weight-dtype float8_e4m3fn with the default --fp8-layers ffn: the Linear weights that
+//                         models::held_dtype puts in float8 (feed-forward layers of the blocks but the first and
+//                         last) quantized in place, one float32 scale per output row (fp8::row_scales over the
+//                         whole row, fp8::quantize: what shard_model's load does for a shard group of one), each
+//                         dequantized to the activation dtype for its product;
+//   a14b fp8-ffn matmul   the same weights with --fp8-matmul (models::set_fp8_matmul, reset after): at::_scaled_mm.
+// Each row's "weights" figure (JSON weight_bytes) is the resident bytes of the weights, float8 row scales included.
+// The float8 rows quantize the model built for the first row rather than load through models::shard_model: that
+// needs a checkpoint on disk (28 GB for a full expert), and the forward is the same either way (Linear reads only
+// its weight's dtype and its scale slot).
+// Order: a14b (its three weight modes), ti2v5b and vae21 at batch 1 first, then vae22, a14b batch 2 and ti2v5b
+// batch 2 (each model is built afresh for its batch-2 rows), so that a run cut short keeps the cheapest, most
+// wanted rows.
 // Models are built in memory from random weights drawn on the target device in the target dtype (a full
 // A14B expert is 28 GB in bfloat16: no host copy, no checkpoint). The configs are the checkpoint generator's
 // presets (make_preset), so the sizes here are the ones omni-make-checkpoint writes.
@@ -54,11 +67,13 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/fp8.h"
 #include "core/memory.h"
 #include "core/timer.h"
 #include "dist/device.h"
 #include "generator/checkpoint_generator.h"
 #include "models/autoencoder_kl_wan.h"
+#include "models/fp8_weights.h"
 #include "models/wan_transformer.h"
 
 namespace {
@@ -109,9 +124,9 @@ struct SdpaCall {
   std::optional<double> scale;
 };
 
-// FLOPs of the aten::linear, aten::scaled_dot_product_attention and aten::convolution calls made while it is
-// alive on this thread, read from their input shapes by a RecordFunction observer (what the torch profiler's
-// with_flops does). Every conv2d / conv3d reaches aten::convolution once; nested ops are not matched. The
+// FLOPs of the aten::linear (and aten::_scaled_mm), aten::scaled_dot_product_attention and aten::convolution calls made
+// while it is alive on this thread, read from their input shapes by a RecordFunction observer (what the torch
+// profiler's with_flops does). Every conv2d / conv3d reaches aten::convolution once; nested ops are not matched. The
 // first few distinct attention calls (by sizes) are kept in `sdpa`.
 class FlopCounter {
  public:
@@ -136,16 +151,19 @@ class FlopCounter {
     FlopCounter* c = active_;
     const char* name = fn.name();
     const bool linear = std::strcmp(name, "aten::linear") == 0;
+    const bool scaled_mm = std::strcmp(name, "aten::_scaled_mm") == 0;  // the float8 products (--fp8-matmul)
     const bool attention = std::strcmp(name, "aten::scaled_dot_product_attention") == 0;
     const bool conv = std::strcmp(name, "aten::convolution") == 0;
     // Only the matched ops: the dispatcher does not record every op's inputs.
-    if (!c || !(linear || attention || conv)) return nullptr;
+    if (!c || !(linear || scaled_mm || attention || conv)) return nullptr;
     const auto in = fn.inputs();
     if (in.size() < 3 || !in[0].isTensor() || !in[1].isTensor()) return nullptr;
     const at::Tensor& x = in[0].toTensor();
     const at::Tensor& w = in[1].toTensor();
     if (linear) {
       c->linear += 2 * x.numel() * w.size(0);  // x [..., in], w [out, in]
+    } else if (scaled_mm) {
+      c->linear += 2 * x.numel() * w.size(1);  // x [M, in], w [in, out]
     } else if (attention && in[2].isTensor()) {
       const at::Tensor& v = in[2].toTensor();  // q [..., Sq, d], k [..., Sk, d], v [..., Sk, dv]
       c->attention += 2 * (x.numel() / x.size(-1)) * w.size(-2) * (x.size(-1) + v.size(-1));
@@ -191,6 +209,7 @@ struct Options {
   at::ScalarType vae_dtype = at::kFloat;  // the pipeline's default (--vae-dtype of omni-generate)
   bool tiny = false;
   bool self_check = false;
+  bool fp8 = true;  // the a14b float8 rows (--no-fp8: without)
   std::vector<std::string> only{"a14b", "ti2v5b", "vae21", "vae22"};
   int warmup = 2;
   int iters = 3;
@@ -210,7 +229,7 @@ int parse_count(const std::string& flag, const std::string& v, int min) {
 constexpr const char* kUsage =
     "usage: forward_bench [--device cpu|cuda] [--dtype bfloat16|float32] [--vae-dtype float32|bfloat16] [--tiny] "
     "[--only a14b,ti2v5b,vae21,vae22] [--warmup N>=1] [--iters N] [--json FILE] [--self-check] "
-    "[--wait-after-rows N]";
+    "[--wait-after-rows N] [--no-fp8]";
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -225,6 +244,10 @@ Options parse(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--tiny" || a == "--self-check") {
       (a == "--tiny" ? o.tiny : o.self_check) = true;
+      continue;
+    }
+    if (a == "--no-fp8") {
+      o.fp8 = false;
       continue;
     }
     OMNI_CHECK_USAGE(i + 1 < argc, a, ": unknown flag, or a flag without its value; ", kUsage);
@@ -337,6 +360,63 @@ void fill_random(const omni::models::Module& module, at::ScalarType dtype, const
   }
 }
 
+// The transformer's weights in each mode of the a14b rows.
+enum class Weights { kRunDtype, kFp8Dequant, kFp8Matmul };
+
+// The row label's suffix ("" for the run dtype) and the JSON "weights" value.
+std::string weights_name(Weights w, at::ScalarType run_dtype) {
+  switch (w) {
+    case Weights::kFp8Dequant:
+      return "fp8-ffn dequant";
+    case Weights::kFp8Matmul:
+      return "fp8-ffn matmul";
+    case Weights::kRunDtype:
+      break;
+  }
+  return dtype_name(run_dtype);
+}
+
+// Bytes of the weights as resident: every parameter as held, and the float32 row scales of float8 weights.
+int64_t resident_weight_bytes(const omni::models::Module& module) {
+  int64_t total = 0;
+  for (const auto& p : module.parameters()) {
+    if (p.tensor->defined()) total += p.tensor->numel() * static_cast<int64_t>(p.tensor->element_size());
+    if (p.scale && p.scale->defined()) total += p.scale->numel() * static_cast<int64_t>(p.scale->element_size());
+  }
+  return total;
+}
+
+// --weight-dtype float8_e4m3fn on a model whose weights are in memory: each parameter that models::held_dtype
+// puts in float8 under `holding` is quantized in place, with one float32 scale per output row (its slot
+// ParamRef::scale), as FlatParamUnit's load does for a shard group of one: fp8::row_scales of each row's
+// largest magnitude, fp8::quantize. Returns how many weights were quantized.
+int quantize_in_place(const WanTransformer3DModel& model, const omni::models::WeightHolding& holding,
+                      at::ScalarType dtype) {
+  int n = 0;
+  for (const auto& p : model.parameters()) {
+    if (omni::models::held_dtype(p, dtype, holding, model.num_blocks()) != at::kFloat8_e4m3fn) continue;
+    OMNI_CHECK(p.scale && p.tensor->defined() && p.tensor->dim() == 2, p.name, ": not a loaded Linear weight");
+    const at::Tensor w = *p.tensor;                                                   // [out, in]
+    const at::Tensor scales = omni::fp8::row_scales(w.abs().amax(1).to(at::kFloat));  // [out] float32
+    *p.tensor = omni::fp8::quantize(w, scales.unsqueeze(1));                          // [out, in] float8_e4m3fn
+    *p.scale = scales;
+    ++n;
+  }
+  return n;
+}
+
+// models::set_fp8_matmul for one scope: the switch is process-wide, and rows after this one must not see it.
+class Fp8MatmulScope {
+ public:
+  explicit Fp8MatmulScope(bool on) : was_(omni::models::fp8_matmul()) { omni::models::set_fp8_matmul(on); }
+  ~Fp8MatmulScope() { omni::models::set_fp8_matmul(was_); }
+  Fp8MatmulScope(const Fp8MatmulScope&) = delete;
+  Fp8MatmulScope& operator=(const Fp8MatmulScope&) = delete;
+
+ private:
+  bool was_;
+};
+
 // A video size (frames x height x width) and its latent grid under a VAE's scale factors.
 struct Clip {
   int64_t frames, height, width;
@@ -361,6 +441,9 @@ struct Row {
   std::vector<double> seconds{};  // timed runs
   int64_t flops = 0, flops_counted = 0, peak_bytes = 0;
   std::vector<Json> sdpa{};  // one per distinct attention call: shapes and the backend chosen
+  std::string weights{};     // the a14b rows' weight mode (weights_name); empty: the run dtype, no suffix
+  // The table's first column: the workload, and the weight mode where it is not the run dtype.
+  std::string label() const { return weights.empty() ? workload : workload + " " + weights; }
   double median() const {
     auto s = seconds;
     std::sort(s.begin(), s.end());
@@ -423,7 +506,7 @@ Json sdpa_choice(const SdpaCall& c) {
 // < 0 takes the counted figure (the VAE).
 Row run_workload(Row row, const Options& o, int64_t flops, const std::function<at::Tensor()>& fn,
                  const std::function<void(const at::Tensor&)>& check) {
-  say(row.workload, " ", row.shape, " batch ", row.batch, ": ", o.warmup, " warm-up + ", o.iters, " timed runs");
+  say(row.label(), " ", row.shape, " batch ", row.batch, ": ", o.warmup, " warm-up + ", o.iters, " timed runs");
   synchronize(o.device);
   reset_peak_memory(o.device);
   std::vector<SdpaCall> calls;  // the attention calls of the first warm-up run
@@ -446,7 +529,7 @@ Row run_workload(Row row, const Options& o, int64_t flops, const std::function<a
   // The backend SDPA picks for each attention call, asked after the peak is read (its probe tensors are as large
   // as the call's q, k and v).
   for (const auto& c : calls) row.sdpa.push_back(sdpa_choice(c));
-  say(row.workload, " batch ", row.batch, ": SDPA backend ", row.sdpa_backends(), " (", o.device.str(), ")");
+  say(row.label(), " batch ", row.batch, ": SDPA backend ", row.sdpa_backends(), " (", o.device.str(), ")");
   for (const auto& c : row.sdpa) {
     say("  attention q ", c.at("q").get<std::string>(), " k ", c.at("k").get<std::string>(), " ",
         c.at("dtype").get<std::string>(), ": ", c.at("backend").get<std::string>());
@@ -459,6 +542,8 @@ Row run_workload(Row row, const Options& o, int64_t flops, const std::function<a
 Json to_json(const Row& r, const Options& o) {
   const double med = r.median();
   return Json{{"workload", r.workload},
+              {"label", r.label()},
+              {"weights", r.weights.empty() ? dtype_name(r.dtype) : r.weights},
               {"shape", r.shape},
               {"latent", r.latent},
               {"batch", r.batch},
@@ -487,18 +572,19 @@ class Reporter {
 
   void add(const Row& r) {
     if (all_.empty()) {
-      std::printf("\n| %-8s | %-14s | %5s | %-9s | %7s | %10s | %10s | %9s | %11s | %-13s |\n", "workload", "shape",
-                  "batch", "dtype", "tokens", "ms/forward", "TFLOP", "TFLOP/s",
+      std::printf("\n| %-20s | %-14s | %5s | %-9s | %7s | %10s | %10s | %9s | %11s | %11s | %-13s |\n", "workload",
+                  "shape", "batch", "dtype", "tokens", "ms/forward", "TFLOP", "TFLOP/s", "weights",
                   o_.device.is_cuda() ? "peak alloc" : "peak RSS", "SDPA");
       std::printf(
-          "|----------|----------------|-------|-----------|---------|------------|------------|-----------|"
-          "-------------|---------------|\n");
+          "|----------------------|----------------|-------|-----------|---------|------------|------------|"
+          "-----------|-------------|-------------|---------------|\n");
     }
     const double med = r.median();
-    std::printf("| %-8s | %-14s | %5s | %-9s | %7s | %10.2f | %10.4f | %9.3f | %11s | %-13s |\n", r.workload.c_str(),
-                r.shape.c_str(), std::to_string(r.batch).c_str(), dtype_name(r.dtype),
+    std::printf("| %-20s | %-14s | %5s | %-9s | %7s | %10.2f | %10.4f | %9.3f | %11s | %11s | %-13s |\n",
+                r.label().c_str(), r.shape.c_str(), std::to_string(r.batch).c_str(), dtype_name(r.dtype),
                 r.tokens ? std::to_string(r.tokens).c_str() : "-", med * 1e3, r.flops / 1e12, r.flops / med / 1e12,
-                omni::format_bytes(r.peak_bytes).c_str(), r.sdpa_backends().c_str());
+                omni::format_bytes(r.weight_bytes).c_str(), omni::format_bytes(r.peak_bytes).c_str(),
+                r.sdpa_backends().c_str());
     std::fflush(stdout);
     all_.push_back(to_json(r, o_));
     std::cout << "forward_bench: " << all_.back().dump() << std::endl;
@@ -535,9 +621,14 @@ void check_output(const at::Tensor& out, at::IntArrayRef expected, const std::st
   say(what, ": output ", out.sizes(), " is finite");
 }
 
-// One transformer row per batch size of `batches`, on one model built for them.
+// One transformer row per entry of `runs` (batch size, weight mode), in order, on one model built for them. The
+// first float8 mode quantizes the model in place (for good: the run-dtype rows must come first).
+struct TransformerRun {
+  int64_t batch = 1;
+  Weights weights = Weights::kRunDtype;
+};
 void bench_transformer(const std::string& name, CheckpointKind kind, const Clip& clip, bool per_token_timestep,
-                       const std::vector<int64_t>& batches, const Options& o, Reporter& report) {
+                       const std::vector<TransformerRun>& runs, const Options& o, Reporter& report) {
   const auto spec = omni::generator::make_preset(kind, o.tiny ? "small" : "full");
   const auto cfg = WanTransformerConfig::from_json(omni::generator::transformer_config_json(spec), "preset");
   const auto vae = WanVaeConfig::from_json(omni::generator::vae_config_json(spec), "preset");
@@ -546,8 +637,22 @@ void bench_transformer(const std::string& name, CheckpointKind kind, const Clip&
   at::manual_seed(0);
   fill_random(model, o.dtype, o.device);
   const auto f32 = at::TensorOptions().device(o.device).dtype(at::kFloat);
-  for (int64_t batch : batches) {
+  bool quantized = false;
+  for (const auto& r : runs) {
+    const int64_t batch = r.batch;
     c10::InferenceMode no_grad;
+    if (r.weights != Weights::kRunDtype && !quantized) {
+      // --weight-dtype float8_e4m3fn, --fp8-layers ffn (the default).
+      const omni::models::WeightHolding holding{true, omni::config::Fp8Layers::kFfn};
+      const int64_t before = resident_weight_bytes(model);
+      const int n = quantize_in_place(model, holding, o.dtype);
+      synchronize(o.device);
+      say(name, ": ", n, " Linear weights quantized to float8_e4m3fn (fp8-layers ffn); weights ",
+          omni::format_bytes(before), " -> ", omni::format_bytes(resident_weight_bytes(model)));
+      quantized = true;
+    }
+    OMNI_CHECK(r.weights != Weights::kRunDtype || !quantized, name, ": a run-dtype row after a float8 one");
+    const Fp8MatmulScope fp8_matmul(r.weights == Weights::kFp8Matmul);
     const auto shape = clip.latent(vae, batch, cfg.in_channels);  // [B, C, T, h, w]
     const at::Tensor latents = at::randn(shape, f32).to(o.dtype);
     const at::Tensor text = at::randn({batch, text_len, cfg.text_dim}, f32).to(o.dtype);  // [B, L, text_dim]
@@ -557,15 +662,16 @@ void bench_transformer(const std::string& name, CheckpointKind kind, const Clip&
     const at::Tensor t = per_token_timestep ? at::full({batch, seq}, 500.0, f32) : at::full({batch}, 500.0, f32);
     say(name, " latent ", latents.sizes(), " -> ", seq, " tokens (patch ", cfg.patch_size[0], "x", cfg.patch_size[1],
         "x", cfg.patch_size[2], ")");
-    Row row{name, clip.str(), omni::str_cat(latents.sizes()), batch, seq, o.dtype, model.parameter_bytes()};
+    Row row{name, clip.str(), omni::str_cat(latents.sizes()), batch, seq, o.dtype, resident_weight_bytes(model)};
+    if (r.weights != Weights::kRunDtype) row.weights = weights_name(r.weights, o.dtype);
     const int64_t flops = transformer_flops(cfg, batch, seq, text_len, per_token_timestep);
     row = run_workload(
         row, o, flops, [&] { return model.forward(latents, t, text); },
-        [&](const at::Tensor& out) { check_output(out, latents.sizes(), name); });
+        [&](const at::Tensor& out) { check_output(out, latents.sizes(), row.label()); });
     // The analytic formula must describe what ran: the observer saw every matmul of this forward.
     if (row.flops_counted != flops) {
-      OMNI_CHECK(!o.self_check, name, ": analytic FLOPs ", flops, " != counted ", row.flops_counted);
-      say("warning: ", name, " analytic FLOPs ", flops, " != counted ", row.flops_counted);
+      OMNI_CHECK(!o.self_check, row.label(), ": analytic FLOPs ", flops, " != counted ", row.flops_counted);
+      say("warning: ", row.label(), " analytic FLOPs ", flops, " != counted ", row.flops_counted);
     }
     report.add(row);
   }
@@ -622,13 +728,19 @@ int run(int argc, char** argv) {
   const Clip a14b_clip = o.tiny ? Clip{9, 64, 96} : Clip{81, 480, 832};
   const Clip ti2v_clip = o.tiny ? Clip{5, 64, 128} : Clip{121, 704, 1280};
   Reporter report(o);  // writes "[]" to --json now
-  // Batch 1 of a14b, ti2v5b and vae21 first; vae22 and the batch-2 rows last.
-  if (o.wants("a14b")) bench_transformer("a14b", CheckpointKind::kT2vA14b, a14b_clip, false, {1}, o, report);
-  if (o.wants("ti2v5b")) bench_transformer("ti2v5b", CheckpointKind::kTi2v5b, ti2v_clip, true, {1}, o, report);
+  // Batch 1 of a14b (its float8 rows right after it, on the same model), ti2v5b and vae21 first; vae22 and the
+  // batch-2 rows last.
+  std::vector<TransformerRun> a14b_1{{1, Weights::kRunDtype}};
+  if (o.fp8) {
+    a14b_1.push_back({1, Weights::kFp8Dequant});
+    a14b_1.push_back({1, Weights::kFp8Matmul});
+  }
+  if (o.wants("a14b")) bench_transformer("a14b", CheckpointKind::kT2vA14b, a14b_clip, false, a14b_1, o, report);
+  if (o.wants("ti2v5b")) bench_transformer("ti2v5b", CheckpointKind::kTi2v5b, ti2v_clip, true, {{1}}, o, report);
   if (o.wants("vae21")) bench_vae("vae21", CheckpointKind::kT2vA14b, a14b_clip, o, report);
   if (o.wants("vae22")) bench_vae("vae22", CheckpointKind::kTi2v5b, ti2v_clip, o, report);
-  if (o.wants("a14b")) bench_transformer("a14b", CheckpointKind::kT2vA14b, a14b_clip, false, {2}, o, report);
-  if (o.wants("ti2v5b")) bench_transformer("ti2v5b", CheckpointKind::kTi2v5b, ti2v_clip, true, {2}, o, report);
+  if (o.wants("a14b")) bench_transformer("a14b", CheckpointKind::kT2vA14b, a14b_clip, false, {{2}}, o, report);
+  if (o.wants("ti2v5b")) bench_transformer("ti2v5b", CheckpointKind::kTi2v5b, ti2v_clip, true, {{2}}, o, report);
   std::printf("\n");
   say("done: ", report.rows(), " rows", o.json_path.empty() ? "" : ", JSON in ", o.json_path);
   return 0;

@@ -11,16 +11,18 @@
 #   build          forward_bench first, then the gpu-labelled tests' executables, omni-generate and omni-compare
 #                  (GPU_CHECK_TARGETS=all: everything; or a list of target names), -j$(nproc), ccache if present
 #   forward_bench  build-gpu/tools/bench/forward_bench --device cuda --dtype bfloat16 --vae-dtype bfloat16
-#                  --warmup 1 --iters 2 --json OUTDIR/forward_bench.json: a14b, ti2v5b, vae21 at batch 1 first,
-#                  then vae22 and the batch-2 rows; each row is written (log and JSON) as soon as it is measured
+#                  --warmup 1 --iters 2 --json OUTDIR/forward_bench.json: a14b at batch 1 (bfloat16 weights,
+#                  then "a14b fp8-ffn dequant" and "a14b fp8-ffn matmul": float8 feed-forward weights), ti2v5b,
+#                  vae21 at batch 1, then vae22 and the batch-2 rows (FORWARD_BENCH_ARGS=--no-fp8: without the
+#                  float8 rows); each row is written (log and JSON) as soon as it is measured
 #   ctest          ctest -L gpu -j4 --output-on-failure
 #
 # Each stage has its own timeout, cut so that the whole run ends within $CHECK_BUDGET_S seconds (480); a failed
 # stage is reported and the next ones that can still run do. It ends with one summary table, printed last (also
-# in OUTDIR/summary.txt), with forward_bench's rows (ms per forward, TFLOP/s, peak memory, SDPA backend). OUTDIR
-# (default $OUT, else ./gpu-check-out) receives at most 6 files: check.log (every stage in full), ctest.log
-# (ctest's output and its LastTest.log), forward_bench.log, forward_bench.json, system.txt (GPU, driver,
-# toolchain, environment) and summary.txt. Exit code 0 when every stage passed.
+# in OUTDIR/summary.txt), with forward_bench's rows (ms per forward, TFLOP/s, resident weight bytes, peak memory,
+# SDPA backend). OUTDIR (default $OUT, else ./gpu-check-out) receives at most 6 files: check.log (every stage in
+# full), ctest.log (ctest's output and its LastTest.log), forward_bench.log, forward_bench.json, system.txt (GPU,
+# driver, toolchain, environment) and summary.txt. Exit code 0 when every stage passed.
 #
 # --cpu OUTDIR: every stage that can run without a GPU, cheaply (CI runs it: tests/e2e/gpu_check). unpack is
 # skipped (the host's packages); configure and build reuse $BUILD_DIR (default: ./build) as it is, checking

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tools/gpu/check.sh --cpu on an existing build dir, and its summary, logs and JSON checked.
-#   cpu_check.sh BUILD_DIR full      every stage passes; six forward_bench rows in order, with numbers
+#   cpu_check.sh BUILD_DIR full      every stage passes; eight forward_bench rows in order, with numbers
 #   cpu_check.sh BUILD_DIR timeout   forward_bench waits after two rows and is killed by its stage timeout
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 set -u
@@ -17,14 +17,15 @@ out=$work/out
 if [ "$mode" = full ]; then
   BUILD_DIR=$build timeout 280 bash "$SOURCE_DIR/tools/gpu/check.sh" --cpu "$out" > "$work/stdout" 2>&1
   rc=$?
-  want_rows=("a14b 1" "ti2v5b 1" "vae21 1" "vae22 1" "a14b 2" "ti2v5b 2")
+  want_rows=("a14b,1" "a14b fp8-ffn dequant,1" "a14b fp8-ffn matmul,1" "ti2v5b,1" "vae21,1" "vae22,1" "a14b,2"
+    "ti2v5b,2")
   want_bench=OK
 else
   # 15 s is the shortest stage timeout check.sh gives; two tiny rows take a second or two.
   BUILD_DIR=$build T_BENCH=15 FORWARD_BENCH_ARGS="--wait-after-rows 2" CPU_CTEST_REGEX='^test_config$' \
     timeout 280 bash "$SOURCE_DIR/tools/gpu/check.sh" --cpu "$out" > "$work/stdout" 2>&1
   rc=$?
-  want_rows=("a14b 1" "ti2v5b 1")
+  want_rows=("a14b,1" "a14b fp8-ffn dequant,1")
   want_bench=TIMEOUT
 fi
 cat "$work/stdout"
@@ -57,19 +58,21 @@ for s in unpack configure build forward_bench ctest; do
   fi
 done
 
-# forward_bench's rows in the summary: workload, batch, ms per forward > 0, TFLOP/s, SDPA backend, in order.
+# forward_bench's rows in the summary: label (workload and weight mode), batch, ms per forward > 0, TFLOP/s,
+# weights, SDPA backend, in order; comma-separated (a label has spaces).
 backends='^(flash|mem-efficient|cudnn|math)(/(flash|mem-efficient|cudnn|math))*$'
-table=$(awk -F'|' '$2 ~ /^ (a14b|ti2v5b|vae21|vae22) +$/ {
-  for (i = 2; i <= NF; ++i) gsub(/^ +| +$/, "", $i); print $2, $4, $7, $9, $11 }' "$summary")
-got_rows=$(awk '{ print $1, $2 }' <<<"$table")
+table=$(awk -F'|' '$2 ~ /^ (a14b|ti2v5b|vae21|vae22)( fp8-ffn (dequant|matmul))? +$/ {
+  for (i = 2; i <= NF; ++i) gsub(/^ +| +$/, "", $i); print $2 "," $4 "," $7 "," $9 "," $10 "," $12 }' "$summary")
+got_rows=$(awk -F, '{ print $1 "," $2 }' <<<"$table")
 if [ "$got_rows" = "$(printf '%s\n' "${want_rows[@]}")" ]; then
   pass "forward_bench rows in the summary, in order: $(paste -sd, <<<"$got_rows")"
 else
   flunk "forward_bench rows in the summary: got [$(paste -sd, <<<"$got_rows")], want [$(printf '%s,' "${want_rows[@]}")]"
 fi
-bad=$(awk -v re="$backends" '!($3 ~ /^[0-9]+\.[0-9]+$/ && $3 > 0 && $4 ~ /^[0-9]+\.[0-9]+$/ && $5 ~ re)' <<<"$table")
-[ -n "$table" ] && [ -z "$bad" ] && pass "every row has ms/forward > 0, TFLOP/s and an SDPA backend" ||
-  flunk "rows without numbers or SDPA backend: ${bad:-no rows}"
+bad=$(awk -F, -v re="$backends" '!($3 ~ /^[0-9]+\.[0-9]+$/ && $3 > 0 && $4 ~ /^[0-9]+\.[0-9]+$/ &&
+  $5 ~ /^[0-9.]+ [KMGT]?i?B$/ && $6 ~ re)' <<<"$table")
+[ -n "$table" ] && [ -z "$bad" ] && pass "every row has ms/forward > 0, TFLOP/s, weight bytes and an SDPA backend" ||
+  flunk "rows without numbers, weight bytes or SDPA backend: ${bad:-no rows}"
 
 # The log names the backend SDPA picked.
 grep -Eq "^forward_bench: a14b batch 1: SDPA backend (flash|mem-efficient|cudnn|math)" "$out/forward_bench.log" &&
@@ -84,7 +87,13 @@ for r in rows:
     assert r["seconds"] > 0 and len(r["seconds_all"]) >= 1, r
     assert re.match(sys.argv[2], r["sdpa_backend"]), r["sdpa_backend"]
     assert r["sdpa_calls"] and all(c["backend"] for c in r["sdpa_calls"]), r
-    print(r["workload"], r["batch"])
+    assert r["weight_bytes"] > 0 and r["weights"], r
+    print(r["label"] + "," + str(r["batch"]))
+# The float8 rows hold fewer weight bytes than the run-dtype row before them (the feed-forward share in float8).
+a14b = {r["label"]: r["weight_bytes"] for r in rows if r["workload"] == "a14b" and r["batch"] == 1}
+for m in ("dequant", "matmul"):
+    if "a14b fp8-ffn " + m in a14b:
+        assert a14b["a14b fp8-ffn " + m] < a14b["a14b"], a14b
 ' "$out/forward_bench.json" "$backends" 2>&1)
 jrc=$?
 if [ $jrc = 0 ] && [ "$json_rows" = "$got_rows" ]; then
