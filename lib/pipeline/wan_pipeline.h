@@ -84,7 +84,7 @@ struct StepInfo {
 using StepCallback = std::function<void(const StepInfo&)>;
 
 struct GenerationResult {
-  at::Tensor frames;                                        // [1, F, H, W, 3] float32 in [0, 1] (decoding rank only)
+  at::Tensor frames;  // [1, F, H, W, 3] uint8 levels on the host (decoding rank only); --save-tensors keeps float32
   std::vector<std::pair<std::string, at::Tensor>> tensors;  // --save-tensors names, float32
   PhaseTimes times;                                         // text_encode, denoise, decode
   int64_t vae_peak_bytes = 0;  // the decode's own peak on this rank (device bytes on a GPU, host RSS growth on the CPU)
