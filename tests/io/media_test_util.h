@@ -10,7 +10,9 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "test_util.h"
@@ -69,6 +71,19 @@ inline at::Tensor gradient_clip(int64_t frames, int64_t height, int64_t width) {
         a[f][y][x][2] = static_cast<float>(0.5 + 0.35 * std::cos(pi * (0.5 * u + v - t)));
       }
   return out;
+}
+
+// The SSIM column (third) of omni-compare's frame table, frame 0 onwards.
+inline std::vector<double> ssim_column(const std::string& out) {
+  std::vector<double> v;
+  std::istringstream lines(out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream cols(line);
+    std::string frame, psnr, ssim;
+    if ((cols >> frame >> psnr >> ssim) && frame == std::to_string(v.size())) v.push_back(std::stod(ssim));
+  }
+  return v;
 }
 
 }  // namespace omni::media_test

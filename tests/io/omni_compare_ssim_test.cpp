@@ -147,21 +147,6 @@ TEST(OmniCompareSsim, SmallerThanTheWindowIsNaN) {
   EXPECT_EQ(compare::ssim(at::zeros({11, 11, 3}), at::zeros({11, 11, 3}), 1.0), 1.0);
 }
 
-// Splits omni-compare's frame table: SSIM per frame index (the third column).
-std::vector<double> printed_ssim(const std::string& out, int64_t frames) {
-  std::vector<double> v;
-  std::istringstream lines(out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream cols(line);
-    std::string frame, psnr, ssim;
-    if (!(cols >> frame >> psnr >> ssim) || frame != std::to_string(v.size())) continue;
-    v.push_back(std::stod(ssim));
-  }
-  EXPECT_EQ(static_cast<int64_t>(v.size()), frames) << out;
-  return v;
-}
-
 // The number after `label` on the "SSIM: mean X, min Y over F frames" line.
 double summary(const std::string& out, const std::string& label) {
   const size_t line = out.find("SSIM: mean ");
@@ -193,7 +178,8 @@ TEST(OmniCompareSsim, VideoMatchesReference) {
   std::string out;
   const std::string cmd = std::string(OMNI_COMPARE_BIN) + " " + dir / "noisy.mp4" + " " + dir / "a.mp4";
   EXPECT_EQ(run_command(cmd, &out), 1) << out;  // no tolerance: exact, and they differ
-  const std::vector<double> per = printed_ssim(out, 5);
+  const std::vector<double> per = ssim_column(out);
+  ASSERT_EQ(per.size(), 5u) << out;
   for (size_t f = 0; f < per.size(); ++f) EXPECT_NEAR(per[f], double(ref["frames"][f]), 5e-7 + kBound) << f;
   EXPECT_NEAR(summary(out, "mean "), ref_mean, 5e-10 * ref_mean + kBound) << out;
   EXPECT_NEAR(summary(out, "min "), ref_min, 5e-10 * ref_min + kBound) << out;

@@ -16,19 +16,6 @@ int compare(const std::string& args, std::string* out) {
   return run_command(std::string(OMNI_COMPARE_BIN) + " " + args, out);
 }
 
-// The SSIM column (third) of omni-compare's frame table, frame 0 onwards.
-std::vector<double> ssim_column(const std::string& out) {
-  std::vector<double> v;
-  std::istringstream lines(out);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream cols(line);
-    std::string frame, psnr, ssim;
-    if ((cols >> frame >> psnr >> ssim) && frame == std::to_string(v.size())) v.push_back(std::stod(ssim));
-  }
-  return v;
-}
-
 TEST(OmniCompare, Videos) {
   TempDir dir;
   at::Tensor frames = gradient_clip(9, 32, 48);
