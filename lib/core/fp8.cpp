@@ -1,5 +1,7 @@
 #include "core/fp8.h"
 
+#include <algorithm>
+
 namespace omni::fp8 {
 
 at::Tensor row_scales(const at::Tensor& amax) {
@@ -12,7 +14,21 @@ at::Tensor quantize(const at::Tensor& values, const at::Tensor& scale) {
 }
 
 at::Tensor dequantize(const at::Tensor& q, const at::Tensor& scale, at::ScalarType dtype) {
-  return (q.to(at::kFloat) * scale).to(dtype);
+  if (q.dim() != 2 || scale.dim() != 2 || scale.size(0) != q.size(0) || scale.size(1) != 1 || q.numel() == 0) {
+    return (q.to(at::kFloat) * scale).to(dtype);
+  }
+  // A whole float32 copy of an A14B feed-forward weight would be 283 MB (twice, with the product) next to
+  // the result; row chunks bound the temporaries. The same elementwise arithmetic.
+  const int64_t rows = q.size(0), cols = q.size(1);
+  const int64_t step = std::max<int64_t>(1, kDequantChunkElements / std::max<int64_t>(1, cols));
+  auto out = at::empty({rows, cols}, q.options().dtype(dtype));  // [rows, cols]
+  for (int64_t r = 0; r < rows; r += step) {
+    const int64_t n = std::min(step, rows - r);
+    auto part = q.narrow(0, r, n).to(at::kFloat);  // [n, cols]
+    part.mul_(scale.narrow(0, r, n));
+    out.narrow(0, r, n).copy_(part);  // the one rounding to `dtype`
+  }
+  return out;
 }
 
 }  // namespace omni::fp8

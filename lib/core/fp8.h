@@ -18,7 +18,12 @@ at::Tensor row_scales(const at::Tensor& amax);
 // a larger value would become NaN), rounded to the nearest float8_e4m3fn (ties to even).
 at::Tensor quantize(const at::Tensor& values, const at::Tensor& scale);
 
-// float8 -> float32 (exact), times scale (broadcast), one rounding to `dtype`.
+// Rows of float32 temporaries dequantize() works through at once: a float8 weight's dequantized copy costs its
+// size in `dtype` plus at most this many float32 elements (the memory plan counts both).
+constexpr int64_t kDequantChunkElements = int64_t{1} << 22;
+
+// float8 -> float32 (exact), times scale (broadcast), one rounding to `dtype`. A [rows, cols] q with a
+// [rows, 1] scale is done in row chunks of at most kDequantChunkElements float32 elements.
 at::Tensor dequantize(const at::Tensor& q, const at::Tensor& scale, at::ScalarType dtype);
 
 }  // namespace omni::fp8

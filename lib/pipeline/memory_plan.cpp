@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/fp8.h"
 #include "core/memory.h"
 #include "io/safetensors.h"
 #include "models/autoencoder_kl_wan.h"
@@ -32,6 +33,8 @@ struct ModelUnits {
   int64_t blocks = 0;
   int64_t mapped = 0;      // checkpoint bytes this rank reads (its slices, as stored)
   int64_t read_piece = 0;  // the largest piece read at once (stored + converted copies)
+  // A float8 Linear's weight dequantized for its product (the largest one), with its float32 row chunk.
+  int64_t float8_dequant = 0;
   // What a forward has gathered at most: the root, the block running and the next one (prefetched).
   int64_t gathered_peak() const { return root_full + std::min<int64_t>(blocks, 2) * block_full; }
 };
@@ -69,6 +72,12 @@ ModelUnits units_of(const std::string& name, const models::Module& model,
     const int64_t piece = std::min(numel, ceil_div(numel, shard));
     // A float8 weight's slice is read as float32 and quantized (FlatParamUnit::load_shard).
     const auto held_as = models::held_dtype(p, dtype, holding, num_blocks);
+    if (held_as == at::kFloat8_e4m3fn) {
+      const int64_t n = ckpt.info(p.name).numel();
+      out.float8_dequant =
+          std::max(out.float8_dequant,
+                   n * esize(dtype) + std::min(n, fp8::kDequantChunkElements + p.shape[1]) * esize(at::kFloat));
+    }
     const int64_t held = esize(held_as == at::kFloat8_e4m3fn ? at::kFloat : held_as);
     const int64_t as_stored = numel > 0 ? bytes / numel : 0;
     out.read_piece = std::max(out.read_piece, piece * (as_stored + (as_stored == held ? 0 : held)));
@@ -311,6 +320,9 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     const ModelUnits& tr = s.models[1];
     if (set.shard > 1)
       denoise.parts.push_back({"gathered transformer units", tr.gathered_peak(), MemoryKind::kGatheredUnits});
+    if (tr.float8_dequant > 0 && !set.fp8_matmul)
+      denoise.parts.push_back(
+          {"a float8 weight dequantized for its product", tr.float8_dequant, MemoryKind::kGatheredUnits});
     for (auto& x : best_parts) denoise.parts.push_back(x);
     plan.phases.push_back(denoise);
   }

@@ -55,6 +55,7 @@ struct MemoryPlanSettings {
   bool cuda = false;  // device memory; on the CPU the process's resident memory (checkpoint pages count)
   int shard = 1;      // HSDP shard size (1: every unit whole, nothing gathered)
   models::WeightHolding transformer_weights;  // the experts' float8 Linear weights (--weight-dtype)
+  bool fp8_matmul = false;                    // --fp8-matmul: float8 products, no dequantized weight
   int ulysses = 1;
   int ring = 1;
   int cfg = 1;
