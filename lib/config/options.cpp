@@ -366,7 +366,8 @@ const std::vector<Binding>& bindings() {
     choice("weight-dtype",
            "how the transformers' Linear weights are held: auto (the --dtype), or float8_e4m3fn with a float32 scale "
            "per output channel (quantized at load; half the weight memory and HSDP traffic of bfloat16; the layers "
-           "of --fp8-layers only)",
+           "of --fp8-layers only). Weights a checkpoint stores in float8_e4m3fn (fp8_scaled files) stay float8, "
+           "with its scales, either way",
            "auto", &G::weight_format, weight_format_choices());
     choice("fp8-layers",
            "with --weight-dtype float8_e4m3fn: the Linear layers held in float8 (ffn: the feed-forward's, which "

@@ -46,6 +46,7 @@ class ScopedPhase {
     }
     times_.add(phase_, timer_.seconds());
   }
+  double seconds() const { return timer_.seconds(); }  // so far
 
  private:
   PhaseTimes& times_;

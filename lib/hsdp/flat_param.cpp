@@ -79,42 +79,83 @@ void for_each_row_piece(int64_t off, int64_t numel, int64_t cols, int64_t begin,
 
 }  // namespace
 
-at::Tensor FlatParamUnit::quantize_slice(Group& g, const at::Tensor& values, int64_t begin) {
-  const int64_t end = begin + values.numel();
+at::Tensor FlatParamUnit::read_checked(const ShardReader& reader, const std::vector<std::string>& names,
+                                       int64_t begin, int64_t count, at::ScalarType dtype) const {
+  at::Tensor t = reader(names, begin, count, dtype);
+  OMNI_CHECK(t.numel() == count && t.scalar_type() == dtype, "unit ", name_, ": shard reader returned ", t.numel(),
+             " elements of ", t.scalar_type(), ", expected ", count, " of ", dtype);
+  return t.to(at::kCPU).contiguous();
+}
+
+at::Tensor FlatParamUnit::float8_slice(Group& g, const ShardReader& reader, int64_t begin, int64_t count) {
+  const int64_t end = begin + count;
   std::vector<int64_t> row_base(g.params.size());
   int64_t total_rows = 0;
+  bool any_quantized = false;  // the same on every rank: it depends on the parameters, not on the slice
   for (size_t i = 0; i < g.params.size(); ++i) {
-    OMNI_CHECK(g.params[i].shape.size() == 2 && g.params[i].scale, "unit ", name_, ": ", g.params[i].name,
+    const auto& p = g.params[i];
+    OMNI_CHECK(p.shape.size() == 2 && p.scale, "unit ", name_, ": ", p.name,
                " is held in float8 but is not a [out, in] weight with a scale slot");
+    OMNI_CHECK(!p.stored_scale.defined() ||
+                   (p.stored_scale.scalar_type() == at::kFloat && p.stored_scale.numel() == p.shape[0]),
+               "unit ", name_, ": ", p.name, ": stored float8 scales must be [", p.shape[0], "] float32");
     row_base[i] = total_rows;
-    total_rows += g.params[i].shape[0];
+    total_rows += p.shape[0];
+    any_quantized = any_quantized || !p.stored_scale.defined();
   }
-  // 1. Each row's largest magnitude over this slice, then over the shard group.
+  // 1. The slice, read in runs of consecutive weights read alike: stored float8 bytes as they are, or float32
+  //    values to quantize (`values`, only where this rank's slice has some). The padding stays 0.
+  auto out = at::zeros({count}, at::TensorOptions().dtype(at::kFloat8_e4m3fn));  // [slice]
+  at::Tensor values;                                                              // [slice] float32
+  for (size_t i = 0; i < g.params.size();) {
+    const bool stored = g.params[i].stored_scale.defined();
+    std::vector<std::string> names;
+    size_t j = i;
+    for (; j < g.params.size() && g.params[j].stored_scale.defined() == stored; ++j) names.push_back(g.params[j].name);
+    const int64_t run_begin = g.offsets[i], run_end = g.offsets[j - 1] + g.params[j - 1].numel();
+    const int64_t lo = std::max(begin, run_begin), hi = std::min(end, run_end);
+    if (hi > lo) {
+      const auto part = read_checked(reader, names, lo - run_begin, hi - lo, stored ? at::kFloat8_e4m3fn : at::kFloat);
+      if (!stored && !values.defined()) values = at::zeros({count}, at::kFloat);
+      (stored ? out : values).narrow(0, lo - begin, hi - lo).copy_(part);
+    }
+    i = j;
+  }
+  // 2. The quantized weights' row scales: each row's largest magnitude over this slice, then over the shard
+  //    group. Stored weights keep the file's.
   auto amax = at::zeros({total_rows}, at::kFloat);  // [rows]
-  for (size_t i = 0; i < g.params.size(); ++i) {
-    const int64_t cols = g.params[i].shape[1];
-    for_each_row_piece(g.offsets[i], g.params[i].numel(), cols, begin, end,
-                       [&](int64_t row, int64_t rows, int64_t at, int64_t width) {
-                         auto piece = values.narrow(0, at, rows * width).view({rows, width});  // [rows, width]
-                         amax.narrow(0, row_base[i] + row, rows).copy_(piece.abs().amax(1));
-                       });
+  if (values.defined()) {
+    for (size_t i = 0; i < g.params.size(); ++i) {
+      if (g.params[i].stored_scale.defined()) continue;
+      const int64_t cols = g.params[i].shape[1];
+      for_each_row_piece(g.offsets[i], g.params[i].numel(), cols, begin, end,
+                         [&](int64_t row, int64_t rows, int64_t at, int64_t width) {
+                           auto piece = values.narrow(0, at, rows * width).view({rows, width});  // [rows, width]
+                           amax.narrow(0, row_base[i] + row, rows).copy_(piece.abs().amax(1));
+                         });
+    }
   }
-  if (shard_size_ > 1) {
+  if (any_quantized && shard_size_ > 1) {
     auto shared = amax.to(group_->device());
     group_->all_reduce(shared, dist::ReduceOp::kMax)->wait();
     amax = shared.to(at::kCPU);
   }
-  const auto scales = fp8::row_scales(amax);  // [rows] float32
-  // 2. This slice in float8; the padding past the last weight stays 0.
-  auto out = at::zeros({values.numel()}, at::TensorOptions().dtype(at::kFloat8_e4m3fn));  // [slice]
-  for (size_t i = 0; i < g.params.size(); ++i) {
-    const int64_t cols = g.params[i].shape[1];
-    for_each_row_piece(g.offsets[i], g.params[i].numel(), cols, begin, end,
-                       [&](int64_t row, int64_t rows, int64_t at, int64_t width) {
-                         auto piece = values.narrow(0, at, rows * width).view({rows, width});  // [rows, width]
-                         auto scale = scales.narrow(0, row_base[i] + row, rows).unsqueeze(1);  // [rows, 1]
-                         out.narrow(0, at, rows * width).view({rows, width}).copy_(fp8::quantize(piece, scale));
-                       });
+  auto scales = fp8::row_scales(amax);  // [rows] float32
+  for (size_t i = 0; i < g.params.size(); ++i)
+    if (g.params[i].stored_scale.defined())
+      scales.narrow(0, row_base[i], g.params[i].shape[0]).copy_(g.params[i].stored_scale);
+  // 3. The quantized weights' part of this slice in float8.
+  if (values.defined()) {
+    for (size_t i = 0; i < g.params.size(); ++i) {
+      if (g.params[i].stored_scale.defined()) continue;
+      const int64_t cols = g.params[i].shape[1];
+      for_each_row_piece(g.offsets[i], g.params[i].numel(), cols, begin, end,
+                         [&](int64_t row, int64_t rows, int64_t at, int64_t width) {
+                           auto piece = values.narrow(0, at, rows * width).view({rows, width});  // [rows, width]
+                           auto scale = scales.narrow(0, row_base[i] + row, rows).unsqueeze(1);  // [rows, 1]
+                           out.narrow(0, at, rows * width).view({rows, width}).copy_(fp8::quantize(piece, scale));
+                         });
+    }
   }
   g.scales = device_.is_cpu() ? scales : scales.to(device_);
   for (size_t i = 0; i < g.params.size(); ++i) {
@@ -125,17 +166,17 @@ at::Tensor FlatParamUnit::quantize_slice(Group& g, const at::Tensor& values, int
 
 void FlatParamUnit::load_shard(const ShardReader& reader, HostToDevice* upload) {
   for (auto& g : groups_) {
-    std::vector<std::string> names;
-    for (const auto& p : g.params) names.push_back(p.name);
     const int64_t per_rank = g.padded / shard_size_;
-    const bool float8 = g.dtype == at::kFloat8_e4m3fn;
-    const at::ScalarType read_as = float8 ? at::kFloat : g.dtype;
-    at::Tensor slice = reader(names, shard_rank_ * per_rank, per_rank, read_as);
-    OMNI_CHECK(slice.numel() == per_rank && slice.scalar_type() == read_as, "unit ", name_, ": shard reader returned ",
-               slice.numel(), " elements of ", slice.scalar_type(), ", expected ", per_rank, " of ", read_as);
-    if (float8) slice = quantize_slice(g, slice.to(at::kCPU).contiguous(), shard_rank_ * per_rank);
+    at::Tensor slice;
+    if (g.dtype == at::kFloat8_e4m3fn) {
+      slice = float8_slice(g, reader, shard_rank_ * per_rank, per_rank);
+    } else {
+      std::vector<std::string> names;
+      for (const auto& p : g.params) names.push_back(p.name);
+      slice = read_checked(reader, names, shard_rank_ * per_rank, per_rank, g.dtype);
+    }
     if (device_.is_cpu()) {
-      g.shard = slice.contiguous();
+      g.shard = slice;
     } else {
       g.shard = upload ? upload->upload(slice) : slice.to(device_).contiguous();
     }

@@ -21,15 +21,19 @@ namespace omni::hsdp {
 struct ParamSlot {
   std::string name;
   std::vector<int64_t> shape;
-  at::ScalarType dtype;  // float8_e4m3fn: quantized at load, one float32 scale per row into *scale
+  at::ScalarType dtype;  // float8_e4m3fn: one float32 scale per row into *scale
   at::Tensor* slot;
   at::Tensor* scale = nullptr;  // float8 weights: their scale slot, [rows] float32
+  // Float8 weights stored in float8 (fp8_scaled files): their [rows] float32 scales; the reader gives their
+  // bytes as stored. Undefined: the weight is read in float32 and quantized at load.
+  at::Tensor stored_scale;
   int64_t numel() const;
 };
 
 // Fills this rank's slice: elements [begin, begin + count) of the concatenation of the flattened tensors
 // `names` (in order), converted to `dtype`, as a 1-D tensor of `count` elements; zero past the end. Float8
-// groups ask for float32 values and quantize them.
+// groups ask for float32 values and quantize them, or, for weights with a stored_scale, for float8_e4m3fn: the
+// stored bytes.
 using ShardReader = std::function<at::Tensor(const std::vector<std::string>& names, int64_t begin, int64_t count,
                                              at::ScalarType dtype)>;
 
@@ -70,7 +74,9 @@ class FlatParamUnit {
   // Reads this rank's slice of every dtype group through `reader` (only those elements are read). A float8
   // group's weights are quantized per row: each rank takes the largest magnitude of each row over its own
   // slice, one all-reduce (max) over the shard group completes them, and each rank quantizes its slice with
-  // the scales (core/fp8.h). The scales, [rows] float32 per weight, are small and kept whole on every rank.
+  // the scales (core/fp8.h). Weights with a stored_scale are read as stored and keep those scales (no
+  // all-reduce when every weight of the group is). The scales, [rows] float32 per weight, are small and kept
+  // whole on every rank.
   // `upload` (may be null: plain copies) carries the slices to a CUDA device through its pinned staging
   // buffer; the caller synchronizes it once every unit is loaded.
   void load_shard(const ShardReader& reader, HostToDevice* upload = nullptr);
@@ -100,8 +106,12 @@ class FlatParamUnit {
     at::Tensor full;               // [padded] while gathered
     at::Tensor scales;             // float8 groups: every weight's row scales, [total rows] float32
   };
-  // A float8 group's slice: float32 values in, float8 out, the row scales set.
-  at::Tensor quantize_slice(Group& g, const at::Tensor& values, int64_t begin);
+  // reader(...) checked for `count` elements of `dtype`, on the CPU, contiguous.
+  at::Tensor read_checked(const ShardReader& reader, const std::vector<std::string>& names, int64_t begin,
+                          int64_t count, at::ScalarType dtype) const;
+  // A float8 group's slice [begin, begin + count): stored weights' bytes, the others quantized; the row scales
+  // set.
+  at::Tensor float8_slice(Group& g, const ShardReader& reader, int64_t begin, int64_t count);
 
   std::string name_;
   dist::ProcessGroup* group_;

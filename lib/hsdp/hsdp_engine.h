@@ -29,6 +29,9 @@ struct HsdpStats {
   // stream's stall on the gather's event (CUDA events around the wait), read once the device got there.
   double gather_wait_seconds = 0.0;
   int64_t disk_bytes_read = 0;  // bytes read from checkpoints for the shards
+  // Weights held in float8: read as the checkpoint stores them, or quantized at load (--weight-dtype).
+  int64_t float8_weights_stored = 0;
+  int64_t float8_weights_quantized = 0;
 };
 
 class ShardedModel {

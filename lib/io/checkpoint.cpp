@@ -180,6 +180,16 @@ bool Checkpoint::scaled(const std::string& name) const {
   return entry(name).scale.defined();
 }
 
+at::Tensor Checkpoint::float8_row_scales(const std::string& name) const {
+  const Entry& e = entry(name);
+  const TensorInfo& ti = e.file->info(e.stored);
+  if (ti.dtype != DType::F8_E4M3 || ti.shape.size() != 2) return at::Tensor();
+  const int64_t rows = ti.shape[0];
+  if (!e.scale.defined()) return at::ones({rows}, at::kFloat);           // float8 stored plainly: value = byte
+  if (e.scale.numel() == 1) return e.scale.expand({rows}).contiguous();  // one scale for the tensor
+  return e.scale.clone();                                                // [rows]
+}
+
 at::Tensor Checkpoint::read(const std::string& name, at::ScalarType dtype) const {
   const TensorInfo& ti = info(name);
   return read_range(name, 0, ti.numel(), dtype).view(ti.shape);
@@ -188,6 +198,12 @@ at::Tensor Checkpoint::read(const std::string& name, at::ScalarType dtype) const
 at::Tensor Checkpoint::read_range(const std::string& name, int64_t elem_begin, int64_t count,
                                   at::ScalarType dtype) const {
   const Entry& e = entry(name);
+  if (dtype == at::kFloat8_e4m3fn) {
+    // The stored bytes, unscaled: the caller holds the scales (float8_row_scales).
+    OMNI_CHECK(e.file->info(e.stored).dtype == DType::F8_E4M3, path_, ": '", name,
+               "' is not stored in float8_e4m3fn; it cannot be read as stored float8");
+    return e.file->read_range(e.stored, elem_begin, count, dtype);
+  }
   if (!e.scale.defined()) return e.file->read_range(e.stored, elem_begin, count, dtype);
   // float8 x scale in float32 (float8 converts exactly), then the one rounding to `dtype`.
   at::Tensor values = e.file->read_range(e.stored, elem_begin, count, at::kFloat);  // [count]
@@ -220,6 +236,7 @@ at::Tensor Checkpoint::read_flat(const std::vector<std::string>& tensors, int64_
     const int64_t lo = std::max(pos, elem_begin);
     const int64_t hi = std::min(pos + n, want_end);
     if (hi > lo && adjust != nullptr && adjust->touches(name)) {
+      OMNI_CHECK(dtype != at::kFloat8_e4m3fn, path_, ": '", name, "' is adjusted as read; it has no stored float8");
       for (int64_t a = lo; a < hi; a += kAdjustPiece) {
         const int64_t n = std::min(kAdjustPiece, hi - a);
         at::Tensor values = read_range(name, a - pos, n, at::kFloat);  // [n], a fresh copy

@@ -162,7 +162,7 @@ at::ScalarType to_scalar_type(DType dtype) {
       return at::kByte;
     case DType::BOOL:
       return at::kBool;
-    // No float8 type in LibTorch 1.13: these are decoded to float32 on read.
+    // float8 reads as float32 unless its own float8 type is asked for (TensorFile::read_range).
     case DType::F8_E4M3:
     case DType::F8_E5M2:
       return at::kFloat;
@@ -192,6 +192,10 @@ DType from_scalar_type(at::ScalarType type) {
       return DType::U8;
     case at::kBool:
       return DType::BOOL;
+    case at::kFloat8_e4m3fn:
+      return DType::F8_E4M3;
+    case at::kFloat8_e5m2:
+      return DType::F8_E5M2;
     default:
       break;
   }
@@ -271,7 +275,14 @@ at::Tensor TensorFile::read_range(const std::string& name, int64_t elem_begin, i
   const uint8_t* src = map_ + data_offset_ + ti.data_begin + elem_begin * esize;
   const auto cpu = at::TensorOptions().device(at::kCPU);
   at::Tensor out;
-  if (ti.dtype == DType::F8_E4M3 || ti.dtype == DType::F8_E5M2) {
+  const bool float8 = ti.dtype == DType::F8_E4M3 || ti.dtype == DType::F8_E5M2;
+  const at::ScalarType float8_type = ti.dtype == DType::F8_E4M3 ? at::kFloat8_e4m3fn : at::kFloat8_e5m2;
+  if (float8 && dtype == float8_type) {
+    // The stored float8 bytes as they are (HSDP keeps fp8_scaled files' weights in float8).
+    out = at::empty({count}, cpu.dtype(float8_type));
+    if (count > 0) std::memcpy(out.data_ptr(), src, static_cast<size_t>(count));
+  } else if (float8) {
+    // Decoded by table to float32 (exact), the type every other request converts from.
     out = at::empty({count}, cpu.dtype(at::kFloat));
     const auto& table = f8_table(ti.dtype);
     float* dst = out.data_ptr<float>();

@@ -24,7 +24,7 @@ enum class DType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL, F8_E4M3, F8
 bool parse_dtype(const std::string& name, DType* out);
 const char* dtype_name(DType dtype);
 int64_t dtype_size(DType dtype);
-at::ScalarType to_scalar_type(DType dtype);  // F8 types have no 1.13 equivalent: they are converted by hand
+at::ScalarType to_scalar_type(DType dtype);  // F8 types: float32, what they read as by default
 DType from_scalar_type(at::ScalarType type);
 
 struct TensorInfo {
@@ -54,7 +54,8 @@ class TensorFile {
   // The whole tensor in its shape, converted to `dtype` (at::ScalarType::Undefined keeps the stored type).
   at::Tensor read(const std::string& name, at::ScalarType dtype = at::ScalarType::Undefined) const;
   // Elements [elem_begin, elem_begin + count) of the tensor in row-major order as a 1-D tensor; touches
-  // only those bytes of the file.
+  // only those bytes of the file. A float8 tensor reads as float32 (exact) unless its own float8 type is asked
+  // for, which gives the stored bytes.
   at::Tensor read_range(const std::string& name, int64_t elem_begin, int64_t count,
                         at::ScalarType dtype = at::ScalarType::Undefined) const;
   // Bytes of tensor data copied out of the mapping so far (for the load accounting).
@@ -142,7 +143,12 @@ class Checkpoint {
   const TensorInfo& info(const std::string& name) const;
   // True when `name` is a float8 weight read times its scale.
   bool scaled(const std::string& name) const;
+  // A [rows, cols] weight stored in float8_e4m3fn (an fp8_scaled file's, or one stored in float8 plainly): its
+  // scale per row, [rows] float32 (a per-tensor scale repeated; 1 where the file has none). Undefined for any
+  // other tensor. Its values are byte x row scale; read_range(name, ..., at::kFloat8_e4m3fn) gives the bytes.
+  at::Tensor float8_row_scales(const std::string& name) const;
   at::Tensor read(const std::string& name, at::ScalarType dtype = at::ScalarType::Undefined) const;
+  // `dtype` float8_e4m3fn: the stored float8 bytes, unscaled (only for a tensor stored so).
   at::Tensor read_range(const std::string& name, int64_t elem_begin, int64_t count,
                         at::ScalarType dtype = at::ScalarType::Undefined) const;
   // Elements [elem_begin, elem_begin + count) of the concatenation of the flattened `tensors` (in the given

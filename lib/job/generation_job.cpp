@@ -1,6 +1,7 @@
 #include "job/generation_job.h"
 
 #include <algorithm>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -63,7 +64,8 @@ GenerationJob::GenerationJob(config::GenerateOptions options, ResolvedRun run, s
                 "",  // the device, once load() selected it
                 mesh.layout().summary(),
                 std::move(layout_line),
-                std::move(run.checkpoint)},
+                std::move(run.checkpoint),
+                nlohmann::json::object()},
       queue_(std::make_unique<VideoQueue>(std::move(run.videos), run.written)),
       writer_(opts_) {
   // Before any kernel, and before a dry run's report says what ran.
@@ -285,7 +287,7 @@ void GenerationJob::load() {
                      "--dtype/--vae-dtype float16 needs --device cuda (LibTorch's CPU kernels have no half-precision "
                      "matrix products); use bfloat16 or float32 on the CPU");
     s.use_hsdp = opts_.parallel.use_hsdp;
-    s.transformer_weights = {opts_.weight_format == config::WeightFormat::kFloat8, opts_.fp8_layers};
+    s.transformer_weights = {opts_.weight_format == config::WeightFormat::kFloat8, opts_.fp8_layers, {}};
     s.fp8_matmul = opts_.fp8_matmul;
     s.vae_parallel = opts_.vae_parallel;
     s.step_cache = opts_.step_cache;
@@ -317,8 +319,14 @@ void GenerationJob::load() {
   stats_.load_peak_rss_bytes = peak_rss_bytes();
   stats_.load_peak_device_bytes = dist::peak_device_bytes(device_);
   const auto& st = pipeline_->hsdp_stats();
-  OMNI_INFO("loaded in ", times_.get("load"), " s: weights ", format_bytes(pipeline_->param_bytes_total()),
-            " in all, this rank holds ", format_bytes(st.param_bytes_resident), " of the sharded models");
+  OMNI_INFO("loaded in ", std::round(phase.seconds() * 10) / 10, " s: weights ",
+            format_bytes(pipeline_->param_bytes_total()), " in all, this rank holds ",
+            format_bytes(st.param_bytes_resident), " of the sharded models");
+  if (st.float8_weights_stored + st.float8_weights_quantized > 0) {
+    identity_.float8_weights = {{"stored", st.float8_weights_stored}, {"quantized", st.float8_weights_quantized}};
+    OMNI_INFO("float8 weights: ", st.float8_weights_stored, " as the checkpoint stores them, ",
+              st.float8_weights_quantized, " quantized at load");
+  }
 }
 
 int GenerationJob::run() {
@@ -499,6 +507,7 @@ int GenerationJob::finish() {
     r["videos"] = videos;
     r["summary"] = {{"generated", generated}, {"skipped", skipped}, {"failed", failed}};
     if (const nlohmann::json lora = lora_.to_json(); !lora.empty()) r["lora"] = lora;
+    if (!identity_.float8_weights.empty()) r["float8_weights"] = identity_.float8_weights;
     if (caching) {
       // Rank 0's transformer calls over its videos (every rank of its group took the same decisions).
       r["step_cache"] = {

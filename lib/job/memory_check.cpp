@@ -19,7 +19,7 @@ pipeline::MemoryPlanSettings plan_settings(const config::GenerateOptions& run, c
   ps.vae_dtype = run.vae_dtype;
   ps.cuda = dist::runs_on_cuda(run.device);
   ps.shard = l.use_hsdp ? l.hsdp_shard : 1;
-  ps.transformer_weights = {run.weight_format == config::WeightFormat::kFloat8, run.fp8_layers};
+  ps.transformer_weights = {run.weight_format == config::WeightFormat::kFloat8, run.fp8_layers, {}};
   ps.fp8_matmul = run.fp8_matmul;
   ps.ulysses = l.ulysses;
   ps.ring = l.ring;

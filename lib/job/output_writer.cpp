@@ -99,6 +99,7 @@ void OutputWriter::write(int index, const VideoSpec& v, const std::string& task,
                  {"seed", std::to_string(o.seed)},
                  {"model", run.model_root}};
   if (!lora.empty()) vo.metadata["lora"] = lora.dump();  // each file's path, name, SHA-256 and scale
+  if (!run.float8_weights.empty()) vo.metadata["float8_weights"] = run.float8_weights.dump();
 
   // The tensor files name their video, so that a resumed run recognizes them as its own partial outputs.
   const std::map<std::string, std::string> tag{{"output", v.output}};
@@ -126,6 +127,7 @@ void OutputWriter::write(int index, const VideoSpec& v, const std::string& task,
   side["height"] = result.frames.size(2);
   side["width"] = result.frames.size(3);
   if (!lora.empty()) side["lora"] = lora;
+  if (!run.float8_weights.empty()) side["float8_weights"] = run.float8_weights;
   nlohmann::json settings;
   for (const auto& spec : config::option_table()) settings[spec.name] = config::option_json(o, spec.name);
   nlohmann::json sources = nlohmann::json::object();  // where each setting came from

@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "io/safetensors.h"
 #include "models/module.h"
 
 namespace omni::models {
@@ -15,9 +16,17 @@ bool starts_with(const std::string& s, const std::string& prefix) {
 
 }  // namespace
 
+WeightHolding with_stored_float8(WeightHolding h, const io::Checkpoint& ckpt) {
+  h.stored_float8.clear();
+  for (const auto& name : ckpt.names())
+    if (ckpt.float8_row_scales(name).defined()) h.stored_float8.insert(name);
+  return h;
+}
+
 std::string float8_kept_reason(const ParamRef& p, const WeightHolding& h, int num_blocks) {
-  if (!h.float8) return "--weight-dtype is the run dtype";
   if (p.scale == nullptr) return "not a Linear weight (embedding, norm, modulation table, patch embedding, bias)";
+  if (h.stored_float8.count(p.name)) return "";  // float8 in the checkpoint
+  if (!h.float8) return "--weight-dtype is the run dtype";
   // "blocks.<i>.<rest>"
   if (!starts_with(p.name, "blocks.")) return "outside the blocks (condition embedder, head)";
   const size_t dot = p.name.find('.', 7);

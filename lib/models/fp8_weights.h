@@ -10,13 +10,21 @@
 //     (ComfyUI and LightX2V keep them too);
 //   - the layer families --fp8-layers leaves out (default: attention stays; vllm-omni#2920 got noise with
 //     float8 everywhere and keeps the feed-forward layers only).
+// A Linear weight the checkpoint already stores in float8_e4m3fn (ComfyUI's fp8_scaled files) is held in float8
+// as stored, with the file's scales, whatever the flags say: its values are float8 already, so holding it in
+// the run dtype would cost memory and gain nothing (the dequantized product is the same either way).
 #pragma once
 
 #include <c10/core/ScalarType.h>
 
+#include <set>
 #include <string>
 
 #include "config/options.h"
+
+namespace omni::io {
+class Checkpoint;
+}
 
 namespace omni::models {
 
@@ -25,7 +33,11 @@ struct ParamRef;
 struct WeightHolding {
   bool float8 = false;  // --weight-dtype float8_e4m3fn
   config::Fp8Layers layers = config::Fp8Layers::kFfn;
+  std::set<std::string> stored_float8;  // our names of the weights the checkpoint stores in float8_e4m3fn
 };
+
+// `h` with the [out, in] weights `ckpt` stores in float8_e4m3fn (Checkpoint::float8_row_scales) as stored_float8.
+WeightHolding with_stored_float8(WeightHolding h, const io::Checkpoint& ckpt);
 
 // Empty when `p` is held in float8 under `h` in a model of `num_blocks` blocks; else why it is not.
 std::string float8_kept_reason(const ParamRef& p, const WeightHolding& h, int num_blocks);

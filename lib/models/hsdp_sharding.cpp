@@ -13,12 +13,22 @@
 namespace omni::models {
 namespace {
 
+// The unit's slots. A float8 weight the checkpoint stores in float8 is read as stored, with the file's scales,
+// unless LoRA changes it as it is read (then it is merged in float32 and quantized like any other).
 std::vector<hsdp::ParamSlot> slots_of(const std::vector<ParamRef>& params, at::ScalarType model_dtype,
-                                      const WeightHolding& holding, int num_blocks) {
+                                      const WeightHolding& holding, int num_blocks, const io::Checkpoint& ckpt,
+                                      const LoraSet* lora, hsdp::HsdpStats& stats) {
   std::vector<hsdp::ParamSlot> out;
   for (const auto& p : params) {
     const at::ScalarType held = held_dtype(p, model_dtype, holding, num_blocks);
-    out.push_back({p.name, p.shape, held, p.tensor, held == at::kFloat8_e4m3fn ? p.scale : nullptr});
+    hsdp::ParamSlot slot{p.name, p.shape, held, p.tensor, nullptr, at::Tensor()};
+    if (held == at::kFloat8_e4m3fn) {
+      slot.scale = p.scale;
+      if (holding.stored_float8.count(p.name) && !(lora != nullptr && lora->touches(p.name)))
+        slot.stored_scale = ckpt.float8_row_scales(p.name);
+      ++(slot.stored_scale.defined() ? stats.float8_weights_stored : stats.float8_weights_quantized);
+    }
+    out.push_back(std::move(slot));
   }
   return out;
 }
@@ -74,6 +84,8 @@ std::unique_ptr<hsdp::ShardedModel> shard_model(const std::string& name, const M
                                                 const WeightHolding& holding) {
   const std::vector<ParamRef> all = model.parameters();
   check_state(all, ckpt);
+  const WeightHolding held = with_stored_float8(holding, ckpt);
+  const int num_blocks = static_cast<int>(blocks.size());
 
   UnitParams units_params = split_units(model, blocks);
   const std::vector<ParamRef>& root_params = units_params.root;
@@ -93,8 +105,7 @@ std::unique_ptr<hsdp::ShardedModel> shard_model(const std::string& name, const M
     return ckpt.read_flat(names, begin, count, dtype, adjust);
   };
   auto root = std::make_unique<hsdp::FlatParamUnit>(
-      name + ".root", slots_of(root_params, model_dtype, holding, static_cast<int>(blocks.size())), shard_group,
-      device);
+      name + ".root", slots_of(root_params, model_dtype, held, num_blocks, ckpt, lora, *stats), shard_group, device);
   // Slices reach a GPU through one pinned staging buffer (core/memory.h), reused by every unit.
   HostToDevice upload(device);
   root->load_shard(reader, &upload);
@@ -102,7 +113,7 @@ std::unique_ptr<hsdp::ShardedModel> shard_model(const std::string& name, const M
   for (size_t b = 0; b < blocks.size(); ++b) {
     units.push_back(std::make_unique<hsdp::FlatParamUnit>(
         name + ".block" + std::to_string(b),
-        slots_of(block_params[b], model_dtype, holding, static_cast<int>(blocks.size())), shard_group, device));
+        slots_of(block_params[b], model_dtype, held, num_blocks, ckpt, lora, *stats), shard_group, device));
     units.back()->load_shard(reader, &upload);
   }
   upload.synchronize();  // the staging buffer is free before the next model's load reuses the host memory

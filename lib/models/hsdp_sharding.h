@@ -51,7 +51,9 @@ UnitBytes unit_bytes(const std::vector<ParamRef>& params, at::ScalarType model_d
 // input errors naming them). `shard_group` null or of size 1 holds every unit whole (still loaded through
 // the same path, so the arithmetic is identical). `lora` (may be null) is merged into the weights as they are
 // read: each rank merges into its own slice only. `holding`: which Linear weights are held in float8
-// (fp8_weights.h), quantized as each rank reads its slice.
+// (fp8_weights.h), quantized as each rank reads its slice; those `ckpt` stores in float8 are held in float8 too,
+// read as stored with the file's scales (quantized after merging where LoRA changes them). The counts go to
+// `stats` (float8_weights_stored / _quantized).
 std::unique_ptr<hsdp::ShardedModel> shard_model(const std::string& name, const Module& model,
                                                 const std::vector<const Module*>& blocks, const io::Checkpoint& ckpt,
                                                 dist::ProcessGroup* shard_group, at::ScalarType model_dtype,

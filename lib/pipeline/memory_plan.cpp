@@ -47,7 +47,8 @@ int64_t stored_bytes(const io::Checkpoint& ckpt, const std::string& name) {
 
 ModelUnits units_of(const std::string& name, const models::Module& model,
                     const std::vector<const models::Module*>& blocks, const io::Checkpoint& ckpt, c10::ScalarType dtype,
-                    int shard, const models::WeightHolding& holding = {}) {
+                    int shard, const models::WeightHolding& flags = {}) {
+  const models::WeightHolding holding = models::with_stored_float8(flags, ckpt);
   ModelUnits out;
   out.name = name;
   const int num_blocks = static_cast<int>(blocks.size());
@@ -70,15 +71,16 @@ ModelUnits units_of(const std::string& name, const models::Module& model,
     // converted to the unit's dtype.
     const int64_t numel = ckpt.info(p.name).numel();
     const int64_t piece = std::min(numel, ceil_div(numel, shard));
-    // A float8 weight's slice is read as float32 and quantized (FlatParamUnit::load_shard).
+    // A float8 weight's slice is read as stored float8, or as float32 and quantized (FlatParamUnit::load_shard).
     const auto held_as = models::held_dtype(p, dtype, holding, num_blocks);
+    const bool stored_float8 = holding.stored_float8.count(p.name) != 0;
     if (held_as == at::kFloat8_e4m3fn) {
       const int64_t n = ckpt.info(p.name).numel();
       out.float8_dequant =
           std::max(out.float8_dequant,
                    n * esize(dtype) + std::min(n, fp8::kDequantChunkElements + p.shape[1]) * esize(at::kFloat));
     }
-    const int64_t held = esize(held_as == at::kFloat8_e4m3fn ? at::kFloat : held_as);
+    const int64_t held = held_as != at::kFloat8_e4m3fn ? esize(held_as) : stored_float8 ? 1 : esize(at::kFloat);
     const int64_t as_stored = numel > 0 ? bytes / numel : 0;
     out.read_piece = std::max(out.read_piece, piece * (as_stored + (as_stored == held ? 0 : held)));
   }

@@ -329,10 +329,46 @@ ExpertInputs small_inputs(const omni::generator::CheckpointSpec& spec) {
 // float8 weights are replaced, element by element, by a scalar loop's quantization (row amax / 448, c10's
 // scalar float8 conversion, times the scale). Every layout's forward must equal it exactly, and the resident
 // bytes must be what the memory plan's unit_bytes counts (float8 as 1 byte, plus the float32 row scales).
+// A float32 [out, in] weight quantized by a scalar loop, independent of core/fp8: each row divided by its scale
+// (`scales` [out]; empty: row amax / 448, 1 for a zero row), clamped to +-448, c10's scalar float8 conversion.
+// Returns the float8 bytes and fills `scales`.
+at::Tensor scalar_float8(const at::Tensor& weight, std::vector<float>& scales) {
+  at::Tensor w = weight.contiguous();
+  const int64_t rows = w.size(0), cols = w.size(1);
+  const float* src = w.const_data_ptr<float>();
+  at::Tensor q = at::empty({rows, cols}, at::kFloat8_e4m3fn);
+  auto* dst = q.mutable_data_ptr<c10::Float8_e4m3fn>();
+  const bool given = !scales.empty();
+  scales.resize(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!given) {
+      float amax = 0;
+      for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(src[r * cols + c]));
+      scales[static_cast<size_t>(r)] = amax > 0 ? amax / 448.0f : 1.0f;
+    }
+    for (int64_t c = 0; c < cols; ++c)
+      dst[r * cols + c] =
+          c10::Float8_e4m3fn(std::min(448.0f, std::max(-448.0f, src[r * cols + c] / scales[static_cast<size_t>(r)])));
+  }
+  return q;
+}
+
+// byte x its row's scale, in float32 (one rounding), by a scalar loop.
+at::Tensor scalar_dequantized(const at::Tensor& q, const std::vector<float>& scales) {
+  const int64_t rows = q.size(0), cols = q.size(1);
+  at::Tensor out = at::empty({rows, cols}, at::kFloat);
+  const auto* src = q.const_data_ptr<c10::Float8_e4m3fn>();
+  float* dst = out.mutable_data_ptr<float>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      dst[r * cols + c] = static_cast<float>(src[r * cols + c]) * scales[static_cast<size_t>(r)];
+  return out;
+}
+
 void float8_checks(Checks& checks, const std::string& model_dir, int world) {
   const auto spec = omni::generator::make_preset(omni::generator::CheckpointKind::kT2vA14b, "small");
   const ExpertInputs in = small_inputs(spec);
-  const omni::models::WeightHolding holding{true, omni::config::Fp8Layers::kAll};
+  const omni::models::WeightHolding holding{true, omni::config::Fp8Layers::kAll, {}};
   const std::string dir = model_dir + "/transformer";
 
   auto whole = WanTransformer3DModel::load(dir, at::kFloat);
@@ -340,21 +376,11 @@ void float8_checks(Checks& checks, const std::string& model_dir, int world) {
   int64_t float8_weights = 0, float8_elements = 0, float8_rows = 0;
   for (const auto& p : whole->parameters()) {
     if (omni::models::held_dtype(p, at::kFloat, holding, num_blocks) != at::kFloat8_e4m3fn) continue;
-    at::Tensor w = p.tensor->contiguous();  // [out, in] float32
-    const int64_t rows = w.size(0), cols = w.size(1);
-    const float* src = w.const_data_ptr<float>();
-    at::Tensor q = at::empty_like(w);
-    float* dst = q.mutable_data_ptr<float>();
-    for (int64_t r = 0; r < rows; ++r) {
-      float amax = 0;
-      for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(src[r * cols + c]));
-      const float scale = amax > 0 ? amax / 448.0f : 1.0f;
-      for (int64_t c = 0; c < cols; ++c) {
-        const float v = std::min(448.0f, std::max(-448.0f, src[r * cols + c] / scale));
-        dst[r * cols + c] = static_cast<float>(c10::Float8_e4m3fn(v)) * scale;
-      }
-    }
-    *p.tensor = q;
+    const at::Tensor w = *p.tensor;  // [out, in] float32
+    const int64_t rows = w.size(0);
+    std::vector<float> scales;
+    const at::Tensor q = scalar_float8(w, scales);
+    *p.tensor = scalar_dequantized(q, scales);
     ++float8_weights;
     float8_elements += w.numel();
     float8_rows += rows;
@@ -383,6 +409,98 @@ void float8_checks(Checks& checks, const std::string& model_dir, int world) {
                    l.sharded->resident_bytes(),
                    static_cast<double>(plain) - 3.0 * static_cast<double>(float8_elements) / shard +
                        4.0 * static_cast<double>(float8_rows) + 4.0 * shard * (num_blocks + 1));
+  }
+}
+
+// Whether the small model's weight `name` is stored in float8 by stored_float8_checks, and how: every block's
+// feed-forward weights with a scale per row (`weight_scale` [out], amax / 300: not the scale the loader would
+// choose), and block 1's attn1.to_q with one scale for the tensor (`scale_weight`, amax / 400).
+enum class Stored { kNo, kPerRow, kPerTensor };
+Stored stored_as(const std::string& name) {
+  if (name.rfind("blocks.", 0) == 0 && name.find(".ffn.") != std::string::npos && name.size() > 7 &&
+      name.compare(name.size() - 7, 7, ".weight") == 0)
+    return Stored::kPerRow;
+  if (name == "blocks.1.attn1.to_q.weight") return Stored::kPerTensor;
+  return Stored::kNo;
+}
+
+// A checkpoint storing some weights in float8 (an fp8_scaled file, written here; rank 0 writes it): those are
+// held in float8 as stored, with the file's scales, with or without --weight-dtype, and the others under
+// --weight-dtype float8_e4m3fn are quantized at load beside them in the same units (block 1 mixes both). The
+// reference is the whole float32 model with the stored weights replaced by byte x scale and the quantized ones
+// by the scalar loop. Every layout's forward must equal it exactly; the counts, and the resident bytes against
+// the memory plan's.
+void stored_float8_checks(Checks& checks, const std::string& model_dir, int world, int rank) {
+  const auto spec = omni::generator::make_preset(omni::generator::CheckpointKind::kT2vA14b, "small");
+  const ExpertInputs in = small_inputs(spec);
+  const std::string src = model_dir + "/transformer", dir = model_dir + "/transformer_fp8";
+  std::map<std::string, std::pair<at::Tensor, std::vector<float>>> stored;  // name -> bytes, row scales
+  {
+    const auto ckpt = omni::io::Checkpoint::open(src);
+    std::vector<std::pair<std::string, at::Tensor>> tensors;
+    for (const auto& name : ckpt.names()) {
+      const at::Tensor w = ckpt.read(name, at::kFloat);
+      const Stored how = stored_as(name);
+      if (how == Stored::kNo || w.dim() != 2) {
+        tensors.emplace_back(name, w);
+        continue;
+      }
+      const float amax_all = w.abs().max().item<float>();
+      std::vector<float> scales;
+      for (int64_t r = 0; r < w.size(0); ++r)
+        scales.push_back(how == Stored::kPerRow ? w[r].abs().max().item<float>() / 300.0f : amax_all / 400.0f);
+      const at::Tensor q = scalar_float8(w, scales);
+      const std::string layer = name.substr(0, name.size() - 7);
+      tensors.emplace_back(name, q);
+      if (how == Stored::kPerRow)
+        tensors.emplace_back(layer + ".weight_scale", at::tensor(scales));
+      else
+        tensors.emplace_back(layer + ".scale_weight", at::scalar_tensor(scales[0], at::kFloat));
+      stored[name] = {q, scales};
+    }
+    if (rank == 0) {
+      fs::create_directories(dir);
+      fs::copy_file(src + "/config.json", dir + "/config.json", fs::copy_options::overwrite_existing);
+      omni::io::write_safetensors(dir + "/diffusion_pytorch_model.safetensors", tensors);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  checks.truth("stored float8: the file has per-row and per-tensor float8 weights", stored.size() > 2);
+
+  for (const bool flag : {false, true}) {
+    const omni::models::WeightHolding holding{flag, omni::config::Fp8Layers::kAll, {}};
+    auto whole = WanTransformer3DModel::load(src, at::kFloat);
+    const int num_blocks = whole->num_blocks();
+    int64_t want_stored = 0, want_quantized = 0;
+    for (const auto& p : whole->parameters()) {
+      if (auto it = stored.find(p.name); it != stored.end()) {
+        *p.tensor = scalar_dequantized(it->second.first, it->second.second);
+        ++want_stored;
+      } else if (omni::models::held_dtype(p, at::kFloat, holding, num_blocks) == at::kFloat8_e4m3fn) {
+        std::vector<float> scales;
+        *p.tensor = scalar_dequantized(scalar_float8(*p.tensor, scales), scales);
+        ++want_quantized;
+      }
+    }
+    const at::Tensor want = whole->forward(in.x, in.t, in.ctx);
+    for (const auto& [rep, shard] : hsdp_test::test_layouts(world)) {
+      const std::string tag = std::string("stored float8 ") + (flag ? "+ --weight-dtype float8 " : "alone ") +
+                              hsdp_test::layout_name(rep, shard) + ": ";
+      Groups g = make_groups(rep, shard, world);
+      auto pool = std::make_shared<omni::hsdp::BufferPool>(at::kCPU);
+      Loaded l = shard_expert(dir, "transformer", g.shard.get(), at::kFloat, pool, holding);
+      omni::models::HsdpHooks h(l.sharded.get());
+      checks.err(tag + "forward == whole model with the stored bytes x scales and the others quantized",
+                 max_abs_err(l.expert().forward(in.x, in.t, in.ctx, &h), want));
+      checks.equal(tag + "weights read as stored", l.stats->float8_weights_stored, want_stored);
+      checks.equal(tag + "weights quantized at load", l.stats->float8_weights_quantized, want_quantized);
+      const auto held = omni::models::with_stored_float8(holding, omni::io::Checkpoint::open(dir));
+      const auto units = omni::models::split_units(*l.module, l.blocks);
+      int64_t planned = omni::models::unit_bytes(units.root, at::kFloat, shard, held, num_blocks).resident;
+      for (const auto& b : units.blocks)
+        planned += omni::models::unit_bytes(b, at::kFloat, shard, held, num_blocks).resident;
+      checks.equal(tag + "resident bytes == the memory plan's", l.sharded->resident_bytes(), planned);
+    }
   }
 }
 
@@ -490,6 +608,7 @@ int run_all() {
   MPI_Barrier(MPI_COMM_WORLD);
   generated_checks(checks, model_dir, world);
   float8_checks(checks, model_dir, world);
+  stored_float8_checks(checks, model_dir, world, rank);
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) {
     std::error_code ec;

@@ -29,6 +29,46 @@ std::vector<std::pair<std::string, at::Tensor>> model_tensors() {
   };
 }
 
+// Float8 weights as fp8_scaled files store them (written by our writer, whose float8 bytes are LibTorch's): one
+// scale for the tensor (`scale_weight`, 0-dim), one per row (`weight_scale`), none, and a float32 weight. Read as
+// float32 they are byte x scale; float8_row_scales gives each one's scale per row (undefined for the float32 one);
+// read as float8 they are the stored bytes; a float32 weight cannot be read as stored float8.
+TEST(Checkpoint, Float8RowScalesAndStoredBytes) {
+  TempDir dir;
+  at::manual_seed(5);
+  const at::Tensor q1 = (at::randn({4, 6}) * 50).to(at::kFloat8_e4m3fn);
+  const at::Tensor q2 = (at::randn({3, 6}) * 50).to(at::kFloat8_e4m3fn);
+  const at::Tensor q3 = (at::randn({2, 6}) * 50).to(at::kFloat8_e4m3fn);
+  const at::Tensor s2 = at::tensor({0.5f, 0.25f, 3.0f});
+  const std::string path = dir / "fp8.safetensors";
+  write_safetensors(path, {{"a.weight", q1},
+                           {"a.scale_weight", at::scalar_tensor(0.125, at::kFloat)},
+                           {"b.weight", q2},
+                           {"b.weight_scale", s2},
+                           {"c.weight", q3},
+                           {"d.weight", at::randn({2, 2})},
+                           {"scaled_fp8", at::empty({0}, at::kFloat8_e4m3fn)}});
+  const Checkpoint ck = Checkpoint::open(path);
+  EXPECT_EQ(ck.names(), (std::vector<std::string>{"a.weight", "b.weight", "c.weight", "d.weight"}));
+  EXPECT_TRUE(at::equal(ck.float8_row_scales("a.weight"), at::full({4}, 0.125f)));
+  EXPECT_TRUE(at::equal(ck.float8_row_scales("b.weight"), s2));
+  EXPECT_TRUE(at::equal(ck.float8_row_scales("c.weight"), at::ones({2})));
+  EXPECT_FALSE(ck.float8_row_scales("d.weight").defined());
+  EXPECT_TRUE(at::equal(ck.read("a.weight", at::kFloat), q1.to(at::kFloat) * 0.125f));
+  EXPECT_TRUE(at::equal(ck.read("b.weight", at::kFloat), q2.to(at::kFloat) * s2.unsqueeze(1)));
+  for (const auto& [name, q] : {std::pair{"a.weight", q1}, std::pair{"b.weight", q2}, std::pair{"c.weight", q3}}) {
+    const at::Tensor raw = ck.read_range(name, 1, q.numel() - 2, at::kFloat8_e4m3fn);
+    ASSERT_EQ(raw.scalar_type(), at::kFloat8_e4m3fn) << name;
+    EXPECT_TRUE(at::equal(raw.view(at::kByte), q.reshape({-1}).narrow(0, 1, q.numel() - 2).view(at::kByte))) << name;
+  }
+  // Across tensor boundaries, as HSDP reads a run of stored weights: a's tail, then b's head.
+  const at::Tensor flat = ck.read_flat({"a.weight", "b.weight"}, 20, 10, at::kFloat8_e4m3fn);
+  const at::Tensor want =
+      at::cat({q1.reshape({-1}).view(at::kByte), q2.reshape({-1}).view(at::kByte)}).narrow(0, 20, 10);
+  EXPECT_TRUE(at::equal(flat.view(at::kByte), want));
+  EXPECT_THROW(ck.read_range("d.weight", 0, 4, at::kFloat8_e4m3fn), std::exception);
+}
+
 // Sharded at 100 bytes: several shards, tensors never split (as Hugging Face's writer does).
 std::string write_sharded(const TempDir& dir) {
   return write_sharded_safetensors(dir.path(), "diffusion_pytorch_model", model_tensors(), 100);

@@ -153,6 +153,18 @@ TEST(Safetensors, Float8DecodedByHand) {
 
   EXPECT_TRUE(at::equal(f.read_range("a", 0x38, 9, at::kDouble), a.narrow(0, 0x38, 9).to(at::kDouble)));
   EXPECT_EQ(f.bytes_read(), 256 + 256 + 256 + 9);
+
+  // Asked for its own float8 type, a float8 tensor is its stored bytes (HSDP holds fp8_scaled weights so);
+  // LibTorch's own float8 -> float32 conversion of them agrees with the table above.
+  at::Tensor raw = f.read_range("a", 16, 200, at::kFloat8_e4m3fn);
+  ASSERT_EQ(raw.scalar_type(), at::kFloat8_e4m3fn);
+  ASSERT_EQ(raw.numel(), 200);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(raw.const_data_ptr());
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(bytes[i], 16 + i);
+  EXPECT_TRUE(at::allclose(raw.to(at::kFloat), a.narrow(0, 16, 200), 0.0, 0.0, /*equal_nan=*/true));
+  at::Tensor raw_b = f.read("b", at::kFloat8_e5m2);
+  EXPECT_EQ(raw_b.scalar_type(), at::kFloat8_e5m2);
+  EXPECT_TRUE(at::allclose(raw_b.to(at::kFloat).reshape({-1}), b, 0.0, 0.0, /*equal_nan=*/true));
 }
 
 // --- malformed files -------------------------------------------------------------------------------------------

@@ -53,6 +53,7 @@ fp8_scaled (ComfyUI "scaled_fp8" format, comfy/ops.py scaled_fp8_ops):
     (encoder.block.N.layer.0.SelfAttention.{q,k,v,o}.weight,
     encoder.block.N.layer.1.DenseReluDense.{wi_0,wi_1,wo}.weight):
       scale = amax(|w|) / 448 (1.0 when amax == 0), 0-dim float32 `<module>.scale_weight`
+      (--fp8-scale row: per output row, [rows] float32; --fp8-keys REGEX: other weights than these)
       weight = (w / scale).clamp(-448, 448).to(float8_e4m3fn); dequant = fp8.float() * scale
     --input-scale also writes 0-dim float32 `<module>.scale_input` = 1.0.
   marker: `scaled_fp8` = torch.empty(0, dtype=float8_e4m3fn) (shape [0]); in the transformer
@@ -345,8 +346,15 @@ T5_FP8_RE = re.compile(
     r"^encoder\.block\.\d+\.layer\.(0\.SelfAttention\.[qkvo]|1\.DenseReluDense\.(?:wi_0|wi_1|wo))\.weight$")
 
 
-def fp8_quantize_tensor(w: torch.Tensor):
+def fp8_quantize_tensor(w: torch.Tensor, per_row=False):
+    """float8 e4m3 bytes and float32 scale(s) amax / 448 (1 where amax is 0): one 0-dim scale for the tensor, or
+    with per_row one per output row, shape [rows]."""
     wf = w.detach().to(torch.float32)
+    if per_row:
+        amax = wf.abs().amax(dim=1)
+        scale_t = torch.where(amax > 0, amax / FP8_MAX, torch.ones_like(amax))
+        q = (wf / scale_t.unsqueeze(1)).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
+        return q, scale_t
     amax = wf.abs().max().item() if wf.numel() else 0.0
     scale = amax / FP8_MAX if amax > 0 else 1.0
     scale_t = torch.tensor(scale, dtype=torch.float32)
@@ -355,7 +363,7 @@ def fp8_quantize_tensor(w: torch.Tensor):
 
 
 def quantize_fp8_scaled(sd: dict, which_keys, rest_dtype=torch.float16, new_style=False,
-                        input_scale=False) -> dict:
+                        input_scale=False, per_row=False) -> dict:
     """which_keys: iterable of weight keys or a callable(key)->bool or a compiled regex."""
     if callable(which_keys):
         pick = which_keys
@@ -368,7 +376,7 @@ def quantize_fp8_scaled(sd: dict, which_keys, rest_dtype=torch.float16, new_styl
     for k, v in sd.items():
         if pick(k) and v.dim() == 2 and k.endswith(".weight"):
             mod = k[: -len(".weight")]
-            q, s = fp8_quantize_tensor(v)
+            q, s = fp8_quantize_tensor(v, per_row)
             out[k] = q
             if new_style:
                 out[mod + ".weight_scale"] = s
@@ -574,7 +582,7 @@ def write_original(src, out, dtype="keep", shard_bytes=65536, model_type=None):
 
 
 def write_comfy(src, out, dtype, prefix="model.diffusion_model.", spiece=False,
-                new_style=False, input_scale=False, fp8_rest="fp16"):
+                new_style=False, input_scale=False, fp8_rest="fp16", fp8_keys=None, fp8_scale="tensor"):
     p = Pipeline(src)
     mt = p.model_type()
     prefix = "" if prefix in (None, "none", "") else prefix
@@ -585,7 +593,8 @@ def write_comfy(src, out, dtype, prefix="model.diffusion_model.", spiece=False,
         for sub, _, tag in p.expert_dirs():
             sd = to_original_transformer(load_diffusers_component(p.src / sub))
             if fp8:
-                sd = quantize_fp8_scaled(sd, TRANSFORMER_FP8_RE, rest, new_style, input_scale)
+                keys = TRANSFORMER_FP8_RE if fp8_keys is None else re.compile(fp8_keys)
+                sd = quantize_fp8_scaled(sd, keys, rest, new_style, input_scale, fp8_scale == "row")
             else:
                 sd = _cast(sd, DTYPES[dtype])
             sd = {prefix + k: v.contiguous() for k, v in sd.items()}
@@ -626,11 +635,16 @@ def main(argv=None):
     c.add_argument("--new-style", action="store_true")
     c.add_argument("--input-scale", action="store_true")
     c.add_argument("--fp8-rest", default="fp16", choices=["fp16", "bf16", "fp32"])
+    c.add_argument("--fp8-keys", help="regex over the original transformer names of the weights written in "
+                   "float8 (default: every 2-D Linear weight of the blocks, as ComfyUI's files)")
+    c.add_argument("--fp8-scale", default="tensor", choices=["tensor", "row"],
+                   help="one scale per tensor (ComfyUI's files), or one per output row ([rows] scale_weight)")
     a = ap.parse_args(argv)
     if a.layout == "original":
         write_original(a.src, a.out, a.dtype, a.shard_bytes, a.model_type)
     else:
-        write_comfy(a.src, a.out, a.dtype, a.prefix, a.spiece, a.new_style, a.input_scale, a.fp8_rest)
+        write_comfy(a.src, a.out, a.dtype, a.prefix, a.spiece, a.new_style, a.input_scale, a.fp8_rest,
+                    a.fp8_keys, a.fp8_scale)
     return 0
 
 
