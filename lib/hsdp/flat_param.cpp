@@ -79,8 +79,8 @@ void for_each_row_piece(int64_t off, int64_t numel, int64_t cols, int64_t begin,
 
 }  // namespace
 
-at::Tensor FlatParamUnit::read_checked(const ShardReader& reader, const std::vector<std::string>& names,
-                                       int64_t begin, int64_t count, at::ScalarType dtype) const {
+at::Tensor FlatParamUnit::read_checked(const ShardReader& reader, const std::vector<std::string>& names, int64_t begin,
+                                       int64_t count, at::ScalarType dtype) const {
   at::Tensor t = reader(names, begin, count, dtype);
   OMNI_CHECK(t.numel() == count && t.scalar_type() == dtype, "unit ", name_, ": shard reader returned ", t.numel(),
              " elements of ", t.scalar_type(), ", expected ", count, " of ", dtype);
@@ -106,7 +106,7 @@ at::Tensor FlatParamUnit::float8_slice(Group& g, const ShardReader& reader, int6
   // 1. The slice, read in runs of consecutive weights read alike: stored float8 bytes as they are, or float32
   //    values to quantize (`values`, only where this rank's slice has some). The padding stays 0.
   auto out = at::zeros({count}, at::TensorOptions().dtype(at::kFloat8_e4m3fn));  // [slice]
-  at::Tensor values;                                                              // [slice] float32
+  at::Tensor values;                                                             // [slice] float32
   for (size_t i = 0; i < g.params.size();) {
     const bool stored = g.params[i].stored_scale.defined();
     std::vector<std::string> names;
