@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/error.h"
+
 namespace omni::fp8 {
 
 at::Tensor row_scales(const at::Tensor& amax) {
@@ -29,6 +31,13 @@ at::Tensor dequantize(const at::Tensor& q, const at::Tensor& scale, at::ScalarTy
     out.narrow(0, r, n).copy_(part);  // the one rounding to `dtype`
   }
   return out;
+}
+
+at::Tensor weight_as(const at::Tensor& weight, const at::Tensor& scale, at::ScalarType dtype) {
+  if (weight.scalar_type() != at::kFloat8_e4m3fn) return weight;
+  OMNI_CHECK(scale.defined() && scale.numel() == weight.size(0), "a float8 weight of ", weight.size(0),
+             " rows without as many row scales");
+  return dequantize(weight, scale.view({-1, 1}), dtype);
 }
 
 }  // namespace omni::fp8

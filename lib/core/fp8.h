@@ -26,4 +26,8 @@ constexpr int64_t kDequantChunkElements = int64_t{1} << 22;
 // [rows, 1] scale is done in row chunks of at most kDequantChunkElements float32 elements.
 at::Tensor dequantize(const at::Tensor& q, const at::Tensor& scale, at::ScalarType dtype);
 
+// A Linear weight [out, in] for one product in `dtype`: dequantized with its row scales `scale` [out] when it is
+// float8, else `weight` itself.
+at::Tensor weight_as(const at::Tensor& weight, const at::Tensor& scale, at::ScalarType dtype);
+
 }  // namespace omni::fp8

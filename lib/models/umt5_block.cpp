@@ -3,8 +3,10 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
+#include "core/fp8.h"
 #include "models/umt5_encoder.h"
 
 namespace omni::models {
@@ -88,15 +90,22 @@ Umt5Block::Umt5Block(const Umt5Config& config, at::ScalarType dtype)
   wo_ = &param("layer.1.DenseReluDense.wo.weight", {d, ff},
                dtype == at::kHalf ? ParamDtype::kFloat32 : ParamDtype::kModel);
   ln_ff_ = &param("layer.1.layer_norm.weight", {d});
+  wo_dtype_ = dtype == at::kHalf ? at::kFloat : dtype;
+  const std::pair<at::Tensor*, at::Tensor*> linears[] = {{q_, &q_scale_},  {k_, &k_scale_},       {v_, &v_scale_},
+                                                         {o_, &o_scale_},  {wi_0_, &wi_0_scale_}, {wi_1_, &wi_1_scale_},
+                                                         {wo_, &wo_scale_}};
+  for (const auto& [w, scale] : linears) float8_capable(*w, *scale);
 }
 
 at::Tensor Umt5Block::self_attention(const at::Tensor& h, const at::Tensor& mask_bias,
                                      const at::Tensor& buckets) const {
   const int64_t batch = h.size(0);
   const int64_t len = h.size(1);
-  auto q = at::linear(h, *q_).view({batch, len, num_heads_, d_kv_}).transpose(1, 2);  // [B, H, L, dk]
-  auto k = at::linear(h, *k_).view({batch, len, num_heads_, d_kv_}).transpose(1, 2);  // [B, H, L, dk]
-  auto v = at::linear(h, *v_).view({batch, len, num_heads_, d_kv_}).transpose(1, 2);  // [B, H, L, dk]
+  const auto dt = h.scalar_type();
+  auto q = at::linear(h, fp8::weight_as(*q_, q_scale_, dt)).view({batch, len, num_heads_, d_kv_}).transpose(1, 2);
+  auto k = at::linear(h, fp8::weight_as(*k_, k_scale_, dt)).view({batch, len, num_heads_, d_kv_}).transpose(1, 2);
+  auto v = at::linear(h, fp8::weight_as(*v_, v_scale_, dt)).view({batch, len, num_heads_, d_kv_}).transpose(1, 2);
+  // q, k, v: [B, L, H*dk] -> [B, H, L, dk]
   // T5 folds the 1/sqrt(d) scaling into the initialization of q, so there is none here.
   auto scores = at::matmul(q, k.transpose(3, 2));                     // [B, H, L, L]
   auto bias = at::embedding(*rel_bias_, buckets).permute({2, 0, 1});  // [H, L, L]
@@ -105,14 +114,16 @@ at::Tensor Umt5Block::self_attention(const at::Tensor& h, const at::Tensor& mask
   auto weights = at::softmax(scores.to(at::kFloat), -1).to(scores.scalar_type());         // [B, H, L, L]
   auto context = at::matmul(weights, v);                                                  // [B, H, L, dk]
   context = context.transpose(1, 2).contiguous().view({batch, len, num_heads_ * d_kv_});  // [B, L, H*dk]
-  return at::linear(context, *o_);                                                        // [B, L, D]
+  return at::linear(context, fp8::weight_as(*o_, o_scale_, dt));                          // [B, L, D]
 }
 
 at::Tensor Umt5Block::feed_forward(const at::Tensor& h) const {
-  auto gated = gelu_new(at::linear(h, *wi_0_)) * at::linear(h, *wi_1_);  // [B, L, F]
-  // wo may be held in float32 (float16 models); transformers casts the input to it.
-  if (gated.scalar_type() != wo_->scalar_type()) gated = gated.to(wo_->scalar_type());
-  return at::linear(gated, *wo_);  // [B, L, D]
+  const auto dt = h.scalar_type();
+  auto gated = gelu_new(at::linear(h, fp8::weight_as(*wi_0_, wi_0_scale_, dt))) *
+               at::linear(h, fp8::weight_as(*wi_1_, wi_1_scale_, dt));  // [B, L, F]
+  // wo computes in float32 in float16 models; transformers casts the input to it.
+  if (gated.scalar_type() != wo_dtype_) gated = gated.to(wo_dtype_);
+  return at::linear(gated, fp8::weight_as(*wo_, wo_scale_, wo_dtype_));  // [B, L, D]
 }
 
 at::Tensor Umt5Block::forward(const at::Tensor& x, const at::Tensor& mask_bias, const at::Tensor& buckets) const {

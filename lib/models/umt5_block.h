@@ -58,6 +58,10 @@ class Umt5Block : public Module {
   at::Tensor* wi_1_;
   at::Tensor* wo_;
   at::Tensor* ln_ff_;
+  // The row scales of the Linear weights a checkpoint stores in float8 (fp8_scaled text encoders: held in float8,
+  // dequantized to the activation dtype for each product); undefined otherwise.
+  at::Tensor q_scale_, k_scale_, v_scale_, o_scale_, wi_0_scale_, wi_1_scale_, wo_scale_;
+  at::ScalarType wo_dtype_;  // what wo computes in: float32 for float16 models (transformers keeps it so)
 };
 
 }  // namespace omni::models

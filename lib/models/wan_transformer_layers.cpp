@@ -27,13 +27,11 @@ at::Tensor Linear::forward(const at::Tensor& x) const {
 at::Tensor Linear::product(const at::Tensor& x) const {
   OMNI_CHECK(weight_.defined(), "Linear used before its weights were loaded");
   if (weight_.scalar_type() == at::kFloat8_e4m3fn) {
-    OMNI_CHECK(weight_scale_.defined() && weight_scale_.numel() == out_, "Linear: float8 weight without its ", out_,
-               " row scales");
     // _scaled_mm on CUDA needs both matrix dimensions to be multiples of 16.
     const bool shapes_fit = !x.is_cuda() || (in_ % 16 == 0 && out_ % 16 == 0);
     if (fp8_matmul() && shapes_fit) return scaled_mm_linear(x, weight_, weight_scale_, bias_);
     // Dequantized in the input's dtype for this product only: the float8 weight stays what is resident.
-    return at::linear(x, fp8::dequantize(weight_, weight_scale_.unsqueeze(1), x.scalar_type()), bias_);
+    return at::linear(x, fp8::weight_as(weight_, weight_scale_, x.scalar_type()), bias_);
   }
   OMNI_CHECK(x.scalar_type() == weight_.scalar_type(), "Linear: input dtype ", x.scalar_type(),
              " differs from weight dtype ", weight_.scalar_type());
