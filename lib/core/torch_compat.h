@@ -2,13 +2,34 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/SDPBackend.h>
 #include <ATen/record_function.h>
 
 #include <initializer_list>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace omni::compat {
+
+// The name of an at::SDPBackend (at::_fused_sdp_choice's answer), as logs and the GPU check's table spell it.
+inline std::string sdp_backend_name(int64_t choice) {
+  switch (static_cast<at::SDPBackend>(choice)) {
+    case at::SDPBackend::error:
+      return "error";
+    case at::SDPBackend::math:
+      return "math";
+    case at::SDPBackend::flash_attention:
+      return "flash";
+    case at::SDPBackend::efficient_attention:
+      return "mem-efficient";
+    case at::SDPBackend::cudnn_attention:
+      return "cudnn";
+    case at::SDPBackend::overrideable:
+      return "overrideable";
+  }
+  return "unknown(" + std::to_string(choice) + ")";
+}
 
 // softmax(q k^T * scale) v over [B, H, S, d] tensors, no mask: LibTorch's fused kernel (flash / cuDNN /
 // memory-efficient on CUDA, the flash kernel on the CPU), as diffusers' F.scaled_dot_product_attention.

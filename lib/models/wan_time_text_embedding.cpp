@@ -1,5 +1,6 @@
 #include "models/wan_time_text_embedding.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -18,6 +19,40 @@ at::Tensor timestep_sinusoid(const at::Tensor& timesteps, int64_t dim) {
   return at::cat({angles.cos(), angles.sin()}, 1);                                                   // [N, dim]
 }
 
+TokenRuns TokenRuns::narrow(int64_t begin, int64_t count, int64_t* first) const {
+  OMNI_CHECK(!empty() && begin >= 0 && count > 0 && begin + count <= tokens, "TokenRuns::narrow: tokens [", begin, ", ",
+             begin + count, ") outside the ", tokens, " the runs cover");
+  // The run holding `begin`: the last start at or before it.
+  const auto it = std::upper_bound(starts.begin(), starts.end(), begin);
+  *first = static_cast<int64_t>(it - starts.begin()) - 1;
+  TokenRuns out;
+  out.tokens = count;
+  out.starts.push_back(0);
+  for (auto s = it; s != starts.end() && *s < begin + count; ++s) out.starts.push_back(*s - begin);
+  return out;
+}
+
+TokenRuns TokenRuns::of(const at::Tensor& timestep, at::Tensor* values) {
+  OMNI_CHECK(timestep.dim() == 2 && timestep.size(1) > 0, "per-token timesteps must be [B, S], got ", timestep.sizes());
+  const auto t = timestep.to(at::kCPU, at::kDouble).contiguous();  // [B, S]
+  const int64_t batch = t.size(0), seq = t.size(1);
+  const double* v = t.const_data_ptr<double>();
+  TokenRuns runs;
+  runs.tokens = seq;
+  runs.starts.push_back(0);
+  for (int64_t s = 1; s < seq; ++s) {
+    for (int64_t b = 0; b < batch; ++b) {
+      if (v[b * seq + s] != v[b * seq + s - 1]) {
+        runs.starts.push_back(s);
+        break;
+      }
+    }
+  }
+  const auto index = at::tensor(runs.starts, at::kLong).to(timestep.device());  // [R]
+  *values = timestep.index_select(1, index);                                    // [B, R]
+  return runs;
+}
+
 WanTimeTextEmbedding::WanTimeTextEmbedding(int64_t dim, int64_t freq_dim, int64_t text_dim)
     : dim_(dim), freq_dim_(freq_dim) {
   // Registration order follows the checkpoint's module order; names are the checkpoint keys.
@@ -31,18 +66,20 @@ WanTimeTextEmbedding::WanTimeTextEmbedding(int64_t dim, int64_t freq_dim, int64_
 ConditionEmbedding WanTimeTextEmbedding::forward(const at::Tensor& timestep, const at::Tensor& context,
                                                  at::ScalarType dtype) const {
   OMNI_CHECK(timestep.dim() == 1 || timestep.dim() == 2, "timestep must be [B] or [B, S], got ", timestep.sizes());
-  const bool per_token = timestep.dim() == 2;
-  auto sinusoid = timestep_sinusoid(timestep.flatten(), freq_dim_);  // [B*S or B, freq_dim] float32
-  if (per_token) sinusoid = sinusoid.unflatten(0, {timestep.size(0), timestep.size(1)});  // [B, S, freq_dim]
+  TokenRuns runs;
+  at::Tensor t = timestep;  // [B], or [B, R]: one timestep per run
+  if (timestep.dim() == 2) runs = TokenRuns::of(timestep, &t);
+  auto sinusoid = timestep_sinusoid(t.flatten(), freq_dim_);                   // [B*R or B, freq_dim] float32
+  if (t.dim() == 2) sinusoid = sinusoid.unflatten(0, {t.size(0), t.size(1)});  // [B, R, freq_dim]
 
   // time_embedder runs in float32 (kept so even in bfloat16 models); its output takes the activation dtype.
-  auto temb = time_linear_2_->forward(at::silu(time_linear_1_->forward(sinusoid))).to(dtype);  // [B(, S), D]
-  auto proj = time_proj_->forward(at::silu(temb));                                             // [B(, S), 6D]
-  proj = proj.unflatten(-1, {6, dim_});                                                        // [B(, S), 6, D]
+  auto temb = time_linear_2_->forward(at::silu(time_linear_1_->forward(sinusoid))).to(dtype);  // [B(, R), D]
+  auto proj = time_proj_->forward(at::silu(temb));                                             // [B(, R), 6D]
+  proj = proj.unflatten(-1, {6, dim_});                                                        // [B(, R), 6, D]
 
   auto text = text_linear_1_->forward(context.to(dtype));  // [B, L, D]
   text = text_linear_2_->forward(at::gelu(text, "tanh"));  // [B, L, D]
-  return {temb, proj, text};
+  return {temb, proj, text, std::move(runs)};
 }
 
 }  // namespace omni::models

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "models/module.h"
 #include "models/wan_transformer_layers.h"
@@ -16,18 +17,38 @@ namespace omni::models {
 // float32, laid out [cos | sin].
 at::Tensor timestep_sinusoid(const at::Tensor& timesteps, int64_t dim);
 
+// Per-token timesteps as runs of tokens that share one (TI2V with an image: the conditioning frame's tokens at
+// 0, the others at t, two runs). The embedding and each block's modulation are computed once per run and
+// applied to the run's tokens: the values diffusers computes per token, without its per-token tables
+// (temb [B, S, D], timestep_proj [B, S, 6, D] and each block's float32 copy: gigabytes at 720p).
+struct TokenRuns {
+  std::vector<int64_t> starts;  // first token of each run, ascending from 0; empty: one timestep per batch row
+  int64_t tokens = 0;           // the tokens the runs cover
+  bool empty() const { return starts.empty(); }
+  int64_t size() const { return static_cast<int64_t>(starts.size()); }
+  int64_t length(int64_t r) const { return (r + 1 < size() ? starts[static_cast<size_t>(r + 1)] : tokens) - start(r); }
+  int64_t start(int64_t r) const { return starts[static_cast<size_t>(r)]; }
+  // The runs over tokens [begin, begin + count), numbered from that slice's first token; *first: the index of
+  // its first run among these.
+  TokenRuns narrow(int64_t begin, int64_t count, int64_t* first) const;
+  // The runs of per-token timesteps [B, S] (a run ends where any row's timestep changes) and, in *values,
+  // their timesteps [B, R] (timestep's dtype and device).
+  static TokenRuns of(const at::Tensor& timestep, at::Tensor* values);
+};
+
 struct ConditionEmbedding {
-  at::Tensor temb;           // [B, D] or [B, S, D] (per-token timesteps), activation dtype
-  at::Tensor timestep_proj;  // [B, 6, D] or [B, S, 6, D], activation dtype
+  at::Tensor temb;           // [B, D], or [B, R, D] per run of `runs`, activation dtype
+  at::Tensor timestep_proj;  // [B, 6, D], or [B, R, 6, D] per run, activation dtype
   at::Tensor context;        // [B, L, D] projected text, activation dtype
+  TokenRuns runs;            // per-token timesteps' runs; empty with one timestep per batch row
 };
 
 class WanTimeTextEmbedding : public Module {
  public:
   WanTimeTextEmbedding(int64_t dim, int64_t freq_dim, int64_t text_dim);
 
-  // timestep: [B] or [B, S] (any numeric dtype); context: [B, L, text_dim]. `dtype` is the activation dtype
-  // (what diffusers' type_as(encoder_hidden_states) yields).
+  // timestep: [B] or [B, S] (per token: embedded per run of equal timesteps, TokenRuns); context:
+  // [B, L, text_dim]. `dtype` is the activation dtype (what diffusers' type_as(encoder_hidden_states) yields).
   ConditionEmbedding forward(const at::Tensor& timestep, const at::Tensor& context, at::ScalarType dtype) const;
 
  private:

@@ -104,25 +104,30 @@ WanTransformerState WanTransformer3DModel::prepare(const at::Tensor& hidden_stat
   st.tokens = at::linear(x, w, patch_bias_);                            // [B, S, D]
 
   st.cond = condition_embedder_->forward(timestep.to(device), encoder_hidden_states.to(device), dtype_);
+  st.runs = st.cond.runs;
   return st;
 }
 
 at::Tensor WanTransformer3DModel::finish(const at::Tensor& x, const WanTransformerState& st) const {
   const auto& c = config_;
-  const auto& temb = st.cond.temb;  // [B, D] or [B, S, D]
+  const auto& temb = st.cond.temb;  // [B, D], or [B, R, D] per run of st.cond.runs
+  const auto& runs = st.cond.runs;
   // Output modulation from the raw temb (not SiLU'd, not time_proj): shift first, then scale.
-  at::Tensor shift, scale;
-  if (temb.dim() == 3) {
-    auto mod = scale_shift_table_.unsqueeze(0) + temb.unsqueeze(2);  // [B, S, 2, D] float32
-    shift = mod.select(2, 0);                                        // [B, S, D]
-    scale = mod.select(2, 1);                                        // [B, S, D]
-  } else {
-    auto mod = scale_shift_table_ + temb.unsqueeze(1);  // [B, 2, D] float32
-    shift = mod.slice(1, 0, 1);                         // [B, 1, D]
-    scale = mod.slice(1, 1, 2);                         // [B, 1, D]
-  }
+  const auto mod = scale_shift_table_.unsqueeze(0) + (runs.empty() ? temb.unsqueeze(1) : temb).unsqueeze(2);
+  // mod: [B, R, 2, D] float32 (R = 1 without runs)
   const at::Tensor none;
-  auto h = (wan::layer_norm_fp32(x, none, none, c.eps) * (1 + scale) + shift).to(dtype_);
+  const auto norm = wan::layer_norm_fp32(x, none, none, c.eps);  // [B, S, D] float32
+  at::Tensor h;
+  if (runs.empty()) {
+    h = (norm * (1 + mod.select(2, 1)) + mod.select(2, 0)).to(dtype_);  // [B, 1, D] scale and shift
+  } else {
+    h = at::empty(x.sizes(), x.options().dtype(dtype_));  // [B, S, D]
+    for (int64_t r = 0; r < runs.size(); ++r) {
+      const int64_t b = runs.start(r), n = runs.length(r);
+      const auto shift = mod.select(2, 0).narrow(1, r, 1), scale = mod.select(2, 1).narrow(1, r, 1);  // [B, 1, D]
+      h.narrow(1, b, n).copy_(norm.narrow(1, b, n) * (1 + scale) + shift);
+    }
+  }
   h = proj_out_->forward(h);  // [B, S, pt*ph*pw*C_out]
 
   const int64_t pt = c.patch_size[0], ph = c.patch_size[1], pw = c.patch_size[2];
@@ -142,7 +147,8 @@ at::Tensor WanTransformer3DModel::forward(const at::Tensor& hidden_states, const
   if (hooks.units) hooks.units->before(UnitHooks::kRootUnit);
   auto st = prepare(hidden_states, timestep, encoder_hidden_states);
   AttentionBackend* backend = hooks.tokens ? hooks.tokens->split(st) : hooks.attention;
-  const WanBlockRun blocks(*this, st.cond.context, st.cond.timestep_proj, st.rope, backend, hooks.units, hooks.tokens);
+  const WanBlockRun blocks(*this, st.cond.context, st.cond.timestep_proj, st.runs, st.rope, backend, hooks.units,
+                           hooks.tokens);
   at::Tensor x = hooks.blocks ? hooks.blocks->run(blocks, st.tokens) : blocks.run(0, num_blocks(), st.tokens);
   if (hooks.tokens) x = hooks.tokens->gather(x);  // [B, S, D] on every rank
   auto out = finish(x, st);
@@ -151,10 +157,12 @@ at::Tensor WanTransformer3DModel::forward(const at::Tensor& hidden_states, const
 }
 
 WanBlockRun::WanBlockRun(const WanTransformer3DModel& model, const at::Tensor& context, const at::Tensor& timestep_proj,
-                         const RotaryEmbedding& rope, AttentionBackend* backend, UnitHooks* hooks, TokenSplit* split)
+                         const TokenRuns& runs, const RotaryEmbedding& rope, AttentionBackend* backend,
+                         UnitHooks* hooks, TokenSplit* split)
     : model_(model),
       context_(context),
       timestep_proj_(timestep_proj),
+      runs_(runs),
       rope_(rope),
       backend_(backend),
       hooks_(hooks),
@@ -169,7 +177,7 @@ at::Tensor WanBlockRun::run(int first, int end, at::Tensor x) const {
              num_blocks(), ")");
   for (int i = first; i < end; ++i) {
     if (hooks_) hooks_->before(i);
-    x = model_.block(i).forward(x, context_, timestep_proj_, rope_, backend_);  // [B, S', D]
+    x = model_.block(i).forward(x, context_, timestep_proj_, runs_, rope_, backend_);  // [B, S', D]
     // Whole sequences, so that a split run's dumps line up with one rank's: a collective of the split's
     // ranks, which all collect dumps for the video (job::GenerationJob::run).
     if (debug::dumps_enabled()) debug::dump("blocks." + std::to_string(i), split_ ? split_->gather(x) : x);

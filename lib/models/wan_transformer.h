@@ -31,7 +31,8 @@ class WanTransformer3DModel;
 // What the blocks consume, produced by forward()'s first stage.
 struct WanTransformerState {
   at::Tensor tokens;              // [B, S, D] patch-embedded video, activation dtype
-  ConditionEmbedding cond;        // temb, timestep_proj ([B, 6, D] or per token [B, S, 6, D]), context
+  ConditionEmbedding cond;        // temb, timestep_proj ([B, 6, D] or per run [B, R, 6, D]), context, runs
+  TokenRuns runs;                 // cond.runs over `tokens`: this rank's after a split (cond.runs stays whole)
   RotaryEmbedding rope;           // [S, d/2] tables
   std::array<int64_t, 3> grid{};  // post-patch (frames, height, width); S = product
   int64_t batch = 0;
@@ -43,8 +44,9 @@ class TokenSplit {
   virtual ~TokenSplit() = default;
   // Before anything runs (no unit gathered yet): usage errors for a call of `seq` tokens on `config`.
   virtual void check(const WanTransformerConfig& config, int64_t seq) = 0;
-  // This rank's share of the blocks' inputs: the tokens, the per-token modulation and the rope rows narrowed
-  // to its token range, in place. Returns the attention backend the blocks use (null: local attention).
+  // This rank's share of the blocks' inputs: the tokens, the runs of per-token timesteps with their
+  // modulation rows, and the rope rows narrowed to its token range, in place. Returns the attention backend the blocks
+  // use (null: local attention).
   virtual AttentionBackend* split(WanTransformerState& state) = 0;
   // This rank's tokens [B, S', D] -> every rank's [B, S, D], in sequence order (a collective of the split's
   // ranks).
@@ -56,10 +58,12 @@ class TokenSplit {
 class WanBlockRun {
  public:
   WanBlockRun(const WanTransformer3DModel& model, const at::Tensor& context, const at::Tensor& timestep_proj,
-              const RotaryEmbedding& rope, AttentionBackend* backend, UnitHooks* hooks, TokenSplit* split);
+              const TokenRuns& runs, const RotaryEmbedding& rope, AttentionBackend* backend, UnitHooks* hooks,
+              TokenSplit* split);
   int num_blocks() const;
-  // This call's block modulation input e0: [B, 6, D] or per token [B, S', 6, D] (this rank's tokens).
+  // This call's block modulation input e0: [B, 6, D], or [B, R, 6, D] per run of runs() (this rank's tokens).
   const at::Tensor& timestep_proj() const { return timestep_proj_; }
+  const TokenRuns& runs() const { return runs_; }
   // Blocks [first, end) on x [B, S', D].
   at::Tensor run(int first, int end, at::Tensor x) const;
   // Blocks [first, N) will not run this call. keep_gathers: they still pass through the unit hooks (their
@@ -70,6 +74,7 @@ class WanBlockRun {
   const WanTransformer3DModel& model_;
   const at::Tensor& context_;
   const at::Tensor& timestep_proj_;
+  const TokenRuns& runs_;
   const RotaryEmbedding& rope_;
   AttentionBackend* backend_;
   UnitHooks* hooks_;

@@ -10,6 +10,7 @@
 #include "models/module.h"
 #include "models/wan_attention.h"
 #include "models/wan_rotary_pos_embed.h"
+#include "models/wan_time_text_embedding.h"
 #include "models/wan_transformer_layers.h"
 
 namespace omni::models {
@@ -18,10 +19,11 @@ class WanTransformerBlock : public Module {
  public:
   WanTransformerBlock(int64_t dim, int64_t ffn_dim, int64_t heads, bool cross_attn_norm, double eps);
 
-  // x: [B, S, D]; context: [B, L, D] (projected text); timestep_proj: [B, 6, D] or [B, S, 6, D] (per-token);
-  // rope: tables for the S tokens of x. Returns [B, S, D] in x's dtype.
+  // x: [B, S, D]; context: [B, L, D] (projected text); timestep_proj: [B, 6, D], or [B, R, 6, D] with `runs`
+  // the R runs of x's tokens that share a timestep (empty runs: the former); rope: tables for the S tokens of
+  // x. Returns [B, S, D] in x's dtype.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& context, const at::Tensor& timestep_proj,
-                     const RotaryEmbedding& rope, AttentionBackend* backend = nullptr) const;
+                     const TokenRuns& runs, const RotaryEmbedding& rope, AttentionBackend* backend = nullptr) const;
 
  private:
   double eps_;

@@ -281,10 +281,9 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
 
     std::vector<MemoryPart> parts;
     // prepare() runs on every token (the sequence split happens after it): the patch-embedded tokens, the
-    // text context, the rotary tables and, with per-token timesteps (TI2V with an image), temb [B, S, D] and
-    // its 6-way projection [B, S, 6, D].
-    int64_t state = e * full * dim + e * batch * max_text * dim + f32 * 2 * tokens * head_dim;
-    if (per_token) state += e * full * 7 * dim;
+    // text context and the rotary tables. Per-token timesteps (TI2V with an image) are embedded per run of
+    // tokens that share one (models::TokenRuns): a few rows, not [B, S, 7 D].
+    const int64_t state = e * full * dim + e * batch * max_text * dim + f32 * 2 * tokens * head_dim;
     parts.push_back({"transformer forward state", state});
     // One block on this rank's tokens. Attention: the block input, the normalized input, q, k, v, the
     // attention output, its flattened copy and the output projection, plus the rotary products in float32;
@@ -300,12 +299,10 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     // and fragments as the block's differently sized temporaries come and go: measured (tools/bench/
     // memory_plan.sh), the heap then grows by about the block's working set again.
     if (host && e * local * dim <= kHostHeapMaxAllocation) parts.push_back({"host heap fragmentation", block});
-    // The block's modulation table in float32: [B, 6, D], or per token [B, S, 6, D] (plus the float32 copy
-    // of a bfloat16 projection).
-    if (per_token) block += f32 * local * 6 * dim * (e == f32 ? 1 : 2);
     // finish() on all tokens (gathered from the sequence-parallel ranks): the gathered tokens, the float32
-    // layer norm, its modulation and the modulated input.
-    const int64_t finish = e * full * dim + f32 * full * dim * (per_token ? 5 : 3);
+    // layer norm, its modulation and the modulated input (per run: written into one more tensor of the
+    // activation dtype).
+    const int64_t finish = e * full * dim * (per_token ? 2 : 1) + f32 * full * dim * 3;
     parts.push_back({"transformer block activations", std::max(block, finish)});
     if (set.step_cache) parts.push_back({"step cache residuals", 2 * e * local * dim});
     // Latents, the noise predictions and the scheduler's history (UniPC keeps a few model outputs).

@@ -56,29 +56,6 @@ void check_ulysses_heads(int64_t heads, int ulysses) {
                   ", or split the rest of the sequence with --ring-degree");
 }
 
-namespace {
-
-// at::SDPBackend's names, for the log line.
-std::string sdp_backend_name(int64_t choice) {
-  switch (static_cast<at::SDPBackend>(choice)) {
-    case at::SDPBackend::error:
-      return "error";
-    case at::SDPBackend::math:
-      return "math";
-    case at::SDPBackend::flash_attention:
-      return "flash_attention";
-    case at::SDPBackend::efficient_attention:
-      return "efficient_attention";
-    case at::SDPBackend::cudnn_attention:
-      return "cudnn_attention";
-    case at::SDPBackend::overrideable:
-      return "overrideable";
-  }
-  return "unknown (" + std::to_string(choice) + ")";
-}
-
-}  // namespace
-
 const char* ring_kernel_name(RingKernel kernel) {
   switch (kernel) {
     case RingKernel::kCpuFlash:
@@ -134,7 +111,7 @@ RingKernel choose_ring_kernel(const at::Tensor& q, const at::Tensor& k, const at
   if (q.is_cuda()) {
     choice = at::_fused_sdp_choice(q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/false, scale,
                                    /*enable_gqa=*/false);
-    why = "SDPA would run " + sdp_backend_name(choice);
+    why = "SDPA would run " + compat::sdp_backend_name(choice);
   } else if (q.is_cpu()) {
     why = "the CPU's fused kernel with log-sum-exp";
   } else {
@@ -405,8 +382,11 @@ models::AttentionBackend* SequenceSplit::split(models::WanTransformerState& st) 
   ulysses_ = std::make_unique<UlyssesAttention>(sp_.ulysses.get(), ulysses_tokens, ring > 1 ? ring_.get() : nullptr);
 
   st.tokens = st.tokens.narrow(1, begin, count);  // [B, S_me, D]
-  auto& tproj = st.cond.timestep_proj;            // [B, 6, D] or per token [B, S, 6, D]
-  if (tproj.dim() == 4) tproj = tproj.narrow(1, begin, count);
+  if (!st.runs.empty()) {  // this rank's runs of the per-token timesteps, and their e0 rows [B, R', 6, D]
+    int64_t first = 0;
+    st.runs = st.runs.narrow(begin, count, &first);
+    st.cond.timestep_proj = st.cond.timestep_proj.narrow(1, first, st.runs.size());
+  }
   st.rope = st.rope.slice(begin, begin + count);  // [S_me, d/2]
   return u > 1 ? static_cast<models::AttentionBackend*>(ulysses_.get()) : ring_.get();
 }

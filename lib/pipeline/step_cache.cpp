@@ -61,13 +61,19 @@ at::Tensor StepCache::rows_of(const at::Tensor& t, int branch) const {
   return t.index_select(0, at::tensor(idx, at::kLong).to(t.device()));
 }
 
-std::vector<double> StepCache::relative_changes(const at::Tensor& now, const std::vector<at::Tensor>& before) {
+std::vector<double> StepCache::relative_changes(const at::Tensor& now, const std::vector<at::Tensor>& before,
+                                                const at::Tensor& weights) {
   // Per branch: sum |now - before| and sum |before|, in float64, summed over the sp group's token slices.
   std::vector<at::Tensor> sums;
   for (size_t b = 0; b < before.size(); ++b) {
     const at::Tensor a = rows_of(now, static_cast<int>(b)).to(at::kDouble), p = before[b].to(at::kDouble);
-    sums.push_back((a - p).abs().sum());
-    sums.push_back(p.abs().sum());
+    at::Tensor diff = (a - p).abs(), base = p.abs();
+    if (weights.defined()) {
+      diff = diff * weights;
+      base = base * weights;
+    }
+    sums.push_back(diff.sum());
+    sums.push_back(base.sum());
   }
   at::Tensor all = at::stack(sums).contiguous();  // [2 * branches]
   if (sp_group_ != nullptr) sp_group_->all_reduce(all)->wait();
@@ -109,13 +115,20 @@ at::Tensor StepCache::run(const models::WanBlockRun& blocks, const at::Tensor& x
     auto it = branches_.find(b);
     return it != branches_.end() && it->second.previous.defined() && it->second.residual.defined();
   });
+  // e0 per run of tokens ([B, R, 6, D]) weighs each run by its tokens here, as diffusers' per-token table does.
+  at::Tensor run_weights;
+  if (!blocks.runs().empty()) {
+    std::vector<double> lengths;
+    for (int64_t r = 0; r < blocks.runs().size(); ++r) lengths.push_back(static_cast<double>(blocks.runs().length(r)));
+    run_weights = at::tensor(lengths, at::kDouble).view({1, -1, 1, 1}).to(timestep_proj.device());  // [1, R, 1, 1]
+  }
   // Every rank evaluates the same tensors (summed over the sp group); the threshold 0 never skips.
   auto wishes = [&](const at::Tensor& now, bool accumulate) {
     bool wish = !forced_ && have_state && threshold_ > 0;
     if (!have_state) return false;
     std::vector<at::Tensor> before;
     for (int b : branch_ids) before.push_back(branches_.at(b).previous);
-    const std::vector<double> rel = relative_changes(now, before);
+    const std::vector<double> rel = relative_changes(now, before, now.dim() == 4 ? run_weights : at::Tensor());
     for (size_t k = 0; k < branch_ids.size(); ++k) {
       Branch& br = branches_.at(branch_ids[k]);
       const double change = accumulate ? (br.accumulated += polynomial(coefficients_, rel[k])) : rel[k];

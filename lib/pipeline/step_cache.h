@@ -72,7 +72,10 @@ class StepCache : public models::BlockRunner {
     double accumulated = 0;
   };
   // Sum over the sp group of |a - b| and |b| for each branch's rows; returns the relative change per row-branch.
-  std::vector<double> relative_changes(const at::Tensor& now, const std::vector<at::Tensor>& before);
+  // `weights` (may be undefined) multiplies the elements first: per-run e0 [B, R, 6, D] counts each run once
+  // per token it covers ([1, R, 1, 1]), the sums diffusers' per-token table would give.
+  std::vector<double> relative_changes(const at::Tensor& now, const std::vector<at::Tensor>& before,
+                                       const at::Tensor& weights = at::Tensor());
   // True when every rank of the agreement group may skip (a collective; every rank calls it).
   bool agreed_skip(bool wish);
   at::Tensor rows_of(const at::Tensor& t, int branch) const;  // the batch rows of `branch`

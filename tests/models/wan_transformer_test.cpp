@@ -184,6 +184,8 @@ TEST(WanTransformer, PerTokenTimesteps) {
     ts[1][s] = 100.0 * s + 3.0;      // every token different
   }
   auto st = blocks_input(*model, x, ts, ctx);
+  // Embedded once per run of tokens sharing a timestep: row 1 changes at every token, so every token is a run.
+  ASSERT_EQ(st.cond.runs.starts, (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
   ASSERT_EQ(st.cond.temb.sizes(), (std::vector<int64_t>{2, seq, 24}));
   ASSERT_EQ(st.cond.timestep_proj.sizes(), (std::vector<int64_t>{2, seq, 6, 24}));
   double temb_err = 0, proj_err = 0;
@@ -192,6 +194,29 @@ TEST(WanTransformer, PerTokenTimesteps) {
     temb_err = std::max(temb_err, max_abs_err(st.cond.temb.select(1, s), ref.cond.temb));
     proj_err = std::max(proj_err, max_abs_err(st.cond.timestep_proj.select(1, s), ref.cond.timestep_proj));
   }
+  // As the TI2V pipeline gives them (0 on the first latent frame's tokens, t on the rest, in both rows): two
+  // runs, each embedded as the scalar path embeds its timestep.
+  auto ti2v = at::empty({2, seq});
+  for (int64_t s = 0; s < seq; ++s) ti2v[0][s] = ti2v[1][s] = s < 2 ? 0.0 : 937.0;
+  auto two = blocks_input(*model, x, ti2v, ctx);
+  ASSERT_EQ(two.cond.runs.starts, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(two.cond.runs.length(0), 2);
+  EXPECT_EQ(two.cond.runs.length(1), seq - 2);
+  ASSERT_EQ(two.cond.timestep_proj.sizes(), (std::vector<int64_t>{2, 2, 6, 24}));
+  for (int64_t r = 0; r < 2; ++r) {
+    auto ref = blocks_input(*model, x, ti2v.select(1, two.cond.runs.start(r)).contiguous(), ctx);
+    temb_err = std::max(temb_err, max_abs_err(two.cond.temb.select(1, r), ref.cond.temb));
+    proj_err = std::max(proj_err, max_abs_err(two.cond.timestep_proj.select(1, r), ref.cond.timestep_proj));
+  }
+  // A slice of the tokens (a sequence-parallel rank's) keeps the runs it crosses, numbered from its start.
+  int64_t first = -1;
+  const auto tail = two.cond.runs.narrow(1, 4, &first);
+  EXPECT_EQ(first, 0);
+  EXPECT_EQ(tail.starts, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(tail.tokens, 4);
+  const auto late = two.cond.runs.narrow(3, 2, &first);
+  EXPECT_EQ(first, 1);
+  EXPECT_EQ(late.starts, (std::vector<int64_t>{0}));
   std::cout << "per-token vs scalar embedding max abs err: temb " << temb_err << ", timestep_proj " << proj_err
             << std::endl;
   EXPECT_LT(temb_err, 1e-6);

@@ -6,7 +6,8 @@
 //
 // Workloads: one block in bfloat16 at A14B width (dim 5120, 40 heads, ffn 13824, cross_attn_norm, eps 1e-6,
 // scalar timestep modulation: timestep_proj [1, 6, D]) and at TI2V-5B width (3072, 24 heads, ffn 14336,
-// per-token modulation: timestep_proj [1, S, 6, D]); other widths D get D/128 heads and ffn 2.7 D rounded up
+// per-token timesteps in two runs, the first frame's tokens and the rest: timestep_proj [1, 2, 6, D], while
+// diffusers' side builds [1, S, 6, D]); other widths D get D/128 heads and ffn 2.7 D rounded up
 // to 128. Batch 1, S video tokens on a frames x height x width grid as cubic as possible (4,096: 16 x 16 x 16),
 // L text tokens; x, context and timestep_proj in bfloat16 (the condition embedder hands over timestep_proj in
 // the activation dtype, as diffusers' bfloat16 time_proj does); weights random, scale_shift_table and norm2 in
@@ -362,7 +363,10 @@ Result run_width(const Width& w, int64_t tokens, int64_t text) {
   at::manual_seed(1);
   const auto bf16 = at::TensorOptions().dtype(at::kBFloat16);
   const at::Tensor x = at::randn({1, tokens, w.dim}, bf16), context = at::randn({1, text, w.dim}, bf16);
-  const at::Tensor temb = w.per_token ? at::randn({1, tokens, 6, w.dim}, bf16) : at::randn({1, 6, w.dim}, bf16);
+  // TI2V's per-token timesteps with an image: the first latent frame's tokens at 0, the rest at t, two runs.
+  omni::models::TokenRuns runs;
+  if (w.per_token) runs = {{0, grid[1] * grid[2]}, tokens};
+  const at::Tensor temb = w.per_token ? at::randn({1, 2, 6, w.dim}, bf16) : at::randn({1, 6, w.dim}, bf16);
 
   c10::InferenceMode guard;
   Result r{w, grid, tokens, text, 0, 0, 0.0, {}};
@@ -370,7 +374,7 @@ Result run_width(const Width& w, int64_t tokens, int64_t text) {
   {
     TrafficCounter c;
     const auto t0 = std::chrono::steady_clock::now();
-    out = block.forward(x, context, temb, rope);
+    out = block.forward(x, context, temb, runs, rope);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     r.ops = c.ops();
     r.bytes = c.bytes();

@@ -70,6 +70,7 @@
 #include "core/fp8.h"
 #include "core/memory.h"
 #include "core/timer.h"
+#include "core/torch_compat.h"
 #include "dist/device.h"
 #include "generator/checkpoint_generator.h"
 #include "models/autoencoder_kl_wan.h"
@@ -463,26 +464,6 @@ struct Row {
   }
 };
 
-// at::_fused_sdp_choice's answer, an int of sdp::SDPBackend, by name.
-std::string sdp_backend_name(int64_t choice) {
-  switch (choice) {
-    case -1:
-      return "error";
-    case 0:
-      return "math";
-    case 1:
-      return "flash";
-    case 2:
-      return "mem-efficient";
-    case 3:
-      return "cudnn";
-    case 4:
-      return "overrideable";
-    default:
-      return omni::str_cat("unknown(", choice, ")");
-  }
-}
-
 // The backend SDPA picks for this call, asked on empty tensors of its sizes, strides, dtype and device.
 Json sdpa_choice(const SdpaCall& c) {
   const auto opts = at::TensorOptions().device(c.device).dtype(c.dtype);
@@ -491,7 +472,8 @@ Json sdpa_choice(const SdpaCall& c) {
     const at::Tensor q = at::empty_strided(c.q_sizes, c.q_strides, opts);
     const at::Tensor k = at::empty_strided(c.k_sizes, c.k_strides, opts);
     const at::Tensor v = at::empty_strided(c.v_sizes, c.v_strides, opts);
-    backend = sdp_backend_name(at::_fused_sdp_choice(q, k, v, /*attn_mask=*/{}, 0.0, false, c.scale, false));
+    backend =
+        omni::compat::sdp_backend_name(at::_fused_sdp_choice(q, k, v, /*attn_mask=*/{}, 0.0, false, c.scale, false));
   } catch (const std::exception& e) {
     backend = "error";
     say("warning: _fused_sdp_choice failed: ", std::string(e.what()).substr(0, 200));
