@@ -138,6 +138,19 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
                                                     e == 1 ? "--lora-2" : "--lora", name, settings_.lora_strict));
   }
   OMNI_CHECK_INPUT(!experts_.empty(), model.root(), ": no transformer component");
+  if (settings_.fp8_matmul && !settings_.transformer_weights.float8) {
+    // Without --weight-dtype the float8 weights are the ones the checkpoints store (their headers tell).
+    bool any = false;
+    for (size_t e = 0; e < experts_.size() && !any; ++e) {
+      const auto held = models::with_stored_float8(settings_.transformer_weights, model.checkpoint(expert_names[e]));
+      for (const auto& p : experts_[e]->parameters())
+        any = any || (p.scale != nullptr && held.stored_float8.count(p.name));
+    }
+    OMNI_CHECK_USAGE(any,
+                     "--fp8-matmul multiplies float8 weights: give --weight-dtype float8_e4m3fn, or "
+                     "transformer checkpoints that store their weights in float8 (fp8_scaled; those of ",
+                     model.root(), " store none)");
+  }
 
   // Text: tokenizer and UMT5, the encoder sharded block by block like the transformers.
   tokenizer_ = std::make_unique<models::Umt5Tokenizer>(models::Umt5Tokenizer::of_model(model));

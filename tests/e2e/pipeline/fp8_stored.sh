@@ -9,7 +9,9 @@
 # - the report's float8_weights: all stored in the one run, all quantized in the other, as many as the files
 #   hold in float8; each rank reads fewer bytes (the stored weights' bytes are 1 each, not 4);
 # - the sidecar and the MP4 metadata record float8_weights;
-# - the stored run with --weight-dtype float8_e4m3fn --fp8-layers ffn holds the same weights, so the same tensors.
+# - the stored run with --weight-dtype float8_e4m3fn --fp8-layers ffn holds the same weights, so the same tensors;
+# - --fp8-matmul alone on the files (no --weight-dtype) multiplies their float8 weights: the tensors of the
+#   source with --weight-dtype float8_e4m3fn --fp8-layers ffn --fp8-matmul, not those without it.
 #   fp8_stored.sh GENERATE MAKE_CHECKPOINT VENV KIND NP WORK_DIR [extra flags...]
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -44,6 +46,8 @@ run() {  # run NAME FLAGS...
 run quantized --weight-dtype float8_e4m3fn --fp8-layers ffn
 run stored "${files[@]}"
 run stored-flag "${files[@]}" --weight-dtype float8_e4m3fn --fp8-layers ffn
+run quantized-mm --weight-dtype float8_e4m3fn --fp8-layers ffn --fp8-matmul
+run stored-mm "${files[@]}" --fp8-matmul
 
 "$py" - "$work" "$np" <<'PY' && pass "stored == quantized at load (np $np)" || flunk "stored vs quantized at load (np $np)"
 import json, os, re, subprocess, sys
@@ -59,15 +63,18 @@ for name in os.listdir(f"{work}/comfy"):
             stored_count += sum(1 for k in f.keys() if f.get_slice(k).get_dtype() == "F8_E4M3" and k.endswith(".weight"))
 if stored_count == 0:
     bad.append("the files hold no float8 weight")
-q, s, sf = (load_file(f"{work}/{n}.safetensors") for n in ("quantized", "stored", "stored-flag"))
-for other, tag in ((s, "stored"), (sf, "stored + flags")):
-    if set(q) != set(other) or "frames" not in q:
+q, s, sf, qm, sm = (load_file(f"{work}/{n}.safetensors")
+                    for n in ("quantized", "stored", "stored-flag", "quantized-mm", "stored-mm"))
+for ref, other, tag in ((q, s, "stored"), (q, sf, "stored + flags"), (qm, sm, "--fp8-matmul: stored")):
+    if set(ref) != set(other) or "frames" not in ref:
         bad.append(f"{tag}: tensor sets differ")
         continue
-    worst = max(((q[k].double() - other[k].double()).abs().max().item(), k) for k in q)
-    print(f"{tag} vs quantized at load: {len(q)} tensors, max difference {worst[0]:g} ({worst[1]})")
+    worst = max(((ref[k].double() - other[k].double()).abs().max().item(), k) for k in ref)
+    print(f"{tag} vs quantized at load: {len(ref)} tensors, max difference {worst[0]:g} ({worst[1]})")
     if worst[0] != 0:
         bad.append(f"{tag}: not bit-identical to quantized at load ({worst[1]})")
+if (sm["latents"] - s["latents"]).abs().max().item() == 0:
+    bad.append("--fp8-matmul gives the latents of the dequantized product: the flag did not reach the stored weights")
 rq, rs, rsf = (json.load(open(f"{work}/{n}.json")) for n in ("quantized", "stored", "stored-flag"))
 want = {"quantized": {"stored": 0, "quantized": stored_count}, "stored": {"stored": stored_count, "quantized": 0},
         "stored-flag": {"stored": stored_count, "quantized": 0}}
