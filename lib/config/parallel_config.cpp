@@ -33,7 +33,9 @@ ParallelConfig choose_parallel(const ParallelConfig& given, int world, const Lay
   pc.cfg_parallel_size = work.guidance && rest % 2 == 0 ? 2 : 1;
   rest /= pc.cfg_parallel_size;
   const int64_t tokens = std::max<int64_t>(work.min_tokens, 1);
-  pc.ulysses_degree = largest_divisor(rest, tokens, [&](int u) { return work.heads % u == 0; });
+  const bool nodes = work.node_ranks > 0 && work.node_ranks < world;
+  pc.ulysses_degree =
+      largest_divisor(rest, tokens, [&](int u) { return work.heads % u == 0 && (!nodes || work.node_ranks % u == 0); });
   rest /= pc.ulysses_degree;
   pc.ring_degree = largest_divisor(rest, tokens / pc.ulysses_degree, any);
   dp *= rest / pc.ring_degree;  // ranks no degree could use: more groups (repeating videos) rather than none
@@ -49,7 +51,8 @@ ParallelConfig choose_parallel(const ParallelConfig& given, int world, const Lay
     add("ring", pc.ring_degree);
     *reason = str_cat("auto: ", work.videos, work.videos == 1 ? " video" : " videos", " on ", world,
                       world == 1 ? " rank: " : " ranks: ", parts.empty() ? "one rank" : parts, "; ", work.heads,
-                      " heads", work.guidance ? "" : ", no guidance");
+                      " heads", work.guidance ? "" : ", no guidance",
+                      nodes ? str_cat("; Ulysses inside a node of ", work.node_ranks, " ranks") : "");
   }
   return pc;
 }

@@ -62,15 +62,19 @@ struct LayoutWork {
   bool guidance = false;   // classifier-free guidance runs for some video (guidance scale above 1)
   int heads = 1;           // the transformer's attention heads (Ulysses splits them)
   int64_t min_tokens = 1;  // the smallest video's transformer tokens (sequence parallelism splits them)
+  // Ranks per node when there are several (the greatest common divisor of the nodes' rank counts); 0: one node.
+  // Ulysses' all-to-alls then stay inside a node and the ring (overlapped point-to-point) crosses nodes.
+  int node_ranks = 0;
 };
 
 // The compute degrees for `world` ranks chosen from `work` (--layout auto): one video per data-parallel group
 // while videos remain to fill the groups (dp: a divisor of the world not above the video count, the one with
 // the fewest group-rounds ceil(videos / dp) x dp, so that no group idles in a last round, then the largest);
-// then cfg 2 when guidance runs; then Ulysses up to the largest degree that divides the heads; ring for the
-// rest. A degree is never above the tokens it splits; what no degree can use becomes more data-parallel groups.
-// The HSDP fields of `given` are kept (its automatic shard size follows the chosen degrees). `reason` gets one
-// line: "auto: 1 video on 4 ranks: cfg 2 x ulysses 2; 40 heads".
+// then cfg 2 when guidance runs; then Ulysses up to the largest degree that divides the heads (and, on several
+// nodes, the ranks per node: its groups are innermost, so they stay inside a node); ring for the rest. A degree is
+// never above the tokens it splits; what no degree can use becomes more data-parallel groups. The HSDP fields of
+// `given` are kept (its automatic shard size follows the chosen degrees). `reason` gets one line: "auto: 1 video on 4
+// ranks: cfg 2 x ulysses 2; 40 heads".
 ParallelConfig choose_parallel(const ParallelConfig& given, int world, const LayoutWork& work, std::string* reason);
 
 // Validates `pc` for `world_size` ranks and resolves the layout; throws a usage error (exit 2) whose one

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 
 #include "dist/agreement.h"
+#include "dist/topology.h"
 #include "io/model_dir.h"
 #include "models/autoencoder_kl_wan.h"
 #include "models/wan_transformer_config.h"
@@ -50,6 +52,12 @@ LayoutDecision decide_layout(const config::GenerateOptions& opts, const Resolved
     work.guidance = work.guidance || v.guidance_on();
     // Tokens at the requested size (an image-derived size keeps about the same area).
     work.min_tokens = std::min(work.min_tokens, tc.token_count(v.latent_frames(tf), v.height / sf, v.width / sf));
+  }
+  // The nodes (a collective, as the mesh's own discovery later): Ulysses is kept inside one.
+  const dist::Topology topology = dist::Topology::discover(world);
+  if (topology.nodes() > 1) {
+    for (int n = 0; n < topology.nodes(); ++n)
+      work.node_ranks = std::gcd(work.node_ranks, static_cast<int>(topology.ranks_of(n).size()));
   }
   out.parallel = config::choose_parallel(opts.parallel, world.size(), work, &out.line);
   if (left > 0 && left < static_cast<int>(videos.size()))

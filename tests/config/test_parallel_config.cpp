@@ -171,6 +171,30 @@ TEST(AutoLayout, PrefersDataThenCfgThenUlyssesThenRing) {
   EXPECT_EQ(reason, "auto: 5 videos on 1 rank: one rank; 40 heads");
 }
 
+TEST(AutoLayout, KeepsUlyssesInsideANode) {
+  // 2 nodes of 4: Ulysses 4 inside each node, the ring across them (one node of 8: Ulysses 8).
+  std::string reason;
+  auto on_nodes = [&](int world, int node_ranks, int videos, bool guidance, int heads) {
+    omni::config::LayoutWork w;
+    w.videos = videos;
+    w.guidance = guidance;
+    w.heads = heads;
+    w.min_tokens = 10000;
+    w.node_ranks = node_ranks;
+    return degrees(world, omni::config::choose_parallel(omni::config::ParallelConfig{}, world, w, &reason));
+  };
+  EXPECT_EQ(on_nodes(8, 0, 1, false, 40), "1x1x1x8");
+  EXPECT_EQ(on_nodes(8, 8, 1, false, 40), "1x1x1x8");
+  EXPECT_EQ(on_nodes(8, 4, 1, false, 40), "1x1x2x4");
+  EXPECT_EQ(reason,
+            "auto: 1 video on 8 ranks: ulysses 4 x ring 2; 40 heads, no guidance; Ulysses inside a node of 4 "
+            "ranks");
+  EXPECT_EQ(on_nodes(8, 4, 1, true, 40), "1x2x1x4");   // cfg across the nodes already
+  EXPECT_EQ(on_nodes(16, 2, 1, true, 40), "1x2x4x2");  // 8 nodes of 2
+  EXPECT_EQ(on_nodes(4, 1, 1, false, 40), "1x1x4x1");  // one rank per node: no Ulysses at all
+  EXPECT_EQ(on_nodes(8, 4, 8, true, 40), "8x1x1x1");   // data parallelism needs no exchange
+}
+
 TEST(AutoLayout, NeverSplitsBelowOneTokenPerRank) {
   // 2 tokens: Ulysses 2 at most; the other 2 ranks become a second (repeating) group.
   EXPECT_EQ(degrees(8, choose(8, 1, true, 40, 2)), "2x2x1x2");

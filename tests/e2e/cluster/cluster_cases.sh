@@ -2,12 +2,14 @@
 # shellcheck disable=SC2015 # "A && pass || flunk": pass always succeeds
 # omni-generate across "hosts": Linux network + UTS namespaces on this one machine (tools/cluster/netns_cluster.sh),
 # Open MPI's mpirun reaching the other host through ompi_agent.sh, and Slurm (a slurmd per host).
-#   cluster_cases.sh GENERATE COMPARE MODEL_DIR WORK_DIR
-# Cases (CLUSTER_CASES="ref map8 map16 strict kill slurm" chooses some; "ref" is needed by "map8"):
+#   cluster_cases.sh GENERATE COMPARE MODEL_DIR WORK_DIR MAKE_CHECKPOINT
+# Cases (CLUSTER_CASES="ref map8 auto map16 strict kill slurm" chooses some; "ref" is needed by "map8"):
 #   ref     one rank, no cluster: the reference tensors (--save-tensors)
 #   map8    2 hosts x 4 ranks, mpirun --map-by node and --map-by slot, HSDP shard 4 x cfg 2 x ulysses 2: the
 #           report's shard, ulysses and cfg groups on 1 node each, no shard byte sent between hosts, frames and
 #           latents equal to the one-rank run (1e-5); "table:" lines with rank 0's bytes of the last step
+#   auto    2 hosts x 2 ranks --map-by node, --layout auto on a 4-head model without guidance (dry run): Ulysses 2
+#           inside each host and ring 2 across, where one node of 4 would take Ulysses 4
 #   map16   2 hosts x 8 ranks --map-by node, HSDP shard 8 x replicate 2 x cfg 2 x ulysses 2, 1 step: no shard
 #           byte sent between hosts on any rank
 #   strict  2 hosts x 3 ranks, HSDP shard 2 (does not divide 3): one warning and a run that succeeds; with
@@ -24,8 +26,9 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 source "$SOURCE_DIR/tools/cluster/script_lib.sh"
-gen=$1; cmp=$2; model=$3; work=$4
-cases=${CLUSTER_CASES:-ref map8 map16 strict kill slurm}
+gen=$1; cmp=$2; model=$3; work=$4; mk=${5:-}
+cases=${CLUSTER_CASES:-ref map8 auto map16 strict kill slurm}
+[ -n "$mk" ] && mk=$(readlink -f "$mk")
 nc=$SOURCE_DIR/tools/cluster/netns_cluster.sh
 sbatch_script=$SOURCE_DIR/tools/slurm/generate.sbatch
 gen=$(readlink -f "$gen"); cmp=$(readlink -f "$cmp"); model=$(readlink -f "$model")
@@ -169,6 +172,27 @@ PY
     fi
     took "map8-$map" "$t"
   done
+fi
+
+# ---- 2b. --layout auto on 2 hosts x 2 ranks ----------------------------------------------------------------------
+# A 4-head model without guidance: one node alone would take Ulysses 4; across 2 hosts of 2 ranks Ulysses stays
+# inside a host (2) and the ring crosses (2). The dry run names the choice and the groups' nodes.
+if want auto; then
+  t=$(date +%s)
+  d=$work/auto
+  mkdir -p "$d"
+  "$mk" --kind t2v-a14b --preset tiny-heads4 --layers 2 --output "$d/model" >"$d/make.log" 2>&1 ||
+    flunk "auto: omni-make-checkpoint failed"
+  mpirun_on "$h0:2,$h1:2" node "$d/dry.log" 60 "$gen" --model "$d/model" --prompt "A red fox runs through the snow" \
+    --height 32 --width 48 --num-frames 5 --num-inference-steps 2 --guidance-scale 1 --guidance-scale-2 1 \
+    --max-sequence-length 16 --device cpu --output "$d/out.mp4" --dry-run
+  want_line='layout auto: 1 video on 4 ranks: ulysses 2 x ring 2; 4 heads, no guidance; Ulysses inside a node of 2 ranks'
+  if grep -qF "$want_line" "$d/dry.log" && grep -qxF '  ulysses: [0,2] [1,3]  (each on 1 node)' "$d/dry.log"; then
+    pass "auto: Ulysses 2 inside each host, ring 2 across (4 heads, 2 hosts of 2)"
+  else
+    flunk "auto: the layout line or the Ulysses groups"; grep -E 'layout|ulysses|ring' "$d/dry.log" || tail -n 20 "$d/dry.log"
+  fi
+  took auto "$t"
 fi
 
 # ---- 3. 2 hosts x 8 ranks ---------------------------------------------------------------------------------------
