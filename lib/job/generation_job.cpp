@@ -323,7 +323,10 @@ void GenerationJob::load() {
             format_bytes(pipeline_->param_bytes_total()), " in all, this rank holds ",
             format_bytes(st.param_bytes_resident), " of the sharded models");
   if (st.float8_weights_stored + st.float8_weights_quantized > 0) {
-    identity_.float8_weights = {{"stored", st.float8_weights_stored}, {"quantized", st.float8_weights_quantized}};
+    identity_.float8_weights = {
+        {"stored", st.float8_weights_stored}, {"quantized", st.float8_weights_quantized}, {"matmul", opts_.fp8_matmul}};
+    if (opts_.weight_format == config::WeightFormat::kFloat8)
+      identity_.float8_weights["layers"] = config::name_of(opts_.fp8_layers);
     OMNI_INFO("float8 weights: ", st.float8_weights_stored, " as the checkpoint stores them, ",
               st.float8_weights_quantized, " quantized at load");
   }

@@ -40,8 +40,9 @@ struct RunIdentity {
   std::string layout;                             // Layout::summary()
   std::string layout_choice;                      // how it was chosen
   std::vector<config::ResolvedSetting> resolved;  // settings the checkpoint decided (recorded in the options' place)
-  // The models' float8 weights (transformers', text encoder's): {"stored": N, "quantized": N} (read as the checkpoint
-  // stores them; quantized at load); empty when none.
+  // The models' float8 weights (transformers', text encoder's): {"stored": N, "quantized": N, "matmul": bool,
+  // "layers": --fp8-layers with --weight-dtype float8_e4m3fn}: read as the checkpoint stores them, quantized at
+  // load, multiplied in float8. Empty when none.
   nlohmann::json float8_weights;
 };
 
