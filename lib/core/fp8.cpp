@@ -15,6 +15,19 @@ at::Tensor quantize(const at::Tensor& values, const at::Tensor& scale) {
   return (values.to(at::kFloat) / scale.to(at::kFloat)).clamp_(-kE4m3Max, kE4m3Max).to(at::kFloat8_e4m3fn);
 }
 
+void quantize_into(at::Tensor& out, const at::Tensor& values, const at::Tensor& scale) {
+  OMNI_CHECK(values.dim() == 2 && out.sizes() == values.sizes() && out.scalar_type() == at::kFloat8_e4m3fn &&
+                 scale.dim() == 2 && scale.size(0) == values.size(0) && scale.size(1) == 1,
+             "quantize_into: values ", values.sizes(), ", scale ", scale.sizes(), ", out ", out.sizes(), " ",
+             out.scalar_type());
+  const int64_t rows = values.size(0), cols = values.size(1);
+  const int64_t step = std::max<int64_t>(1, kDequantChunkElements / std::max<int64_t>(1, cols));
+  for (int64_t r = 0; r < rows; r += step) {
+    const int64_t n = std::min(step, rows - r);
+    out.narrow(0, r, n).copy_(quantize(values.narrow(0, r, n), scale.narrow(0, r, n)));  // [n, cols]
+  }
+}
+
 at::Tensor dequantize(const at::Tensor& q, const at::Tensor& scale, at::ScalarType dtype) {
   if (q.dim() != 2 || scale.dim() != 2 || scale.size(0) != q.size(0) || scale.size(1) != 1 || q.numel() == 0) {
     return (q.to(at::kFloat) * scale).to(dtype);

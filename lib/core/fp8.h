@@ -18,9 +18,14 @@ at::Tensor row_scales(const at::Tensor& amax);
 // a larger value would become NaN), rounded to the nearest float8_e4m3fn (ties to even).
 at::Tensor quantize(const at::Tensor& values, const at::Tensor& scale);
 
-// Rows of float32 temporaries dequantize() works through at once: a float8 weight's dequantized copy costs its
-// size in `dtype` plus at most this many float32 elements (the memory plan counts both).
+// Rows of float32 temporaries dequantize() and quantize_into() work through at once: a float8 weight's
+// dequantized copy costs its size in `dtype` plus at most this many float32 elements (the memory plan counts
+// both).
 constexpr int64_t kDequantChunkElements = int64_t{1} << 22;
+
+// quantize() of [rows, cols] `values` with [rows, 1] `scale` written into `out` (float8_e4m3fn, the same shape;
+// a view is fine), in row chunks of at most kDequantChunkElements float32 temporaries.
+void quantize_into(at::Tensor& out, const at::Tensor& values, const at::Tensor& scale);
 
 // float8 -> float32 (exact), times scale (broadcast), one rounding to `dtype`. A [rows, cols] q with a
 // [rows, 1] scale is done in row chunks of at most kDequantChunkElements float32 elements.

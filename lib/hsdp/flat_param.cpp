@@ -103,10 +103,15 @@ at::Tensor FlatParamUnit::float8_slice(Group& g, const ShardReader& reader, int6
     total_rows += p.shape[0];
     any_quantized = any_quantized || !p.stored_scale.defined();
   }
-  // 1. The slice, read in runs of consecutive weights read alike: stored float8 bytes as they are, or float32
-  //    values to quantize (`values`, only where this rank's slice has some). The padding stays 0.
+  // 1. The slice, read in runs of consecutive weights read alike: stored float8 bytes straight into `out`, or
+  //    float32 values to quantize, kept per run (`parts`: no copy into a slice-sized buffer). The padding
+  //    stays 0.
   auto out = at::zeros({count}, at::TensorOptions().dtype(at::kFloat8_e4m3fn));  // [slice]
-  at::Tensor values;                                                             // [slice] float32
+  struct Part {
+    int64_t at;         // its first element's position in the slice
+    at::Tensor values;  // float32
+  };
+  std::vector<Part> parts;
   for (size_t i = 0; i < g.params.size();) {
     const bool stored = g.params[i].stored_scale.defined();
     std::vector<std::string> names;
@@ -115,25 +120,32 @@ at::Tensor FlatParamUnit::float8_slice(Group& g, const ShardReader& reader, int6
     const int64_t run_begin = g.offsets[i], run_end = g.offsets[j - 1] + g.params[j - 1].numel();
     const int64_t lo = std::max(begin, run_begin), hi = std::min(end, run_end);
     if (hi > lo) {
-      const auto part = read_checked(reader, names, lo - run_begin, hi - lo, stored ? at::kFloat8_e4m3fn : at::kFloat);
-      if (!stored && !values.defined()) values = at::zeros({count}, at::kFloat);
-      (stored ? out : values).narrow(0, lo - begin, hi - lo).copy_(part);
+      auto part = read_checked(reader, names, lo - run_begin, hi - lo, stored ? at::kFloat8_e4m3fn : at::kFloat);
+      if (stored) {
+        out.narrow(0, lo - begin, hi - lo).copy_(part);
+      } else {
+        parts.push_back({lo - begin, std::move(part)});
+      }
     }
     i = j;
   }
+  // A quantized weight's piece of the slice (it lies inside one run, so inside one part).
+  auto values_at = [&](int64_t at, int64_t n) {
+    for (const auto& p : parts)
+      if (at >= p.at && at + n <= p.at + p.values.numel()) return p.values.narrow(0, at - p.at, n);
+    OMNI_FAIL("unit ", name_, ": slice elements [", at, ", ", at + n, ") were not read");
+  };
   // 2. The quantized weights' row scales: each row's largest magnitude over this slice, then over the shard
   //    group. Stored weights keep the file's.
   auto amax = at::zeros({total_rows}, at::kFloat);  // [rows]
-  if (values.defined()) {
-    for (size_t i = 0; i < g.params.size(); ++i) {
-      if (g.params[i].stored_scale.defined()) continue;
-      const int64_t cols = g.params[i].shape[1];
-      for_each_row_piece(g.offsets[i], g.params[i].numel(), cols, begin, end,
-                         [&](int64_t row, int64_t rows, int64_t at, int64_t width) {
-                           auto piece = values.narrow(0, at, rows * width).view({rows, width});  // [rows, width]
-                           amax.narrow(0, row_base[i] + row, rows).copy_(piece.abs().amax(1));
-                         });
-    }
+  for (size_t i = 0; i < g.params.size(); ++i) {
+    if (g.params[i].stored_scale.defined()) continue;
+    const int64_t cols = g.params[i].shape[1];
+    for_each_row_piece(g.offsets[i], g.params[i].numel(), cols, begin, end,
+                       [&](int64_t row, int64_t rows, int64_t at, int64_t width) {
+                         auto piece = values_at(at, rows * width).view({rows, width});  // [rows, width]
+                         amax.narrow(0, row_base[i] + row, rows).copy_(piece.abs().amax(1));
+                       });
   }
   if (any_quantized && shard_size_ > 1) {
     auto shared = amax.to(group_->device());
@@ -144,19 +156,19 @@ at::Tensor FlatParamUnit::float8_slice(Group& g, const ShardReader& reader, int6
   for (size_t i = 0; i < g.params.size(); ++i)
     if (g.params[i].stored_scale.defined())
       scales.narrow(0, row_base[i], g.params[i].shape[0]).copy_(g.params[i].stored_scale);
-  // 3. The quantized weights' part of this slice in float8.
-  if (values.defined()) {
-    for (size_t i = 0; i < g.params.size(); ++i) {
-      if (g.params[i].stored_scale.defined()) continue;
-      const int64_t cols = g.params[i].shape[1];
-      for_each_row_piece(g.offsets[i], g.params[i].numel(), cols, begin, end,
-                         [&](int64_t row, int64_t rows, int64_t at, int64_t width) {
-                           auto piece = values.narrow(0, at, rows * width).view({rows, width});  // [rows, width]
-                           auto scale = scales.narrow(0, row_base[i] + row, rows).unsqueeze(1);  // [rows, 1]
-                           out.narrow(0, at, rows * width).view({rows, width}).copy_(fp8::quantize(piece, scale));
-                         });
-    }
+  // 3. The quantized weights' part of this slice in float8, in row chunks (bounded temporaries).
+  for (size_t i = 0; i < g.params.size(); ++i) {
+    if (g.params[i].stored_scale.defined()) continue;
+    const int64_t cols = g.params[i].shape[1];
+    for_each_row_piece(g.offsets[i], g.params[i].numel(), cols, begin, end,
+                       [&](int64_t row, int64_t rows, int64_t at, int64_t width) {
+                         auto piece = values_at(at, rows * width).view({rows, width});         // [rows, width]
+                         auto scale = scales.narrow(0, row_base[i] + row, rows).unsqueeze(1);  // [rows, 1]
+                         auto dst = out.narrow(0, at, rows * width).view({rows, width});       // [rows, width]
+                         fp8::quantize_into(dst, piece, scale);
+                       });
   }
+  parts.clear();
   g.scales = device_.is_cpu() ? scales : scales.to(device_);
   for (size_t i = 0; i < g.params.size(); ++i) {
     *g.params[i].scale = g.scales.narrow(0, row_base[i], g.params[i].shape[0]);  // [out]

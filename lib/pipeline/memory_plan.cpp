@@ -30,13 +30,19 @@ struct ModelUnits {
   int64_t resident = 0;    // this rank's slices of every unit
   int64_t root_full = 0;   // the gathered root
   int64_t block_full = 0;  // the largest gathered block
+  int64_t pair_full = 0;   // the largest two consecutive gathered blocks (one runs, the next is prefetched)
   int64_t blocks = 0;
   int64_t mapped = 0;      // checkpoint bytes this rank reads (its slices, as stored)
   int64_t read_piece = 0;  // the largest piece read at once (stored + converted copies)
   // A float8 Linear's weight dequantized for its product (the largest one), with its float32 row chunk.
   int64_t float8_dequant = 0;
-  // What a forward has gathered at most: the root, the block running and the next one (prefetched).
-  int64_t gathered_peak() const { return root_full + std::min<int64_t>(blocks, 2) * block_full; }
+  // A unit's float8 slice being made at load (FlatParamUnit::load_shard: the float8 slice, the float32 values
+  // of its weights quantized here, the quantization's row chunk), beyond what the units after it add by the end
+  // of the load (their slices and checkpoint pages): the part of it the end-of-load state does not cover.
+  int64_t float8_quantize = 0;
+  // What a forward has gathered at most: the root, the block running and the next one (prefetched). Blocks
+  // differ with float8 weights (the first and last stay in the run dtype).
+  int64_t gathered_peak() const { return root_full + (blocks >= 2 ? pair_full : blocks * block_full); }
 };
 
 // The stored bytes of `name` in `ckpt`.
@@ -57,10 +63,41 @@ ModelUnits units_of(const std::string& name, const models::Module& model,
   out.resident = root.resident;
   out.root_full = root.full;
   out.blocks = static_cast<int64_t>(split.blocks.size());
+  int64_t previous_full = 0;
   for (const auto& b : split.blocks) {
     const auto u = models::unit_bytes(b, dtype, shard, holding, num_blocks);
     out.resident += u.resident;
     out.block_full = std::max(out.block_full, u.full);
+    if (previous_full > 0) out.pair_full = std::max(out.pair_full, previous_full + u.full);
+    previous_full = u.full;
+  }
+  // Each unit's float8 group: its slice in float8, and the float32 values of the weights quantized at load
+  // (not those read as stored) that fall in it.
+  auto float8_load = [&](const std::vector<models::ParamRef>& params) {
+    int64_t float8_numel = 0, quantized_numel = 0;
+    for (const auto& p : params) {
+      if (models::held_dtype(p, dtype, holding, num_blocks) != at::kFloat8_e4m3fn) continue;
+      int64_t n = 1;
+      for (int64_t d : p.shape) n *= d;
+      float8_numel += n;
+      if (!holding.stored_float8.count(p.name)) quantized_numel += n;
+    }
+    if (float8_numel == 0) return int64_t{0};
+    const int64_t slice = hsdp::FlatParamUnit::padded_numel(float8_numel, shard) / shard;
+    const int64_t quantized = std::min(slice, quantized_numel);
+    return slice + quantized * esize(at::kFloat) +
+           (quantized > 0 ? fp8::kDequantChunkElements * (esize(at::kFloat) + 1) : 0);
+  };
+  // Units load root first, then the blocks in order; after unit k the later ones still add their slices and
+  // their share of the checkpoint's pages.
+  std::vector<const std::vector<models::ParamRef>*> units{&split.root};
+  for (const auto& b : split.blocks) units.push_back(&b);
+  int64_t later = 0;  // what the units after the current one add
+  for (size_t k = units.size(); k-- > 0;) {
+    out.float8_quantize = std::max(out.float8_quantize, float8_load(*units[k]) - later);
+    later += models::unit_bytes(*units[k], dtype, shard, holding, num_blocks).resident;
+    for (const auto& p : *units[k])
+      if (ckpt.contains(p.name)) later += ceil_div(stored_bytes(ckpt, p.name), shard);
   }
   int64_t stored = 0;
   for (const auto& p : model.parameters()) {
@@ -236,6 +273,7 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
       if (host) {
         extra.push_back({"checkpoint pages read (" + m.name + ")", m.mapped, MemoryKind::kWeights});
         extra.push_back({"read buffer", m.read_piece});
+        if (m.float8_quantize > 0) extra.push_back({"float8 slice being quantized", m.float8_quantize});
         if (i > 0 && s.lora_mapped[i - 1] > 0) extra.push_back({"LoRA files", s.lora_mapped[i - 1]});
       }
       consider(extra);

@@ -6,6 +6,7 @@
 #     and an existing report is an error on every rank (no --overwrite);
 #   - each rank's planned resident model bytes and gathered peak equal what the run's HSDP accounting reports;
 #   - each rank's planned peak is within 15% of its measured peak RSS above its baseline;
+#   - the same for float8 weights (--weight-dtype float8_e4m3fn --fp8-layers all, bfloat16, on 4 blocks);
 #   - a video that cannot fit warns, and with --strict-memory stops every rank before loading with one line
 #     naming the largest part and what would make it fit.
 # With DEVICE=cuda (the gpu-labelled test): one rank on the GPU without HSDP, the planned peak against CUDA's
@@ -24,25 +25,30 @@ common=(--model "$work/model" --dtype float32 --device "$device" --height 256 --
 np=1
 if [ "$device" != cuda ]; then np=2; common+=(--use-hsdp --hsdp-shard-size 2); fi
 
+# check_plan NAME FLAGS...: the dry run and the run of one configuration, compared.
+check_plan() {
+local name=$1; shift
+local start elapsed rc
 start=$(date +%s.%N)
-mpi "$np" "$gen" "${common[@]}" --output "$work/fox.mp4" --dry-run --report "$work/plan.json" >"$work/dry.out"
+mpi "$np" "$gen" "$@" --output "$work/$name.mp4" --dry-run --report "$work/$name-plan.json" >"$work/$name-dry.out"
 elapsed=$(python3 -c "import sys; print(float(sys.argv[2]) - float(sys.argv[1]))" "$start" "$(date +%s.%N)")
-grep -q "^memory plan per rank" "$work/dry.out" || { cat "$work/dry.out"; fail "the dry run prints no memory plan"; }
-[ ! -e "$work/fox.mp4" ] || fail "the dry run wrote a video"
+grep -q "^memory plan per rank" "$work/$name-dry.out" || { cat "$work/$name-dry.out"; fail "the dry run prints no memory plan"; }
+[ ! -e "$work/$name.mp4" ] || fail "the dry run wrote a video"
 # Its report is never replaced without --overwrite: exit 2 on every rank, one line, nothing printed before it.
 set +e
-mpi "$np" "$gen" "${common[@]}" --output "$work/fox.mp4" --dry-run --report "$work/plan.json" >"$work/dry2.out" \
-  2>"$work/dry2.err"
+mpi "$np" "$gen" "$@" --output "$work/$name.mp4" --dry-run --report "$work/$name-plan.json" >"$work/$name-dry2.out" \
+  2>"$work/$name-dry2.err"
 rc=$?
 set -e
-[ "$rc" = 2 ] && [ "$(grep -c '^omni-generate: error: .*plan.json.* already exists' "$work/dry2.err")" = 1 ] &&
-  [ ! -s "$work/dry2.out" ] || { cat "$work/dry2.err"; fail "an existing plan report: rc $rc"; }
+[ "$rc" = 2 ] && [ "$(grep -c '^omni-generate: error: .*plan.json.* already exists' "$work/$name-dry2.err")" = 1 ] &&
+  [ ! -s "$work/$name-dry2.out" ] || { cat "$work/$name-dry2.err"; fail "an existing plan report: rc $rc"; }
 
-mpi "$np" "$gen" "${common[@]}" --output "$work/fox.mp4" --report "$work/run.json" 2>"$work/run.log"
+mpi "$np" "$gen" "$@" --output "$work/$name.mp4" --report "$work/$name-run.json" 2>"$work/$name-run.log"
 
-python3 - "$work/plan.json" "$work/run.json" "$elapsed" <<'EOF'
+python3 - "$work/$name-plan.json" "$work/$name-run.json" "$elapsed" "$name" <<'EOF'
 import json, sys
 plan = json.load(open(sys.argv[1])); run = json.load(open(sys.argv[2])); elapsed = float(sys.argv[3])
+name = sys.argv[4]
 fail = []
 if not plan.get("dry_run") or "videos" in plan or len(plan["ranks"]) != len(run["ranks"]):
     fail.append("the dry-run report is not the plan alone: %s" % sorted(plan))
@@ -66,14 +72,25 @@ for p, r in zip(plan["ranks"], run["ranks"]):
         measured = r["peak_rss_bytes"] - r["baseline_rss_bytes"]
         what = "peak RSS above a %.1f MiB baseline" % (r["baseline_rss_bytes"] / 2**20)
     ratio = r["planned_peak_bytes"] / measured
-    print("rank %d: planned %.1f MiB at %s, measured %.1f MiB (%s): %.3f" %
-          (rank, r["planned_peak_bytes"] / 2**20, r["planned_peak_phase"], measured / 2**20, what, ratio))
+    print("%s rank %d: planned %.1f MiB at %s, measured %.1f MiB (%s): %.3f" %
+          (name, rank, r["planned_peak_bytes"] / 2**20, r["planned_peak_phase"], measured / 2**20, what, ratio))
     if not 0.85 <= ratio <= 1.15:
         fail.append("rank %d: planned peak is %.3f x the measured one (outside 15%%)" % (rank, ratio))
 print("dry run: %.1f s" % elapsed)
 if fail:
-    print("FAIL: " + "; ".join(fail)); sys.exit(1)
+    print("FAIL: %s: " % name + "; ".join(fail)); sys.exit(1)
 EOF
+}
+
+check_plan fox "${common[@]}"
+# Float8 weights (--weight-dtype float8_e4m3fn --fp8-layers all) on 4 blocks (the first and last stay bfloat16):
+# units counted with 1-byte weights and their row scales, and the dequantized copy of the largest weight.
+"$make" --kind ti2v-5b --preset tiny --layers 4 --heads 16 --head-dim 128 --ffn-dim 8191 --text-layers 2 \
+  --output "$work/model4" >/dev/null
+fp8=("${common[@]}" --model "$work/model4" --dtype bfloat16 --weight-dtype float8_e4m3fn --fp8-layers all)
+check_plan fp8 "${fp8[@]}"
+grep -q '"float8_weights"' "$work/fp8-run.json" || fail "the float8 run holds no float8 weights"
+
 
 # A video far beyond this machine: a warning without --strict-memory (the dry run still succeeds), an error
 # with it: exit 2 on every rank, one line naming the largest part and the fix, before anything is loaded.
