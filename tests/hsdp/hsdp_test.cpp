@@ -324,6 +324,16 @@ ExpertInputs small_inputs(const omni::generator::CheckpointSpec& spec) {
   return in;
 }
 
+// The memory plan's resident bytes of a float32 model loaded as `l` (models::unit_bytes of each unit).
+int64_t planned_resident(const Loaded& l, int shard, const omni::models::WeightHolding& holding) {
+  const auto units = omni::models::split_units(*l.module, l.blocks);
+  const int num_blocks = static_cast<int>(l.blocks.size());
+  int64_t planned = omni::models::unit_bytes(units.root, at::kFloat, shard, holding, num_blocks).resident;
+  for (const auto& b : units.blocks)
+    planned += omni::models::unit_bytes(b, at::kFloat, shard, holding, num_blocks).resident;
+  return planned;
+}
+
 // Float8 weights (--weight-dtype float8_e4m3fn --fp8-layers all): every rank quantizes its own slice, the row
 // scales agreed by an all-reduce. The reference is independent of that code: the whole float32 model whose
 // float8 weights are replaced, element by element, by a scalar loop's quantization (row amax / 448, c10's
@@ -396,12 +406,8 @@ void float8_checks(Checks& checks, const std::string& model_dir, int world) {
     omni::models::HsdpHooks h(l.sharded.get());
     checks.err(tag + "forward == whole model with independently quantized weights",
                max_abs_err(l.expert().forward(in.x, in.t, in.ctx, &h), want));
-    const auto units = omni::models::split_units(*l.module, l.blocks);
-    int64_t planned = omni::models::unit_bytes(units.root, at::kFloat, shard, holding, num_blocks).resident;
-    for (const auto& b : units.blocks)
-      planned += omni::models::unit_bytes(b, at::kFloat, shard, holding, num_blocks).resident;
     checks.equal(tag + "resident bytes == the memory plan's (float8 1 byte + row scales)", l.sharded->resident_bytes(),
-                 planned);
+                 planned_resident(l, shard, holding));
     const int64_t plain = shard_expert(dir, "transformer", g.shard.get(), at::kFloat, pool).sharded->resident_bytes();
     // float32 -> float8 saves 3 bytes per float8 element of this rank's slice; the float32 row scales are
     // whole on every rank; each unit's new float8 group adds at most shard - 1 elements of padding.
@@ -495,11 +501,8 @@ void stored_float8_checks(Checks& checks, const std::string& model_dir, int worl
       checks.equal(tag + "weights read as stored", l.stats->float8_weights_stored, want_stored);
       checks.equal(tag + "weights quantized at load", l.stats->float8_weights_quantized, want_quantized);
       const auto held = omni::models::with_stored_float8(holding, omni::io::Checkpoint::open(dir));
-      const auto units = omni::models::split_units(*l.module, l.blocks);
-      int64_t planned = omni::models::unit_bytes(units.root, at::kFloat, shard, held, num_blocks).resident;
-      for (const auto& b : units.blocks)
-        planned += omni::models::unit_bytes(b, at::kFloat, shard, held, num_blocks).resident;
-      checks.equal(tag + "resident bytes == the memory plan's", l.sharded->resident_bytes(), planned);
+      checks.equal(tag + "resident bytes == the memory plan's", l.sharded->resident_bytes(),
+                   planned_resident(l, shard, held));
     }
   }
 }
