@@ -67,8 +67,9 @@ ConditionEmbedding WanTimeTextEmbedding::forward(const at::Tensor& timestep, con
                                                  at::ScalarType dtype) const {
   OMNI_CHECK(timestep.dim() == 1 || timestep.dim() == 2, "timestep must be [B] or [B, S], got ", timestep.sizes());
   TokenRuns runs;
-  at::Tensor t = timestep;  // [B], or [B, R]: one timestep per run
-  if (timestep.dim() == 2) runs = TokenRuns::of(timestep, &t);
+  at::Tensor t = timestep;                                      // [B], or [B, R]: one timestep per run
+  if (timestep.dim() == 2) runs = TokenRuns::of(timestep, &t);  // on the host where the timesteps are
+  t = t.to(context.device());
   auto sinusoid = timestep_sinusoid(t.flatten(), freq_dim_);                   // [B*R or B, freq_dim] float32
   if (t.dim() == 2) sinusoid = sinusoid.unflatten(0, {t.size(0), t.size(1)});  // [B, R, freq_dim]
 

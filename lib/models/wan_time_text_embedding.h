@@ -47,8 +47,9 @@ class WanTimeTextEmbedding : public Module {
  public:
   WanTimeTextEmbedding(int64_t dim, int64_t freq_dim, int64_t text_dim);
 
-  // timestep: [B] or [B, S] (per token: embedded per run of equal timesteps, TokenRuns); context:
-  // [B, L, text_dim]. `dtype` is the activation dtype (what diffusers' type_as(encoder_hidden_states) yields).
+  // timestep: [B] or [B, S] (per token: embedded per run of equal timesteps, TokenRuns), anywhere (moved to
+  // the context's device); context: [B, L, text_dim]. `dtype` is the activation dtype (what diffusers'
+  // type_as(encoder_hidden_states) yields).
   ConditionEmbedding forward(const at::Tensor& timestep, const at::Tensor& context, at::ScalarType dtype) const;
 
  private:

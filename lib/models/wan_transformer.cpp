@@ -103,7 +103,8 @@ WanTransformerState WanTransformer3DModel::prepare(const at::Tensor& hidden_stat
   auto w = patch_weight_.reshape({c.inner_dim(), cin * pt * ph * pw});  // [D, C*pt*ph*pw]
   st.tokens = at::linear(x, w, patch_bias_);                            // [B, S, D]
 
-  st.cond = condition_embedder_->forward(timestep.to(device), encoder_hidden_states.to(device), dtype_);
+  // The timesteps go to the device inside (their runs are found where they arrive, usually the host).
+  st.cond = condition_embedder_->forward(timestep, encoder_hidden_states.to(device), dtype_);
   st.runs = st.cond.runs;
   return st;
 }
