@@ -10,7 +10,8 @@
 // Workloads (the anchors' sizes; --tiny: the generator's "small" preset on a few latent frames):
 //   a14b    one T2V-A14B expert on 832x480x81 (latent 21x60x104, 32,760 tokens), text 512, batch 1 and 2
 //           (batch 2: both CFG branches in one call);
-//   ti2v5b  TI2V-5B on 1280x704x121 (latent 31x44x80, 27,280 tokens), per-token timesteps, batch 1 and 2;
+//   ti2v5b  TI2V-5B on 1280x704x121 (latent 31x44x80, 27,280 tokens), per-token timesteps as image mode gives
+//           them (two runs), batch 1 and 2;
 //   vae21   Wan2.1 VAE decode of [1, 16, 21, 60, 104];  vae22  Wan2.2 VAE decode of [1, 48, 31, 44, 80].
 // A14B in three weight modes at batch 1 (--no-fp8: the first only), labelled in the table's first column:
 //   a14b                  the run dtype (--dtype), every weight as drawn;
@@ -98,8 +99,9 @@ void say(const Args&... args) {
 
 // Multiply-adds x 2 of one WanTransformer3DModel forward, counting exactly the matmuls it runs (biases,
 // norms, RoPE, activations and modulation are elementwise and left out). B batch, S video tokens after
-// patching, L text tokens, D = heads x head_dim, F ffn_dim, P patch volume, T text_dim; timesteps are B
-// (scalar) or B x S (per token, TI2V's expand_timesteps) rows through the time embedding.
+// patching, L text tokens, D = heads x head_dim, F ffn_dim, P patch volume, T text_dim; Nt = B x R rows go
+// through the time embedding, R = 1 (one timestep per sample) or the runs of equal per-token timesteps (TI2V
+// with an image: 2, the conditioning frame's tokens and the rest; models::TokenRuns).
 //   patch embedding  2 B S (C_in P) D            (a Conv3d with kernel == stride, run as a linear)
 //   time embedding   2 Nt (freq_dim D + D D + D 6D)      time_embedder.linear_1/2, time_proj
 //   text embedding   2 B L (T D + D D)           text_embedder.linear_1/2
@@ -108,9 +110,9 @@ void say(const Args&... args) {
 //                    FFN 2 x 2 B S D F
 //   head             2 B S D (C_out P)            proj_out
 int64_t transformer_flops(const WanTransformerConfig& c, int64_t batch, int64_t tokens, int64_t text_len,
-                          bool per_token_timestep) {
+                          int64_t timestep_runs) {
   const int64_t B = batch, S = tokens, L = text_len, D = c.inner_dim(), F = c.ffn_dim, P = c.patch_volume();
-  const int64_t nt = per_token_timestep ? B * S : B;
+  const int64_t nt = B * timestep_runs;
   const int64_t block = 4 * 2 * B * S * D * D + 2 * 2 * B * S * S * D + 2 * 2 * B * S * D * D + 2 * 2 * B * L * D * D +
                         2 * 2 * B * S * L * D + 2 * 2 * B * S * D * F;
   return 2 * B * S * c.in_channels * P * D + 2 * nt * (c.freq_dim * D + D * D + D * 6 * D) +
@@ -641,12 +643,19 @@ void bench_transformer(const std::string& name, CheckpointKind kind, const Clip&
     const int64_t seq = cfg.token_count(shape[2], shape[3], shape[4]);
     // TI2V (expand_timesteps): one timestep per token, [B, S]; the A14B experts: one per sample, [B]. The
     // model rejects a per-token timestep of another length, so the count is the one its patching gives.
-    const at::Tensor t = per_token_timestep ? at::full({batch, seq}, 500.0, f32) : at::full({batch}, 500.0, f32);
+    // TI2V's per-token timesteps as its image mode gives them: 0 on the first latent frame's tokens, t on the
+    // rest (two runs).
+    at::Tensor t = at::full({batch}, 500.0, f32);
+    if (per_token_timestep) {
+      t = at::full({batch, seq}, 500.0, f32);
+      const int64_t frame_tokens = seq / (shape[2] / cfg.patch_size[0]);  // tokens of one latent frame
+      t.narrow(1, 0, frame_tokens).zero_();
+    }
     say(name, " latent ", latents.sizes(), " -> ", seq, " tokens (patch ", cfg.patch_size[0], "x", cfg.patch_size[1],
         "x", cfg.patch_size[2], ")");
     Row row{name, clip.str(), omni::str_cat(latents.sizes()), batch, seq, o.dtype, resident_weight_bytes(model)};
     if (r.weights != Weights::kRunDtype) row.weights = weights_name(r.weights, o.dtype);
-    const int64_t flops = transformer_flops(cfg, batch, seq, text_len, per_token_timestep);
+    const int64_t flops = transformer_flops(cfg, batch, seq, text_len, per_token_timestep ? 2 : 1);
     row = run_workload(
         row, o, flops, [&] { return model.forward(latents, t, text); },
         [&](const at::Tensor& out) { check_output(out, latents.sizes(), row.label()); });
@@ -681,7 +690,7 @@ void bench_vae(const std::string& name, CheckpointKind kind, const Clip& clip, c
 //   text 2*16*(64*128 + 128*128) = 786,432; head 2*72*128*64 = 1,179,648;
 //   block: 8*72*128^2 = 9,437,184 + 4*72^2*128 = 2,654,208 + 4*72*128^2 = 4,718,592 + 4*16*128^2 = 1,048,576
 //          + 4*72*16*128 = 589,824 + 4*72*128*256 = 9,437,184, = 27,885,568, x 4 = 111,542,272;
-//   total 114,982,912. Per-token timesteps add 2*(72-1)*(256*128 + 128*128 + 128*768) = 20,938,752.
+//   total 114,982,912. Two runs of per-token timesteps add 2*(2-1)*(256*128 + 128*128 + 128*768) = 294,912.
 void self_check_flops() {
   WanTransformerConfig c;
   c.num_attention_heads = 8;
@@ -689,11 +698,11 @@ void self_check_flops() {
   c.ffn_dim = 256;
   c.num_layers = 4;
   c.text_dim = 64;
-  const int64_t scalar = transformer_flops(c, 1, 72, 16, false);
-  const int64_t per_token = transformer_flops(c, 1, 72, 16, true);
+  const int64_t scalar = transformer_flops(c, 1, 72, 16, 1);
+  const int64_t per_token = transformer_flops(c, 1, 72, 16, 2);
   OMNI_CHECK(scalar == 114982912, "self-check: transformer_flops gave ", scalar, ", by hand 114982912");
-  OMNI_CHECK(per_token == 114982912 + 20938752, "self-check: per-token transformer_flops gave ", per_token,
-             ", by hand ", 114982912 + 20938752);
+  OMNI_CHECK(per_token == 114982912 + 294912, "self-check: two-run transformer_flops gave ", per_token, ", by hand ",
+             114982912 + 294912);
   say("self-check: the analytic FLOP count matches the hand count (", scalar, ")");
 }
 
