@@ -22,13 +22,22 @@ at::Tensor BufferPool::acquire(at::ScalarType dtype, int64_t numel) {
       return t;
     }
   }
+  drop_spares(free_.size());  // spares of other sizes would sit beside the new buffer (the class comment)
   ++allocations_;
-  return at::empty({numel}, at::TensorOptions().dtype(dtype).device(device_));
+  at::Tensor t = at::empty({numel}, at::TensorOptions().dtype(dtype).device(device_));
+  held_bytes_ += t.nbytes();
+  held_peak_bytes_ = std::max(held_peak_bytes_, held_bytes_);
+  return t;
 }
 
 void BufferPool::release(at::Tensor buffer) {
   free_.push_back(std::move(buffer));
-  if (free_.size() > kMaxFree) free_.erase(free_.begin());
+  if (free_.size() > kMaxFree) drop_spares(free_.size() - kMaxFree);
+}
+
+void BufferPool::drop_spares(size_t count) {
+  for (size_t i = 0; i < count; ++i) held_bytes_ -= free_[i].nbytes();
+  free_.erase(free_.begin(), free_.begin() + static_cast<long>(count));
 }
 
 FlatParamUnit::FlatParamUnit(std::string name, std::vector<ParamSlot> params, dist::ProcessGroup* group,

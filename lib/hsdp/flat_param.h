@@ -38,9 +38,11 @@ using ShardReader = std::function<at::Tensor(const std::vector<std::string>& nam
                                              at::ScalarType dtype)>;
 
 // Reusable full-size buffers, keyed by (dtype, elements); a released buffer is handed to the next unit of the
-// same size, so the steady state allocates nothing. At most kMaxFree spare buffers are kept (the oldest go
-// first): enough for a root and two blocks of two dtypes each (a bfloat16 model keeps norms and modulation
-// tables in float32), i.e. everything one forward has live at once.
+// same size, so a model of equal blocks allocates nothing in the steady state. At most kMaxFree spare buffers
+// are kept (the oldest go first): enough for a root and two blocks of two dtypes each (a bfloat16 model keeps
+// norms and modulation tables in float32), i.e. everything one forward has live at once. A miss drops every
+// spare before allocating, so spares of other sizes (float8 middle blocks beside run-dtype first and last
+// ones) never add to the units in use: a forward holds at most its root and two consecutive blocks.
 class BufferPool {
  public:
   static constexpr size_t kMaxFree = 8;
@@ -50,13 +52,21 @@ class BufferPool {
   at::Tensor acquire(at::ScalarType dtype, int64_t numel);
   void release(at::Tensor buffer);
   // Drops every spare buffer (e.g. after the text encoder, whose buffers no later forward reuses).
-  void clear() { free_.clear(); }
+  void clear() { drop_spares(free_.size()); }
   int64_t allocations() const { return allocations_; }  // buffers allocated so far (not served from the pool)
+  // Bytes of the buffers the pool made and has not dropped (in use and spare), and their most: what the
+  // memory plan's gathered peak must cover.
+  int64_t held_bytes() const { return held_bytes_; }
+  int64_t held_peak_bytes() const { return held_peak_bytes_; }
 
  private:
+  void drop_spares(size_t count);  // the `count` oldest spares
+
   at::Device device_;
   std::vector<at::Tensor> free_;
   int64_t allocations_ = 0;
+  int64_t held_bytes_ = 0;
+  int64_t held_peak_bytes_ = 0;
 };
 
 class FlatParamUnit {

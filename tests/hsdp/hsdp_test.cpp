@@ -334,6 +334,21 @@ int64_t planned_resident(const Loaded& l, int shard, const omni::models::WeightH
   return planned;
 }
 
+// The memory plan's gathered peak (pipeline/memory_plan.cpp): the root and the largest two consecutive blocks,
+// each as gathered (padded), with `holding`'s float8 weights. Nothing is gathered with a shard of 1.
+int64_t planned_gathered_peak(const Loaded& l, int shard, const omni::models::WeightHolding& holding) {
+  if (shard == 1) return 0;
+  const auto units = omni::models::split_units(*l.module, l.blocks);
+  const int num_blocks = static_cast<int>(l.blocks.size());
+  int64_t pair = 0, previous = 0;
+  for (const auto& b : units.blocks) {
+    const int64_t full = omni::models::unit_bytes(b, at::kFloat, shard, holding, num_blocks).full;
+    pair = std::max(pair, previous + full);
+    previous = full;
+  }
+  return omni::models::unit_bytes(units.root, at::kFloat, shard, holding, num_blocks).full + pair;
+}
+
 // Float8 weights (--weight-dtype float8_e4m3fn --fp8-layers all): every rank quantizes its own slice, the row
 // scales agreed by an all-reduce. The reference is independent of that code: the whole float32 model whose
 // float8 weights are replaced, element by element, by a scalar loop's quantization (row amax / 448, c10's
@@ -408,6 +423,12 @@ void float8_checks(Checks& checks, const std::string& model_dir, int world) {
                max_abs_err(l.expert().forward(in.x, in.t, in.ctx, &h), want));
     checks.equal(tag + "resident bytes == the memory plan's (float8 1 byte + row scales)", l.sharded->resident_bytes(),
                  planned_resident(l, shard, holding));
+    // Float8 middle blocks and run-dtype first and last ones have buffers of different sizes: over two
+    // forwards, what the pool holds (in use and spare) stays within the plan's gathered peak, the root and
+    // the largest two consecutive blocks.
+    l.expert().forward(in.x, in.t, in.ctx, &h);
+    checks.at_most(tag + "pool's buffers (in use + spare) <= root + largest consecutive pair", pool->held_peak_bytes(),
+                   planned_gathered_peak(l, shard, holding));
     const int64_t plain = shard_expert(dir, "transformer", g.shard.get(), at::kFloat, pool).sharded->resident_bytes();
     // float32 -> float8 saves 3 bytes per float8 element of this rank's slice; the float32 row scales are
     // whole on every rank; each unit's new float8 group adds at most shard - 1 elements of padding.
