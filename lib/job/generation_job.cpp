@@ -322,6 +322,14 @@ void GenerationJob::load() {
   OMNI_INFO("loaded in ", std::round(phase.seconds() * 10) / 10, " s: weights ",
             format_bytes(pipeline_->param_bytes_total()), " in all, this rank holds ",
             format_bytes(st.param_bytes_resident), " of the sharded models");
+  if (st.float8_weights_stored + st.float8_weights_quantized == 0 &&
+      opts_.weight_format == config::WeightFormat::kFloat8) {
+    // Models of two blocks have none in the middle: the run is the --dtype run, which the user
+    // should hear rather than read float8 in the settings and trust it.
+    OMNI_WARN("--weight-dtype float8_e4m3fn: no weight of this model is held in float8; --fp8-layers ",
+              config::name_of(opts_.fp8_layers), " takes Linear weights of the blocks between the first and the last ",
+              "only, and everything else stays in ", dtype_name(opts_.dtype));
+  }
   if (st.float8_weights_stored + st.float8_weights_quantized > 0) {
     identity_.float8_weights = {
         {"stored", st.float8_weights_stored}, {"quantized", st.float8_weights_quantized}, {"matmul", opts_.fp8_matmul}};

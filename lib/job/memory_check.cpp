@@ -88,8 +88,11 @@ std::string MemoryCheck::describe(const std::function<bool(int)>& writes_video) 
   const bool cuda = dist::runs_on_cuda(run_.device);
   std::ostringstream os;
   os << "memory plan per rank (" << (cuda ? "GPU memory allocated" : "host memory above the process's start-up") << ", "
-     << dtype_name(run_.dtype) << " weights, " << plans_[0].attention_kernel
-     << " attention; from configs and checkpoint headers):\n";
+     << dtype_name(run_.dtype) << " weights"
+     << (run_.weight_format == config::WeightFormat::kFloat8
+             ? str_cat(" (float8_e4m3fn Linear weights: --fp8-layers ", config::name_of(run_.fp8_layers), ")")
+             : std::string())
+     << ", " << plans_[0].attention_kernel << " attention; from configs and checkpoint headers):\n";
   for (size_t r = 0; r < plans_.size(); ++r) {
     const pipeline::MemoryPlan& p = plans_[r];
     int same = -1;

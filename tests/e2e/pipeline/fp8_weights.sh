@@ -90,6 +90,18 @@ s = json.load(open(sys.argv[1]))["settings"]
 assert s["weight-dtype"] == "float8_e4m3fn" and s["fp8-layers"] == "all" and s["fp8-matmul"] is False, s
 PY
 
+# A model of two blocks has no block between the first and the last: nothing can be float8, and the run says so.
+"$mk" --kind t2v-a14b --preset tiny-heads4 --layers 2 --seed 3 --output "$work/model2" >/dev/null 2>&1 ||
+  fail "omni-make-checkpoint --layers 2 failed"
+out=$("$gen" "${common[@]}" --model "$work/model2" --num-inference-steps 1 --weight-dtype float8_e4m3fn \
+  --output "$work/two.mp4" 2>&1) || { echo "$out"; fail "the two-block run exited non-zero"; }
+if grep -q "warn.*--weight-dtype float8_e4m3fn: no weight of this model is held in float8" <<<"$out" &&
+   ! grep -q float8_weights "$work/two.mp4.json"; then
+  pass "two blocks: warned that nothing is float8"
+else
+  flunk "two blocks: no warning that nothing is float8"; echo "$out"
+fi
+
 expect "--fp8-matmul without float8 weights" 1 2 "--fp8-matmul multiplies float8 weights" -- \
   "${common[@]}" --fp8-matmul --output "$work/bad.mp4"
 expect "--fp8-layers without float8 weights" 1 2 "needs --weight-dtype float8_e4m3fn" -- \
