@@ -116,10 +116,11 @@ struct GenerateOptions {
   LayoutMode layout = LayoutMode::kAuto;  // how the compute degrees are chosen
   bool vae_parallel{};                    // decode each video over the ranks of its data-parallel group
   StepCacheMode step_cache = StepCacheMode::kNone;
-  WeightFormat weight_format = WeightFormat::kRunDtype;  // --weight-dtype
-  Fp8Layers fp8_layers = Fp8Layers::kFfn;                // --fp8-layers
-  bool fp8_matmul{};                                     // --fp8-matmul
-  std::optional<double> step_cache_threshold;            // unset: the mode's default
+  WeightFormat weight_format = WeightFormat::kRunDtype;               // --weight-dtype
+  WeightFormat text_encoder_weight_format = WeightFormat::kRunDtype;  // --text-encoder-weight-dtype
+  Fp8Layers fp8_layers = Fp8Layers::kFfn;                             // --fp8-layers
+  bool fp8_matmul{};                                                  // --fp8-matmul
+  std::optional<double> step_cache_threshold;                         // unset: the mode's default
 
   // Runtime.
   DeviceRequest device;

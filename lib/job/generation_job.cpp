@@ -288,6 +288,7 @@ void GenerationJob::load() {
                      "matrix products); use bfloat16 or float32 on the CPU");
     s.use_hsdp = opts_.parallel.use_hsdp;
     s.transformer_weights = {opts_.weight_format == config::WeightFormat::kFloat8, opts_.fp8_layers, {}};
+    s.text_encoder_weights = {opts_.text_encoder_weight_format == config::WeightFormat::kFloat8, opts_.fp8_layers, {}};
     s.fp8_matmul = opts_.fp8_matmul;
     s.vae_parallel = opts_.vae_parallel;
     s.step_cache = opts_.step_cache;
@@ -322,21 +323,29 @@ void GenerationJob::load() {
   OMNI_INFO("loaded in ", std::round(phase.seconds() * 10) / 10, " s: weights ",
             format_bytes(pipeline_->param_bytes_total()), " in all, this rank holds ",
             format_bytes(st.param_bytes_resident), " of the sharded models");
-  if (st.float8_weights_stored + st.float8_weights_quantized == 0 &&
-      opts_.weight_format == config::WeightFormat::kFloat8) {
-    // Models of two blocks have none in the middle: the run is the --dtype run, which the user
-    // should hear rather than read float8 in the settings and trust it.
-    OMNI_WARN("--weight-dtype float8_e4m3fn: no weight of this model is held in float8; --fp8-layers ",
+  const int64_t float8_all = st.float8_weights_stored + st.float8_weights_quantized;
+  const int64_t float8_text = pipeline_->text_encoder_float8_weights();
+  // A model of two blocks has none in the middle: its run is the --dtype run, which the user should hear
+  // rather than read float8 in the settings and trust it.
+  auto warn_none = [&](const char* flag, const char* model) {
+    OMNI_WARN(flag, " float8_e4m3fn: no weight of the ", model, " is held in float8; --fp8-layers ",
               config::name_of(opts_.fp8_layers), " takes Linear weights of the blocks between the first and the last ",
               "only, and everything else stays in ", dtype_name(opts_.dtype));
-  }
-  if (st.float8_weights_stored + st.float8_weights_quantized > 0) {
-    identity_.float8_weights = {
-        {"stored", st.float8_weights_stored}, {"quantized", st.float8_weights_quantized}, {"matmul", opts_.fp8_matmul}};
-    if (opts_.weight_format == config::WeightFormat::kFloat8)
+  };
+  if (opts_.weight_format == config::WeightFormat::kFloat8 && float8_all == float8_text)
+    warn_none("--weight-dtype", "transformer");
+  if (opts_.text_encoder_weight_format == config::WeightFormat::kFloat8 && float8_text == 0)
+    warn_none("--text-encoder-weight-dtype", "text encoder");
+  if (float8_all > 0) {
+    identity_.float8_weights = {{"stored", st.float8_weights_stored},
+                                {"quantized", st.float8_weights_quantized},
+                                {"text_encoder", float8_text},
+                                {"matmul", opts_.fp8_matmul}};
+    if (opts_.weight_format == config::WeightFormat::kFloat8 ||
+        opts_.text_encoder_weight_format == config::WeightFormat::kFloat8)
       identity_.float8_weights["layers"] = config::name_of(opts_.fp8_layers);
-    OMNI_INFO("float8 weights: ", st.float8_weights_stored, " as the checkpoint stores them, ",
-              st.float8_weights_quantized, " quantized at load");
+    OMNI_INFO("float8 weights: ", st.float8_weights_stored, " as the checkpoints store them, ",
+              st.float8_weights_quantized, " quantized at load (", float8_text, " of them UMT5's)");
   }
 }
 

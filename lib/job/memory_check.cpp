@@ -20,6 +20,7 @@ pipeline::MemoryPlanSettings plan_settings(const config::GenerateOptions& run, c
   ps.cuda = dist::runs_on_cuda(run.device);
   ps.shard = l.use_hsdp ? l.hsdp_shard : 1;
   ps.transformer_weights = {run.weight_format == config::WeightFormat::kFloat8, run.fp8_layers, {}};
+  ps.text_encoder_weights = {run.text_encoder_weight_format == config::WeightFormat::kFloat8, run.fp8_layers, {}};
   ps.fp8_matmul = run.fp8_matmul;
   ps.ulysses = l.ulysses;
   ps.ring = l.ring;
@@ -87,12 +88,18 @@ void MemoryCheck::check(const dist::DeviceMesh& mesh) {
 std::string MemoryCheck::describe(const std::function<bool(int)>& writes_video) const {
   const bool cuda = dist::runs_on_cuda(run_.device);
   std::ostringstream os;
+  const bool f8_transformer = run_.weight_format == config::WeightFormat::kFloat8;
+  const bool f8_text = run_.text_encoder_weight_format == config::WeightFormat::kFloat8;
+  const std::string float8 = f8_transformer || f8_text
+                                 ? str_cat(" (float8_e4m3fn Linear weights of the ",
+                                           f8_transformer && f8_text ? "transformers and UMT5"
+                                           : f8_transformer          ? "transformers"
+                                                                     : "UMT5",
+                                           ": --fp8-layers ", config::name_of(run_.fp8_layers), ")")
+                                 : std::string();
   os << "memory plan per rank (" << (cuda ? "GPU memory allocated" : "host memory above the process's start-up") << ", "
-     << dtype_name(run_.dtype) << " weights"
-     << (run_.weight_format == config::WeightFormat::kFloat8
-             ? str_cat(" (float8_e4m3fn Linear weights: --fp8-layers ", config::name_of(run_.fp8_layers), ")")
-             : std::string())
-     << ", " << plans_[0].attention_kernel << " attention; from configs and checkpoint headers):\n";
+     << dtype_name(run_.dtype) << " weights" << float8 << ", " << plans_[0].attention_kernel
+     << " attention; from configs and checkpoint headers):\n";
   for (size_t r = 0; r < plans_.size(); ++r) {
     const pipeline::MemoryPlan& p = plans_[r];
     int same = -1;

@@ -27,14 +27,20 @@ std::string float8_kept_reason(const ParamRef& p, const WeightHolding& h, int nu
   if (p.scale == nullptr) return "not a Linear weight (embedding, norm, modulation table, patch embedding, bias)";
   if (h.stored_float8.count(p.name)) return "";  // float8 in the checkpoint
   if (!h.float8) return "--weight-dtype is the run dtype";
-  // "blocks.<i>.<rest>"
-  if (!starts_with(p.name, "blocks.")) return "outside the blocks (condition embedder, head)";
-  const size_t dot = p.name.find('.', 7);
-  if (dot == std::string::npos) return "outside the blocks (condition embedder, head)";
-  const int block = std::stoi(p.name.substr(7, dot - 7));
+  // The block index and the layer family from the module path: the Wan transformer's "blocks.<i>.ffn." /
+  // "blocks.<i>.attn1." / "blocks.<i>.attn2.", UMT5's "encoder.block.<i>.layer.1.DenseReluDense." /
+  // "encoder.block.<i>.layer.0.SelfAttention.".
+  std::string prefix;
+  for (const char* candidate : {"blocks.", "encoder.block."})
+    if (starts_with(p.name, candidate)) prefix = candidate;
+  const size_t dot = prefix.empty() ? std::string::npos : p.name.find('.', prefix.size());
+  if (dot == std::string::npos) return "outside the blocks (condition embedder, head, embedding)";
+  const int block = std::stoi(p.name.substr(prefix.size(), dot - prefix.size()));
   if (block == 0 || block == num_blocks - 1) return "first or last block";
   const std::string rest = p.name.substr(dot + 1);
-  const bool ffn = starts_with(rest, "ffn."), attention = starts_with(rest, "attn1.") || starts_with(rest, "attn2.");
+  const bool ffn = starts_with(rest, "ffn.") || starts_with(rest, "layer.1.DenseReluDense.");
+  const bool attention =
+      starts_with(rest, "attn1.") || starts_with(rest, "attn2.") || starts_with(rest, "layer.0.SelfAttention.");
   switch (h.layers) {
     case config::Fp8Layers::kFfn:
       if (!ffn) return "not a feed-forward layer (--fp8-layers ffn)";

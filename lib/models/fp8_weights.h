@@ -1,5 +1,8 @@
-// Which parameters of a Wan transformer are held in float8 (--weight-dtype float8_e4m3fn), and why the others
-// are not: the table the loader (hsdp_sharding), the memory plan and the run's sidecar share.
+// Which parameters of a Wan transformer (--weight-dtype float8_e4m3fn) or of UMT5 (--text-encoder-weight-dtype
+// float8_e4m3fn) are held in float8, and why the others are not: the table the loader (hsdp_sharding), the
+// memory plan and the run's sidecar share. UMT5 follows the same rules: its q/k/v/o and wi_0/wi_1/wo weights of
+// the blocks between the first and the last, by --fp8-layers family; its embedding, relative attention bias and
+// layer norms stay in --dtype.
 //
 // Only Linear weights inside the blocks can be float8 (their matrix products dominate and tolerate a scale
 // per output channel). Everything else stays in the run dtype:

@@ -183,8 +183,8 @@ MemoryPlanner::MemoryPlanner(const io::ModelDir& model, const MemoryPlanSettings
                                            model.component_config_path("text_encoder"));
     s.text.resolve_embedding(ckpt);
     const models::Umt5Encoder encoder(s.text, settings.dtype);
-    s.models.push_back(
-        units_of("text_encoder", encoder, models::blocks_of(encoder), ckpt, settings.dtype, settings.shard));
+    s.models.push_back(units_of("text_encoder", encoder, models::blocks_of(encoder), ckpt, settings.dtype,
+                                settings.shard, settings.text_encoder_weights));
   }
   for (const char* name : {"transformer", "transformer_2"}) {
     if (!model.has(name)) continue;

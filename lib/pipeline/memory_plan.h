@@ -54,8 +54,9 @@ struct MemoryPlanSettings {
   c10::ScalarType vae_dtype = c10::ScalarType::Float;
   bool cuda = false;  // device memory; on the CPU the process's resident memory (checkpoint pages count)
   int shard = 1;      // HSDP shard size (1: every unit whole, nothing gathered)
-  models::WeightHolding transformer_weights;  // the experts' float8 Linear weights (--weight-dtype)
-  bool fp8_matmul = false;                    // --fp8-matmul: float8 products, no dequantized weight
+  models::WeightHolding transformer_weights;   // the experts' float8 Linear weights (--weight-dtype)
+  models::WeightHolding text_encoder_weights;  // UMT5's (--text-encoder-weight-dtype)
+  bool fp8_matmul = false;                     // --fp8-matmul: float8 products, no dequantized weight
   int ulysses = 1;
   int ring = 1;
   int cfg = 1;

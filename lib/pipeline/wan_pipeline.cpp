@@ -163,7 +163,9 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
     te_config.resolve_embedding(ckpt);
     text_encoder_ = std::make_unique<models::Umt5Encoder>(te_config, settings_.dtype);
     text_encoder_sharded_ = models::shard_model("text_encoder", *text_encoder_, models::blocks_of(*text_encoder_), ckpt,
-                                                shard_group_.get(), settings_.dtype, settings_.device, pool_, stats_);
+                                                shard_group_.get(), settings_.dtype, settings_.device, pool_, stats_,
+                                                /*lora=*/nullptr, settings_.text_encoder_weights);
+    text_encoder_float8_weights_ = stats_->float8_weights_stored + stats_->float8_weights_quantized;
     param_bytes_total_ += text_encoder_sharded_->full_bytes();
   }
 

@@ -46,8 +46,9 @@ struct PipelineSettings {
   at::ScalarType dtype = at::kFloat;  // transformer and text encoder
   at::ScalarType vae_dtype = at::kFloat;
   bool use_hsdp = false;
-  models::WeightHolding transformer_weights;  // the experts' float8 Linear weights (--weight-dtype, --fp8-layers)
-  bool fp8_matmul = false;                    // --fp8-matmul
+  models::WeightHolding transformer_weights;   // the experts' float8 Linear weights (--weight-dtype, --fp8-layers)
+  models::WeightHolding text_encoder_weights;  // UMT5's (--text-encoder-weight-dtype, --fp8-layers)
+  bool fp8_matmul = false;                     // --fp8-matmul
   config::SampleSolver sample_solver = config::SampleSolver::kUniPC;
   std::optional<double> flow_shift;      // --flow-shift; else scheduler_config.json's
   std::optional<double> boundary_ratio;  // --boundary-ratio; else model_index.json's
@@ -124,6 +125,8 @@ class WanPipeline {
   // Bytes of all weights of all components as held in memory (whole, not per rank).
   int64_t param_bytes_total() const { return param_bytes_total_; }
   const hsdp::HsdpStats& hsdp_stats() const { return *stats_; }
+  // Of hsdp_stats()'s float8 weights (stored and quantized), UMT5's.
+  int64_t text_encoder_float8_weights() const { return text_encoder_float8_weights_; }
   // Bytes one denoising step gathers (transformer in use), from the last generate().
   int64_t gathered_bytes_last_step() const { return gathered_last_step_; }
   int64_t disk_bytes_read() const { return disk_bytes_read_; }
@@ -194,6 +197,7 @@ class WanPipeline {
   std::string scheduler_source_;
 
   int64_t param_bytes_total_ = 0;
+  int64_t text_encoder_float8_weights_ = 0;
   int64_t gathered_last_step_ = 0;
   int64_t disk_bytes_read_ = 0;
 };

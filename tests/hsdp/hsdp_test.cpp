@@ -137,7 +137,8 @@ Loaded shard_expert(const std::string& dir, const std::string& name, omni::dist:
 }
 
 Loaded shard_text(const std::string& dir, omni::dist::ProcessGroup* group, at::ScalarType dtype,
-                  const std::shared_ptr<omni::hsdp::BufferPool>& pool) {
+                  const std::shared_ptr<omni::hsdp::BufferPool>& pool,
+                  const omni::models::WeightHolding& holding = {}) {
   Loaded l;
   auto ckpt = omni::io::Checkpoint::open(dir);
   auto config = omni::models::Umt5Config::from_json(dir + "/config.json");
@@ -145,7 +146,8 @@ Loaded shard_text(const std::string& dir, omni::dist::ProcessGroup* group, at::S
   auto m = std::make_unique<Umt5Encoder>(config, dtype);
   for (int i = 0; i < m->num_blocks(); ++i) l.blocks.push_back(&m->block(i));
   l.stored_bytes = ckpt.total_bytes();
-  l.sharded = omni::models::shard_model("text_encoder", *m, l.blocks, ckpt, group, dtype, at::kCPU, pool, l.stats);
+  l.sharded = omni::models::shard_model("text_encoder", *m, l.blocks, ckpt, group, dtype, at::kCPU, pool, l.stats,
+                                        nullptr, holding);
   l.module = std::move(m);
   return l;
 }
@@ -439,6 +441,40 @@ void float8_checks(Checks& checks, const std::string& model_dir, int world) {
   }
 }
 
+// UMT5's float8 weights (--text-encoder-weight-dtype float8_e4m3fn --fp8-layers all), as the transformer's: the
+// q/k/v/o and wi_0/wi_1/wo weights of the blocks between the first and the last, each rank quantizing its own
+// slice. Every layout's encoding must equal the whole float32 encoder whose float8 weights are replaced by the
+// scalar loop's quantization, exactly; the resident bytes must be the memory plan's.
+void text_float8_checks(Checks& checks, const std::string& model_dir, int world) {
+  const omni::models::WeightHolding holding{true, omni::config::Fp8Layers::kAll, {}};
+  const std::string dir = model_dir + "/text_encoder";
+  const at::Tensor ids = (seeded_randn({2, 16}, 5).abs() * 40).to(at::kLong).clamp(0, 255);
+  const at::Tensor mask = (at::arange(16).unsqueeze(0) < at::tensor({16, 11}).unsqueeze(1)).to(at::kLong);  // [2, 16]
+  auto whole = Umt5Encoder::load(dir, at::kFloat);
+  const int num_blocks = whole->num_blocks();
+  int64_t float8_weights = 0;
+  for (const auto& p : whole->parameters()) {
+    if (omni::models::held_dtype(p, at::kFloat, holding, num_blocks) != at::kFloat8_e4m3fn) continue;
+    std::vector<float> scales;
+    *p.tensor = scalar_dequantized(scalar_float8(*p.tensor, scales), scales);
+    ++float8_weights;
+  }
+  checks.equal("UMT5 float8: q, k, v, o, wi_0, wi_1, wo of each middle block", float8_weights, 7 * (num_blocks - 2));
+  const at::Tensor want = whole->forward(ids, mask);
+  for (const auto& [rep, shard] : hsdp_test::test_layouts(world)) {
+    const std::string tag = std::string("UMT5 float8 ") + hsdp_test::layout_name(rep, shard) + ": ";
+    Groups g = make_groups(rep, shard, world);
+    auto pool = std::make_shared<omni::hsdp::BufferPool>(at::kCPU);
+    Loaded l = shard_text(dir, g.shard.get(), at::kFloat, pool, holding);
+    omni::models::HsdpHooks h(l.sharded.get());
+    checks.err(tag + "encoding == whole encoder with independently quantized weights",
+               max_abs_err(l.text().forward(ids, mask, &h), want));
+    checks.equal(tag + "weights quantized at load", l.stats->float8_weights_quantized, float8_weights);
+    checks.equal(tag + "resident bytes == the memory plan's", l.sharded->resident_bytes(),
+                 planned_resident(l, shard, holding));
+  }
+}
+
 // Whether the small model's weight `name` is stored in float8 by stored_float8_checks, and how: every block's
 // feed-forward weights with a scale per row (`weight_scale` [out], amax / 300: not the scale the loader would
 // choose), and block 1's attn1.to_q with one scale for the tensor (`scale_weight`, amax / 400).
@@ -626,12 +662,15 @@ int run_all() {
 
   const std::string tmp = shared_temp_dir(rank);
   const std::string model_dir = tmp + "/model";
-  if (rank == 0)
-    omni::generator::generate_checkpoint(
-        omni::generator::make_preset(omni::generator::CheckpointKind::kT2vA14b, "small"), model_dir);
+  if (rank == 0) {
+    auto spec = omni::generator::make_preset(omni::generator::CheckpointKind::kT2vA14b, "small");
+    spec.text_encoder.num_layers = 4;  // blocks between the first and the last, for UMT5's float8 weights
+    omni::generator::generate_checkpoint(spec, model_dir);
+  }
   MPI_Barrier(MPI_COMM_WORLD);
   generated_checks(checks, model_dir, world);
   float8_checks(checks, model_dir, world);
+  text_float8_checks(checks, model_dir, world);
   stored_float8_checks(checks, model_dir, world, rank);
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) {

@@ -11,7 +11,7 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 gen=$1; cmp=$2; mk=$3; work=$4
 rm -rf "$work"; mkdir -p "$work"
-"$mk" --kind t2v-a14b --preset tiny-heads4 --layers 4 --seed 3 --output "$work/model" >/dev/null 2>&1 ||
+"$mk" --kind t2v-a14b --preset tiny-heads4 --layers 4 --text-layers 4 --seed 3 --output "$work/model" >/dev/null 2>&1 ||
   fail "omni-make-checkpoint failed"
 common=(--model "$work/model" --prompt "A red fox in the snow" --negative-prompt "blurry" --height 32 --width 48
         --num-frames 5 --num-inference-steps 2 --max-sequence-length 16 --dtype bfloat16 --seed 5 --log-level warn)
@@ -84,6 +84,51 @@ if bad:
     sys.exit(1)
 PY
 
+# UMT5 in float8 (--text-encoder-weight-dtype): the middle blocks' 7 Linear weights each, on one rank and at
+# HSDP 4 the same frames; the resident bytes are bfloat16's minus UMT5's float8 share; the report counts them.
+run te-np1 1 --text-encoder-weight-dtype float8_e4m3fn --fp8-layers all
+run te-hsdp4 4 --text-encoder-weight-dtype float8_e4m3fn --fp8-layers all --layout manual --use-hsdp --hsdp-shard-size 4
+same te-hsdp4 te-np1
+if "$cmp" "$work/te-hsdp4.mp4" "$work/bf16-hsdp4.mp4" >/dev/null 2>&1; then
+  flunk "UMT5 float8 frames equal bfloat16's: the float8 weights did not reach the text encoder"
+else
+  pass "UMT5 float8 frames differ from bfloat16's"
+fi
+python3 - "$work" <<'PY' && pass "UMT5 float8: bytes and counts" || flunk "UMT5 float8 bytes"
+import json, os, re, struct, sys
+work = sys.argv[1]
+f8 = rows = weights = 0
+path = os.path.join(work, "model", "text_encoder")
+for name in os.listdir(path):
+    if not name.endswith(".safetensors"):
+        continue
+    with open(os.path.join(path, name), "rb") as fh:
+        header = json.loads(fh.read(struct.unpack("<Q", fh.read(8))[0]))
+    for key, info in header.items():
+        m = re.match(r"encoder\.block\.(\d+)\.layer\.\d\.(SelfAttention\.[qkvo]|DenseReluDense\.(wi_0|wi_1|wo))\.weight$", key)
+        if m and int(m.group(1)) in (1, 2):
+            f8 += info["shape"][0] * info["shape"][1]
+            rows += info["shape"][0]
+            weights += 1
+bf = json.load(open(os.path.join(work, "bf16-hsdp4.json")))
+te = json.load(open(os.path.join(work, "te-hsdp4.json")))
+bad = []
+if weights != 14:
+    bad.append(f"{weights} UMT5 float8 weights in the file's middle blocks, want 14")
+want = {"stored": 0, "quantized": weights, "text_encoder": weights, "matmul": False, "layers": "all"}
+if te.get("float8_weights") != want:
+    bad.append(f"report float8_weights {te.get('float8_weights')}, want {want}")
+for r, (b, t) in enumerate(zip(bf["ranks"], te["ranks"])):
+    saved = b["param_bytes_resident"] - t["param_bytes_resident"]
+    if abs(saved - (f8 / 4 - 4 * rows)) > 64:
+        bad.append(f"rank {r}: resident saved {saved}, want {f8 / 4 - 4 * rows:.0f} +- 64 (padding)")
+print(f"UMT5 float8 elements {f8} in {weights} weights; rank 0 resident {bf['ranks'][0]['param_bytes_resident']} -> "
+      f"{te['ranks'][0]['param_bytes_resident']}")
+if bad:
+    print("\n".join(bad))
+    sys.exit(1)
+PY
+
 python3 - "$work/dequant-np1.mp4.json" <<'PY' && pass "sidecar records the weight format" || flunk "sidecar"
 import json, sys
 s = json.load(open(sys.argv[1]))["settings"]
@@ -95,7 +140,7 @@ PY
   fail "omni-make-checkpoint --layers 2 failed"
 out=$("$gen" "${common[@]}" --model "$work/model2" --num-inference-steps 1 --weight-dtype float8_e4m3fn \
   --output "$work/two.mp4" 2>&1) || { echo "$out"; fail "the two-block run exited non-zero"; }
-if grep -q "warn.*--weight-dtype float8_e4m3fn: no weight of this model is held in float8" <<<"$out" &&
+if grep -q "warn.*--weight-dtype float8_e4m3fn: no weight of the transformer is held in float8" <<<"$out" &&
    ! grep -q float8_weights "$work/two.mp4.json"; then
   pass "two blocks: warned that nothing is float8"
 else
@@ -104,7 +149,7 @@ fi
 
 expect "--fp8-matmul without float8 weights" 1 2 "--fp8-matmul multiplies float8 weights" -- \
   "${common[@]}" --fp8-matmul --output "$work/bad.mp4"
-expect "--fp8-layers without float8 weights" 1 2 "needs --weight-dtype float8_e4m3fn" -- \
+expect "--fp8-layers without float8 weights" 1 2 "needs --weight-dtype or --text-encoder-weight-dtype float8_e4m3fn" -- \
   "${common[@]}" --fp8-layers all --output "$work/bad.mp4"
 [ ! -e "$work/bad.mp4" ] || flunk "a usage error left $work/bad.mp4"
 summary
