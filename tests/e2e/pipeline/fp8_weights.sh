@@ -24,6 +24,13 @@ same() {  # same A B: identical frames
   if "$cmp" "$work/$1.mp4" "$work/$2.mp4" >"$work/cmp-$1-$2.log" 2>&1; then pass "$1 == $2 (frames identical)"
   else flunk "$1 != $2"; cat "$work/cmp-$1-$2.log"; fi
 }
+differs() {  # differs A B WHAT: A's frames are not B's (else WHAT's float8 weights were not used)
+  if "$cmp" "$work/$1.mp4" "$work/$2.mp4" >/dev/null 2>&1; then
+    flunk "$1 frames equal $2's: the float8 weights did not reach the $3"
+  else
+    pass "$1 frames differ from $2's"
+  fi
+}
 for mode in dequant matmul; do
   extra=(--weight-dtype float8_e4m3fn --fp8-layers all)
   [ $mode = matmul ] && extra+=(--fp8-matmul)
@@ -34,11 +41,7 @@ for mode in dequant matmul; do
   same "$mode-u2h2" "$mode-np1"
 done
 run bf16-hsdp4 4 --layout manual --use-hsdp --hsdp-shard-size 4
-if "$cmp" "$work/dequant-np1.mp4" "$work/bf16-hsdp4.mp4" >/dev/null 2>&1; then
-  flunk "float8 frames equal bfloat16's: the float8 weights did not reach the model"
-else
-  pass "float8 frames differ from bfloat16's"
-fi
+differs dequant-np1 bf16-hsdp4 transformer
 
 # Bytes: the float8 elements of each expert (Linear weights of blocks 1..2, biases aside), from the files.
 python3 - "$work" <<'PY' && pass "resident and gathered bytes: bfloat16's minus the float8 share" || flunk "float8 bytes"
@@ -89,11 +92,7 @@ PY
 run te-np1 1 --text-encoder-weight-dtype float8_e4m3fn --fp8-layers all
 run te-hsdp4 4 --text-encoder-weight-dtype float8_e4m3fn --fp8-layers all --layout manual --use-hsdp --hsdp-shard-size 4
 same te-hsdp4 te-np1
-if "$cmp" "$work/te-hsdp4.mp4" "$work/bf16-hsdp4.mp4" >/dev/null 2>&1; then
-  flunk "UMT5 float8 frames equal bfloat16's: the float8 weights did not reach the text encoder"
-else
-  pass "UMT5 float8 frames differ from bfloat16's"
-fi
+differs te-hsdp4 bf16-hsdp4 "text encoder"
 python3 - "$work" <<'PY' && pass "UMT5 float8: bytes and counts" || flunk "UMT5 float8 bytes"
 import json, os, re, struct, sys
 work = sys.argv[1]
