@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <random>
 
@@ -103,13 +104,22 @@ TEST(Safetensors, ReadRangeEqualsSliceOfFullRead) {
   expect_input_error([&] { f.read("nope"); }, {path, "nope"});
 }
 
-// This process's resident pages of mapped files, from the kernel (/proc/self/status RssFile), in bytes.
+// This process's resident pages of mapped files, from the kernel (/proc/self/status), in bytes: RssFile, and
+// RssShmem, where a file on tmpfs counts its pages.
 int64_t resident_file_bytes() {
   std::ifstream in("/proc/self/status");
   std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("RssFile:", 0) == 0) return std::stoll(line.substr(8)) * 1024;  // "RssFile:  123 kB"
-  return -1;
+  int64_t kb = 0;
+  int found = 0;
+  while (std::getline(in, line)) {
+    for (const char* key : {"RssFile:", "RssShmem:"}) {
+      if (line.rfind(key, 0) == 0) {
+        kb += std::stoll(line.substr(std::strlen(key)));  // "RssFile:  123 kB"
+        ++found;
+      }
+    }
+  }
+  return found == 2 ? kb * 1024 : -1;
 }
 
 // A tensor's pages leave the process once copied: reading a 64 MiB file whole, in slices and twice over adds
@@ -122,7 +132,7 @@ TEST(Safetensors, CopiedPagesLeaveTheProcess) {
   write_safetensors(path, {{"w", w}});
   SafetensorsFile f(path);
   const int64_t before = resident_file_bytes();
-  ASSERT_GE(before, 0) << "no RssFile in /proc/self/status";
+  ASSERT_GE(before, 0) << "no RssFile / RssShmem in /proc/self/status";
   for (int pass = 0; pass < 2; ++pass) {
     for (int64_t b = 0; b < w.numel(); b += int64_t{3} << 20)
       ASSERT_TRUE(at::equal(f.read_range("w", b, std::min(int64_t{3} << 20, w.numel() - b)),
