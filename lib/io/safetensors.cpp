@@ -297,20 +297,8 @@ at::Tensor TensorFile::read_range(const std::string& name, int64_t elem_begin, i
     if (count > 0) std::memcpy(out.data_ptr(), src, static_cast<size_t>(count * esize));
   }
   bytes_read_ += count * esize;
-  drop_pages(src, count * esize);
   if (dtype != at::ScalarType::Undefined && dtype != out.scalar_type()) out = out.to(dtype);
   return out;
-}
-
-void TensorFile::drop_pages(const uint8_t* begin, int64_t bytes) const {
-  // The pages wholly inside the copied range leave this process's page tables (the page cache keeps them; a
-  // later read refaults them from there). Otherwise every page a rank ever copied stays in its RSS until the
-  // file closes: a whole checkpoint on one rank, its shard's share under HSDP, on top of the copies. The
-  // mapping is private and read-only, never written, so there is nothing of ours in it to lose.
-  static const int64_t page = ::sysconf(_SC_PAGESIZE);
-  const auto first = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
-  const auto last = (reinterpret_cast<uintptr_t>(begin) + bytes) / page * page;
-  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : TensorFile(path) {

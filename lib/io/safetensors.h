@@ -79,8 +79,6 @@ class TensorFile {
   void release();
 
  private:
-  // Unmaps (MADV_DONTNEED) the whole pages of [begin, begin + bytes) once they are copied.
-  void drop_pages(const uint8_t* begin, int64_t bytes) const;
   std::string path_;
   int fd_ = -1;
   const uint8_t* map_ = nullptr;

@@ -33,15 +33,14 @@ struct ModelUnits {
   int64_t block_full = 0;  // the largest gathered block
   int64_t pair_full = 0;   // the largest two consecutive gathered blocks (one runs, the next is prefetched)
   int64_t blocks = 0;
-  // The largest piece read at once: its file pages (mapped until copied, io::TensorFile::read_range), the
-  // stored copy and the copy converted to the unit's dtype.
-  int64_t read_piece = 0;
+  int64_t mapped = 0;      // checkpoint bytes this rank reads (its slices, as stored)
+  int64_t read_piece = 0;  // the largest piece read at once (stored + converted copies)
   // A float8 Linear's weight dequantized for its product (the largest one), with its float32 row chunk.
   int64_t float8_dequant = 0;
   int64_t float8_largest = 0;  // elements of the largest float8 Linear weight
   // A unit's float8 slice being made at load (FlatParamUnit::load_shard: the float8 slice, the float32 values
   // of its weights quantized here, the quantization's row chunk), beyond what the units after it add by the end
-  // of the load (their slices): the part of it the end-of-load state does not cover.
+  // of the load (their slices and checkpoint pages): the part of it the end-of-load state does not cover.
   int64_t float8_quantize = 0;
   // What a forward has gathered at most: the root, the block running and the next one (prefetched). Blocks
   // differ with float8 weights (the first and last stay in the run dtype).
@@ -92,19 +91,24 @@ ModelUnits units_of(const std::string& name, const models::Module& model,
     return slice + quantized * esize(at::kFloat) +
            std::min(quantized, fp8::kDequantChunkElements) * (esize(at::kFloat) + 1);
   };
-  // Units load root first, then the blocks in order; after unit k the later ones still add their slices.
+  // Units load root first, then the blocks in order; after unit k the later ones still add their slices and
+  // their share of the checkpoint's pages.
   std::vector<const std::vector<models::ParamRef>*> units{&split.root};
   for (const auto& b : split.blocks) units.push_back(&b);
   int64_t later = 0;  // what the units after the current one add
   for (size_t k = units.size(); k-- > 0;) {
     out.float8_quantize = std::max(out.float8_quantize, float8_load(*units[k]) - later);
     later += models::unit_bytes(*units[k], dtype, shard, holding, num_blocks).resident;
+    for (const auto& p : *units[k])
+      if (ckpt.contains(p.name)) later += ceil_div(stored_bytes(ckpt, p.name), shard);
   }
+  int64_t stored = 0;
   for (const auto& p : model.parameters()) {
     if (!ckpt.contains(p.name)) continue;  // check_state reports it when the model loads
     const int64_t bytes = stored_bytes(ckpt, p.name);
-    // Checkpoint::read_flat reads each tensor's part of a slice as one piece: its pages, the stored copy, then
-    // the copy converted to the unit's dtype.
+    stored += bytes;
+    // Checkpoint::read_flat reads each tensor's part of a slice as one piece: the stored copy, then the copy
+    // converted to the unit's dtype.
     const int64_t numel = ckpt.info(p.name).numel();
     const int64_t piece = std::min(numel, ceil_div(numel, shard));
     // A float8 weight's slice is read as stored float8, or as float32 and quantized (FlatParamUnit::load_shard).
@@ -119,8 +123,9 @@ ModelUnits units_of(const std::string& name, const models::Module& model,
     }
     const int64_t held = held_as != at::kFloat8_e4m3fn ? esize(held_as) : stored_float8 ? 1 : esize(at::kFloat);
     const int64_t as_stored = numel > 0 ? bytes / numel : 0;
-    out.read_piece = std::max(out.read_piece, piece * (2 * as_stored + (as_stored == held ? 0 : held)));
+    out.read_piece = std::max(out.read_piece, piece * (as_stored + (as_stored == held ? 0 : held)));
   }
+  out.mapped = ceil_div(stored, shard);
   return out;
 }
 
@@ -168,7 +173,7 @@ struct MemoryPlanner::Shapes {
   bool expand_timesteps = false;
   bool image_to_video = false;
   int64_t vae_resident = 0;
-  int64_t vae_read_piece = 0;       // the largest VAE tensor: its pages and its stored copy
+  int64_t vae_mapped = 0;
   int64_t lora_mapped[2] = {0, 0};  // per expert
 };
 
@@ -204,9 +209,7 @@ MemoryPlanner::MemoryPlanner(const io::ModelDir& model, const MemoryPlanSettings
     for (int64_t d : p.shape) n *= d;
     s.vae_resident += n * esize(settings.vae_dtype);
   }
-  const auto vae_ckpt = model.checkpoint("vae");
-  for (const auto& p : vae.parameters())
-    if (vae_ckpt.contains(p.name)) s.vae_read_piece = std::max(s.vae_read_piece, 2 * stored_bytes(vae_ckpt, p.name));
+  s.vae_mapped = model.checkpoint("vae").total_bytes();
   for (int e = 0; e < 2; ++e)
     for (const auto& f : settings.lora_files[e]) s.lora_mapped[e] += file_size(f);
 }
@@ -272,6 +275,7 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
       loaded.push_back({m.name, m.resident, MemoryKind::kWeights});
       std::vector<MemoryPart> extra;
       if (host) {
+        extra.push_back({"checkpoint pages read (" + m.name + ")", m.mapped, MemoryKind::kWeights});
         extra.push_back({"read buffer", m.read_piece});
         if (m.float8_quantize > 0) extra.push_back({"float8 slice being quantized", m.float8_quantize});
         if (i > 0 && s.lora_mapped[i - 1] > 0) extra.push_back({"LoRA files", s.lora_mapped[i - 1]});
@@ -279,7 +283,7 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
       consider(extra);
     }
     loaded.push_back({"vae", s.vae_resident, MemoryKind::kVaeWeights});
-    consider(host ? std::vector<MemoryPart>{{"read buffer", s.vae_read_piece}} : std::vector<MemoryPart>{});
+    consider(host ? std::vector<MemoryPart>{{"checkpoint pages read (vae)", s.vae_mapped}} : std::vector<MemoryPart>{});
     plan.phases.push_back(best);
   }
 

@@ -5,8 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
-#include <fstream>
 #include <random>
 
 #include "io_test_util.h"
@@ -102,46 +100,6 @@ TEST(Safetensors, ReadRangeEqualsSliceOfFullRead) {
   testing::expect_error([&] { f.read_range("f16", 30, 8); }, ExitCode::kFailure, {"f16", "outside"});
   testing::expect_error([&] { f.read_range("f16", -1, 2); }, ExitCode::kFailure, {"f16"});
   expect_input_error([&] { f.read("nope"); }, {path, "nope"});
-}
-
-// This process's resident pages of mapped files, from the kernel (/proc/self/status), in bytes: RssFile, and
-// RssShmem, where a file on tmpfs counts its pages.
-int64_t resident_file_bytes() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  int64_t kb = 0;
-  int found = 0;
-  while (std::getline(in, line)) {
-    for (const char* key : {"RssFile:", "RssShmem:"}) {
-      if (line.rfind(key, 0) == 0) {
-        kb += std::stoll(line.substr(std::strlen(key)));  // "RssFile:  123 kB"
-        ++found;
-      }
-    }
-  }
-  return found == 2 ? kb * 1024 : -1;
-}
-
-// A tensor's pages leave the process once copied: reading a 64 MiB file whole, in slices and twice over adds
-// (almost) nothing to the process's file-backed RSS, where keeping the mapping's pages would add 64 MiB. The
-// values are still right on the second pass (the pages come back from the page cache).
-TEST(Safetensors, CopiedPagesLeaveTheProcess) {
-  TempDir dir;
-  const std::string path = dir / "big.safetensors";
-  const at::Tensor w = at::arange(int64_t{16} << 20, at::kInt).view({4096, 4096});  // 64 MiB
-  write_safetensors(path, {{"w", w}});
-  SafetensorsFile f(path);
-  const int64_t before = resident_file_bytes();
-  ASSERT_GE(before, 0) << "no RssFile / RssShmem in /proc/self/status";
-  for (int pass = 0; pass < 2; ++pass) {
-    for (int64_t b = 0; b < w.numel(); b += int64_t{3} << 20)
-      ASSERT_TRUE(at::equal(f.read_range("w", b, std::min(int64_t{3} << 20, w.numel() - b)),
-                            w.view({-1}).narrow(0, b, std::min(int64_t{3} << 20, w.numel() - b))))
-          << "pass " << pass << " at " << b;
-    ASSERT_TRUE(at::equal(f.read("w"), w)) << "pass " << pass;
-  }
-  // Slices meet inside pages; those boundary pages (one per read) may stay. 4 MiB is 1/16 of the file.
-  EXPECT_LT(resident_file_bytes() - before, int64_t{4} << 20) << "pages of the file stayed resident";
 }
 
 TEST(Safetensors, ConvertsOnRead) {
