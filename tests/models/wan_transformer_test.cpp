@@ -234,6 +234,32 @@ TEST(WanTransformer, PerTokenTimesteps) {
   EXPECT_GT(max_abs_err(varied, model->forward(x, ts.amax(1), ctx)), 1e-3);
 }
 
+TEST(WanTransformer, EachBatchRowEmbeddedAsAlone) {
+  // One rank runs the CFG batch [cond; uncond]; two CFG ranks run one row each, as diffusers does per call.
+  // The time embedding must not depend on what else is in the batch: GEMM libraries take another kernel for
+  // one row than for two (different last bits in float32 here, 1e-2 in the latents of a full-width bfloat16
+  // run), so each row is embedded alone. Scalar timesteps [B] and per-token runs [B, S] alike.
+  Case c("ti2v-5b-tiny");
+  auto model = WanTransformer3DModel::load(c.dir + "/model/transformer", at::kFloat);
+  auto x = at::cat({c.get("call00.hidden_states"), c.get("call01.hidden_states")}, 0);  // [2, 48, 3, 4, 2]
+  auto ctx = at::cat({c.get("call00.encoder_hidden_states"), c.get("call01.encoder_hidden_states")}, 0);
+  const int64_t seq = 3 * 2 * 1;
+  auto per_token = at::empty({2, seq});
+  for (int64_t s = 0; s < seq; ++s) {
+    per_token[0][s] = s < 2 ? 0.0 : 937.0;
+    per_token[1][s] = s < 2 ? 0.0 : 311.0;
+  }
+  for (const at::Tensor& ts : {at::tensor({999.0f, 17.0f}), per_token}) {
+    auto both = blocks_input(*model, x, ts, ctx);
+    for (int64_t b = 0; b < 2; ++b) {
+      auto alone = blocks_input(*model, x.narrow(0, b, 1), ts.narrow(0, b, 1), ctx.narrow(0, b, 1));
+      EXPECT_TRUE(at::equal(both.cond.temb.narrow(0, b, 1), alone.cond.temb)) << "row " << b << " of " << ts.sizes();
+      EXPECT_TRUE(at::equal(both.cond.timestep_proj.narrow(0, b, 1), alone.cond.timestep_proj))
+          << "row " << b << " of " << ts.sizes();
+    }
+  }
+}
+
 TEST(WanRotaryPosEmbed, RealHeadDimSplit) {
   // The fixtures use head_dim 12 (split 4/4/4); the real models use 128, split 44/42/42 channels, i.e.
   // 22/21/21 rotated pairs. Check the tables against a direct float64 evaluation of the formula.
