@@ -169,15 +169,23 @@ omni::models::WanTransformerState blocks_input(const WanTransformer3DModel& mode
   return probe.state;
 }
 
+// ti2v-5b-tiny's transformer in float32 and a batch of two from its recorded calls.
+struct Ti2vTinyBatch {
+  Case c{"ti2v-5b-tiny"};
+  std::unique_ptr<WanTransformer3DModel> model = WanTransformer3DModel::load(c.dir + "/model/transformer", at::kFloat);
+  at::Tensor x = at::cat({c.get("call00.hidden_states"), c.get("call01.hidden_states")}, 0);  // [2, 48, 3, 4, 2]
+  at::Tensor ctx = at::cat({c.get("call00.encoder_hidden_states"), c.get("call01.encoder_hidden_states")}, 0);
+  static constexpr int64_t seq = 3 * 2 * 1;  // tokens: 3 latent frames x (4 x 2) / patch (1, 2, 2)
+};
+
 TEST(WanTransformer, PerTokenTimesteps) {
   // ti2v's recorded calls give every token the same timestep (text-only run), so check the per-token layout
   // here: tokens with different timesteps (image-to-video style: 0 on the first latent frame) must get
   // exactly the embeddings and modulation the scalar path gives for their own timestep.
-  Case c("ti2v-5b-tiny");
-  auto model = WanTransformer3DModel::load(c.dir + "/model/transformer", at::kFloat);
-  auto x = at::cat({c.get("call00.hidden_states"), c.get("call01.hidden_states")}, 0);  // [2, 48, 3, 4, 2]
-  auto ctx = at::cat({c.get("call00.encoder_hidden_states"), c.get("call01.encoder_hidden_states")}, 0);
-  const int64_t seq = 3 * 2 * 1;
+  Ti2vTinyBatch batch;
+  const auto& model = batch.model;
+  const at::Tensor &x = batch.x, &ctx = batch.ctx;
+  const int64_t seq = Ti2vTinyBatch::seq;
   auto ts = at::empty({2, seq});
   for (int64_t s = 0; s < seq; ++s) {
     ts[0][s] = s < 2 ? 0.0 : 937.0;  // first latent frame (2 tokens) at t = 0
@@ -239,11 +247,10 @@ TEST(WanTransformer, EachBatchRowEmbeddedAsAlone) {
   // The time embedding must not depend on what else is in the batch: GEMM libraries take another kernel for
   // one row than for two (different last bits in float32 here, 1e-2 in the latents of a full-width bfloat16
   // run), so each row is embedded alone. Scalar timesteps [B] and per-token runs [B, S] alike.
-  Case c("ti2v-5b-tiny");
-  auto model = WanTransformer3DModel::load(c.dir + "/model/transformer", at::kFloat);
-  auto x = at::cat({c.get("call00.hidden_states"), c.get("call01.hidden_states")}, 0);  // [2, 48, 3, 4, 2]
-  auto ctx = at::cat({c.get("call00.encoder_hidden_states"), c.get("call01.encoder_hidden_states")}, 0);
-  const int64_t seq = 3 * 2 * 1;
+  Ti2vTinyBatch batch;
+  const auto& model = batch.model;
+  const at::Tensor &x = batch.x, &ctx = batch.ctx;
+  const int64_t seq = Ti2vTinyBatch::seq;
   auto per_token = at::empty({2, seq});
   for (int64_t s = 0; s < seq; ++s) {
     per_token[0][s] = s < 2 ? 0.0 : 937.0;
