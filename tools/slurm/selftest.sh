@@ -95,6 +95,7 @@ echo "slurm selftest: slurmctld and slurmd up on $node (ports $port-$((port + 1)
 
 # ---- jobs -----------------------------------------------------------------------------------------------------
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+export PMIX_MCA_gds=hash  # hash, not ds21: see tests/e2e/cluster/cluster_cases.sh (srun tasks' start-up SIGSEGV)
 export OMNI_CACHE_DIR=$work/cache OMNI_GENERATE=$build/apps/omni-generate MODEL= DEVICE=cpu
 export LAYOUT="--use-hsdp --hsdp-shard-size 4"
 # submit NAME OUT_DIR PROMPTS [sbatch flags...]: the job id.
