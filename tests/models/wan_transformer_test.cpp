@@ -176,6 +176,16 @@ struct Ti2vTinyBatch {
   at::Tensor x = at::cat({c.get("call00.hidden_states"), c.get("call01.hidden_states")}, 0);  // [2, 48, 3, 4, 2]
   at::Tensor ctx = at::cat({c.get("call00.encoder_hidden_states"), c.get("call01.encoder_hidden_states")}, 0);
   static constexpr int64_t seq = 3 * 2 * 1;  // tokens: 3 latent frames x (4 x 2) / patch (1, 2, 2)
+  // Per-token timesteps as the TI2V pipeline gives them with an image: 0 on the first latent frame's 2 tokens,
+  // then each row's t. [2, seq]
+  static at::Tensor image_mode(double t0, double t1) {
+    auto ts = at::empty({2, seq});
+    for (int64_t s = 0; s < seq; ++s) {
+      ts[0][s] = s < 2 ? 0.0 : t0;
+      ts[1][s] = s < 2 ? 0.0 : t1;
+    }
+    return ts;
+  }
 };
 
 TEST(WanTransformer, PerTokenTimesteps) {
@@ -204,8 +214,7 @@ TEST(WanTransformer, PerTokenTimesteps) {
   }
   // As the TI2V pipeline gives them (0 on the first latent frame's tokens, t on the rest, in both rows): two
   // runs, each embedded as the scalar path embeds its timestep.
-  auto ti2v = at::empty({2, seq});
-  for (int64_t s = 0; s < seq; ++s) ti2v[0][s] = ti2v[1][s] = s < 2 ? 0.0 : 937.0;
+  auto ti2v = Ti2vTinyBatch::image_mode(937.0, 937.0);
   auto two = blocks_input(*model, x, ti2v, ctx);
   ASSERT_EQ(two.cond.runs.starts, (std::vector<int64_t>{0, 2}));
   EXPECT_EQ(two.cond.runs.length(0), 2);
@@ -251,12 +260,7 @@ TEST(WanTransformer, EachBatchRowEmbeddedAsAlone) {
   const auto& model = batch.model;
   const at::Tensor &x = batch.x, &ctx = batch.ctx;
   const int64_t seq = Ti2vTinyBatch::seq;
-  auto per_token = at::empty({2, seq});
-  for (int64_t s = 0; s < seq; ++s) {
-    per_token[0][s] = s < 2 ? 0.0 : 937.0;
-    per_token[1][s] = s < 2 ? 0.0 : 311.0;
-  }
-  for (const at::Tensor& ts : {at::tensor({999.0f, 17.0f}), per_token}) {
+  for (const at::Tensor& ts : {at::tensor({999.0f, 17.0f}), Ti2vTinyBatch::image_mode(937.0, 311.0)}) {
     auto both = blocks_input(*model, x, ts, ctx);
     for (int64_t b = 0; b < 2; ++b) {
       auto alone = blocks_input(*model, x.narrow(0, b, 1), ts.narrow(0, b, 1), ctx.narrow(0, b, 1));
