@@ -1,6 +1,7 @@
 #include "dist/device.h"
 
 #include <ATen/Context.h>
+#include <ATen/Version.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/headeronly/version.h>
 
@@ -126,6 +127,13 @@ std::string float32_math() {
   const std::string matmul = resolve(at::Float32Op::MATMUL), conv = resolve(at::Float32Op::CONV);
   if (matmul == conv) return matmul;
   return "matmul " + matmul + ", conv " + conv;
+}
+
+std::string cpu_kernels() {
+  std::string out = at::get_cpu_capability();
+  if (const char* isa = std::getenv("ONEDNN_MAX_CPU_ISA"); isa != nullptr && *isa != '\0')
+    out += std::string(", oneDNN up to ") + isa;
+  return out;
 }
 
 int visible_gpu_count() {

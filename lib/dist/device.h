@@ -26,6 +26,10 @@ int visible_gpu_count();
 void set_float32_math(bool allow_tf32);
 // What LibTorch will do now: "ieee", "tf32", or "matmul <x>, conv <y>" when they differ (for the report).
 std::string float32_math();
+// The CPU kernels LibTorch runs: ATen's vectorized level ("AVX512", "AVX2", "DEFAULT"; ATEN_CPU_CAPABILITY caps
+// it), and oneDNN's cap when ONEDNN_MAX_CPU_ISA sets one. GEMM and elementwise kernels differ between levels in
+// their last bits, so a comparison of runs names it (the report).
+std::string cpu_kernels();
 
 // Collective over `world`; call it on every rank with the same arguments (from an agreed phase: it throws
 // a usage error on the ranks that cannot honour the request, after the collective). A CUDA device is made current on

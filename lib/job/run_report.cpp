@@ -40,6 +40,7 @@ nlohmann::json report_header(const dist::DeviceMesh& mesh, const std::string& de
   r["world_size"] = l.world_size;
   r["device"] = device;
   r["float32_math"] = dist::float32_math();  // CUDA float32 matmuls and convolutions: ieee, or tf32 (--tf32)
+  r["cpu_kernels"] = dist::cpu_kernels();    // ATen's vector level (and oneDNN's cap): the last bits follow it
   r["layout"] = {{"dp", l.dp},
                  {"cfg", l.cfg},
                  {"ring", l.ring},

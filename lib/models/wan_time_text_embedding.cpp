@@ -73,24 +73,25 @@ ConditionEmbedding WanTimeTextEmbedding::forward(const at::Tensor& timestep, con
   auto sinusoid = timestep_sinusoid(t.flatten(), freq_dim_);                   // [B*R or B, freq_dim] float32
   if (t.dim() == 2) sinusoid = sinusoid.unflatten(0, {t.size(0), t.size(1)});  // [B, R, freq_dim]
 
-  // Each batch row goes through its own products ([1, freq_dim], or [1, R, freq_dim] per run). GEMM libraries
-  // take another kernel, and so another summation order, for one row than for two (a GEMV on the CPU): one rank
-  // running the CFG batch [cond; uncond] would differ in the last bits from two CFG ranks running one branch
-  // each, and from diffusers, which calls the transformer once per branch; amplified over the steps, in
-  // bfloat16 at full width that is 1e-2 in the latents. The rows are 1 or 2, the products small.
-  std::vector<at::Tensor> temb_rows, proj_rows;
+  // Each batch row goes through its own products ([1, freq_dim], or [1, R, freq_dim] per run; [1, L, text_dim]),
+  // as every product of the transformer does (wan::each_batch_row says why). For the time embedding this
+  // matters on every CPU: one row is a GEMV, two a GEMM, which differ in float32 here and, amplified over the
+  // steps, by 1e-2 in the latents of a full-width bfloat16 run.
+  OMNI_CHECK(context.size(0) == sinusoid.size(0), "context has ", context.size(0), " rows, the timesteps ",
+             sinusoid.size(0));
+  std::vector<at::Tensor> temb_rows, proj_rows, text_rows;
   for (int64_t b = 0; b < sinusoid.size(0); ++b) {
     // time_embedder runs in float32 (kept so even in bfloat16 models); its output takes the activation dtype.
     auto row = sinusoid.narrow(0, b, 1);                                                    // [1(, R), freq_dim]
     auto temb = time_linear_2_->forward(at::silu(time_linear_1_->forward(row))).to(dtype);  // [1(, R), D]
     proj_rows.push_back(time_proj_->forward(at::silu(temb)));                               // [1(, R), 6D]
     temb_rows.push_back(std::move(temb));
+    auto text = text_linear_1_->forward(context.narrow(0, b, 1).to(dtype));  // [1, L, D]
+    text_rows.push_back(text_linear_2_->forward(at::gelu(text, "tanh")));    // [1, L, D]
   }
   auto temb = at::cat(temb_rows, 0);                           // [B(, R), D]
   auto proj = at::cat(proj_rows, 0).unflatten(-1, {6, dim_});  // [B(, R), 6, D]
-
-  auto text = text_linear_1_->forward(context.to(dtype));  // [B, L, D]
-  text = text_linear_2_->forward(at::gelu(text, "tanh"));  // [B, L, D]
+  auto text = at::cat(text_rows, 0);                           // [B, L, D]
   return {temb, proj, text, std::move(runs)};
 }
 

@@ -101,7 +101,9 @@ WanTransformerState WanTransformer3DModel::prepare(const at::Tensor& hidden_stat
   x = x.permute({0, 2, 4, 6, 1, 3, 5, 7});                              // [B, F', H', W', C, pt, ph, pw]
   x = x.reshape({batch, seq, cin * pt * ph * pw});                      // [B, S, C*pt*ph*pw]
   auto w = patch_weight_.reshape({c.inner_dim(), cin * pt * ph * pw});  // [D, C*pt*ph*pw]
-  st.tokens = at::linear(x, w, patch_bias_);                            // [B, S, D]
+  // Each batch row's patches alone (wan::each_batch_row: every product of the model is one CFG branch's).
+  st.tokens = wan::each_batch_row(batch, [&](int64_t b) { return at::linear(x.narrow(0, b, 1), w, patch_bias_); });
+  // st.tokens: [B, S, D]
 
   // The timesteps go to the device inside (their runs are found where they arrive, usually the host).
   st.cond = condition_embedder_->forward(timestep, encoder_hidden_states.to(device), dtype_);
@@ -117,19 +119,23 @@ at::Tensor WanTransformer3DModel::finish(const at::Tensor& x, const WanTransform
   const auto mod = scale_shift_table_.unsqueeze(0) + (runs.empty() ? temb.unsqueeze(1) : temb).unsqueeze(2);
   // mod: [B, R, 2, D] float32 (R = 1 without runs)
   const at::Tensor none;
-  const auto norm = wan::layer_norm_fp32(x, none, none, c.eps);  // [B, S, D] float32
-  at::Tensor h;
-  if (runs.empty()) {
-    h = (norm * (1 + mod.select(2, 1)) + mod.select(2, 0)).to(dtype_);  // [B, 1, D] scale and shift
-  } else {
-    h = at::empty(x.sizes(), x.options().dtype(dtype_));  // [B, S, D]
-    for (int64_t r = 0; r < runs.size(); ++r) {
-      const int64_t b = runs.start(r), n = runs.length(r);
-      const auto shift = mod.select(2, 0).narrow(1, r, 1), scale = mod.select(2, 1).narrow(1, r, 1);  // [B, 1, D]
-      h.narrow(1, b, n).copy_(norm.narrow(1, b, n) * (1 + scale) + shift);
+  // Each batch row alone (wan::each_batch_row), through the norm, its modulation and proj_out.
+  auto h = wan::each_batch_row(st.batch, [&](int64_t b) {
+    const auto xb = x.narrow(0, b, 1), mb = mod.narrow(0, b, 1);    // [1, S, D], [1, R, 2, D]
+    const auto norm = wan::layer_norm_fp32(xb, none, none, c.eps);  // [1, S, D] float32
+    at::Tensor hb;
+    if (runs.empty()) {
+      hb = (norm * (1 + mb.select(2, 1)) + mb.select(2, 0)).to(dtype_);  // [1, 1, D] scale and shift
+    } else {
+      hb = at::empty(xb.sizes(), xb.options().dtype(dtype_));  // [1, S, D]
+      for (int64_t r = 0; r < runs.size(); ++r) {
+        const int64_t begin = runs.start(r), n = runs.length(r);
+        const auto shift = mb.select(2, 0).narrow(1, r, 1), scale = mb.select(2, 1).narrow(1, r, 1);  // [1, 1, D]
+        hb.narrow(1, begin, n).copy_(norm.narrow(1, begin, n) * (1 + scale) + shift);
+      }
     }
-  }
-  h = proj_out_->forward(h);  // [B, S, pt*ph*pw*C_out]
+    return proj_out_->forward(hb);  // [1, S, pt*ph*pw*C_out]
+  });
 
   const int64_t pt = c.patch_size[0], ph = c.patch_size[1], pw = c.patch_size[2];
   const auto [gf, gh, gw] = st.grid;
@@ -178,7 +184,11 @@ at::Tensor WanBlockRun::run(int first, int end, at::Tensor x) const {
              num_blocks(), ")");
   for (int i = first; i < end; ++i) {
     if (hooks_) hooks_->before(i);
-    x = model_.block(i).forward(x, context_, timestep_proj_, runs_, rope_, backend_);  // [B, S', D]
+    // Each batch row alone, under one gather of the block's unit (wan::each_batch_row says why).
+    x = wan::each_batch_row(x.size(0), [&](int64_t b) {
+      return model_.block(i).forward(x.narrow(0, b, 1), context_.narrow(0, b, 1), timestep_proj_.narrow(0, b, 1), runs_,
+                                     rope_, backend_);  // [1, S', D]
+    });                                                 // [B, S', D]
     // Whole sequences, so that a split run's dumps line up with one rank's: a collective of the split's
     // ranks, which all collect dumps for the video (job::GenerationJob::run).
     if (debug::dumps_enabled()) debug::dump("blocks." + std::to_string(i), split_ ? split_->gather(x) : x);

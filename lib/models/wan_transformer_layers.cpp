@@ -147,4 +147,23 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   return out;
 }
 
+at::Tensor each_batch_row(int64_t batch, const std::function<at::Tensor(int64_t b)>& row_fn) {
+  OMNI_CHECK(batch >= 1, "each_batch_row: a batch of ", batch, " rows");
+  if (batch == 1) return row_fn(0);
+  at::Tensor out;  // [B, ...], allocated from the first row's shape and options
+  for (int64_t b = 0; b < batch; ++b) {
+    const at::Tensor row = row_fn(b);  // [1, ...]
+    OMNI_CHECK(row.dim() >= 1 && row.size(0) == 1, "each_batch_row: row ", b, " gave ", row.sizes(), ", not [1, ...]");
+    if (!out.defined()) {
+      auto sizes = row.sizes().vec();
+      sizes[0] = batch;
+      out = at::empty(sizes, row.options());
+    }
+    OMNI_CHECK(row.sizes().slice(1) == out.sizes().slice(1), "each_batch_row: row ", b, " gave ", row.sizes(),
+               ", row 0 ", out.sizes());
+    out.narrow(0, b, 1).copy_(row);
+  }
+  return out;
+}
+
 }  // namespace omni::models::wan

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <functional>
 
 #include "models/module.h"
 
@@ -64,5 +65,16 @@ at::Tensor layer_norm_fp32(const at::Tensor& x, const at::Tensor& weight, const 
 // eight kernels with float32 temporaries, one pass; its mean is accumulated in float64, where LibTorch's
 // float32 sum may differ by about one rounding.
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
+
+// A [B, ...] result whose row b is row_fn(b), a [1, ...] tensor computed from batch row b alone (a narrow of
+// dim 0 of each input). Every product of the transformer runs this way, so that its arithmetic is one CFG
+// branch's whatever the batch: GEMM, convolution and attention libraries choose kernels, and with them
+// summation orders, by row count (a GEMV for one row; other blockings for other counts: on an AVX-512 Xeon a
+// bfloat16 block changed with its batch, and cuBLAS chooses algorithms by shape), so one rank's [cond; uncond]
+// batch would differ in the last bits from one branch per CFG
+// rank, and from diffusers, which calls the transformer once per branch (DESIGN section 4). At real token
+// counts each row alone is a full-size product, so the loop costs a second kernel launch per operator, not
+// throughput. A batch of one is row_fn(0) itself, not a copy.
+at::Tensor each_batch_row(int64_t batch, const std::function<at::Tensor(int64_t b)>& row_fn);
 
 }  // namespace omni::models::wan

@@ -317,9 +317,12 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     const int64_t lat_t = v.latent_frames(tf), lat_h = v.height / sf, lat_w = v.width / sf;
     const int64_t tokens = tc.token_count(lat_t, lat_h, lat_w);
     const int64_t batch = v.guidance_on() && set.cfg == 1 ? 2 : 1;  // cond and uncond batched on one rank
-    const int64_t local = batch * ceil_div(tokens, sp);             // this rank's token rows in a block
+    // The blocks and finish() run each batch row alone (models::wan::each_batch_row): the batch's input and
+    // output tensors are whole, the working set in between one row's.
+    const int64_t local = ceil_div(tokens, sp);  // this rank's token rows in a block, per batch row
     const int64_t full = batch * tokens;
-    const bool per_token = s.expand_timesteps && v.image;  // TI2V's image mode (text mode: one per row)
+    const int64_t other_rows = e * (batch - 1) * local * dim * 2;  // the other rows' block input and output
+    const bool per_token = s.expand_timesteps && v.image;          // TI2V's image mode (text mode: one per row)
 
     std::vector<MemoryPart> parts;
     // prepare() runs on every token (the sequence split happens after it): the patch-embedded tokens, the
@@ -336,17 +339,18 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     if (set.ulysses > 1) attention += e * local * 4 * dim;
     if (set.ring > 1) attention += e * local * 4 * dim + f32 * local * dim;
     const int64_t feed_forward = std::max(e * local * (4 * dim + ffn), e * local * 4 * dim + f32 * local * 2 * dim);
-    int64_t block = std::max(attention, feed_forward);
+    const int64_t row_block = std::max(attention, feed_forward);
     // On the host, token tensors up to glibc's mmap threshold come from the heap, which keeps freed chunks
     // and fragments as the block's differently sized temporaries come and go: measured (tools/bench/
     // memory_plan.sh), the heap then grows by about the block's working set again.
-    if (host && e * local * dim <= kHostHeapMaxAllocation) parts.push_back({"host heap fragmentation", block});
-    // finish() on all tokens (gathered from the sequence-parallel ranks): the gathered tokens, the float32
-    // layer norm, its modulation and the modulated input (per run: written into one more tensor of the
-    // activation dtype).
-    const int64_t finish = e * full * dim * (per_token ? 2 : 1) + f32 * full * dim * 3;
+    if (host && e * local * dim <= kHostHeapMaxAllocation) parts.push_back({"host heap fragmentation", row_block});
+    const int64_t block = row_block + other_rows;
+    // finish() on all tokens (gathered from the sequence-parallel ranks): the gathered tokens, and for one
+    // batch row the float32 layer norm, its modulation and the modulated input (per run: written into one more
+    // tensor of the activation dtype).
+    const int64_t finish = e * full * dim + e * tokens * dim * (per_token ? 1 : 0) + f32 * tokens * dim * 3;
     parts.push_back({"transformer block activations", std::max(block, finish)});
-    if (set.step_cache) parts.push_back({"step cache residuals", 2 * e * local * dim});
+    if (set.step_cache) parts.push_back({"step cache residuals", 2 * e * batch * local * dim});
     // Latents, the noise predictions and the scheduler's history (UniPC keeps a few model outputs).
     const int64_t channels = tc.in_channels;
     parts.push_back({"latents and scheduler", f32 * 10 * batch * channels * lat_t * lat_h * lat_w});

@@ -15,6 +15,11 @@
 #                                   "$gen" FLAGS on NP ranks (timeout 120 s) must exit RC with exactly one error
 #                                   line, contain TEXT and load no model; counted with pass / flunk
 #   summary                         prints "P passed, F failed" and returns nonzero when a check failed
+#   cpu_kernel_levels               the CPU kernel levels a layout-equality test runs at, one per line: "native"
+#                                   (what LibTorch picks here) and one level below it ("avx2" on an AVX-512
+#                                   CPU, "sse" on an AVX2 one)
+#   use_cpu_kernels LEVEL           exports the caps of LEVEL (ONEDNN_MAX_CPU_ISA, ATEN_CPU_CAPABILITY,
+#                                   MKL_ENABLE_INSTRUCTIONS; mpirun's local ranks inherit them); native unsets them
 
 SOURCE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
@@ -74,6 +79,27 @@ expect() {
     flunk "$name: exit $code (want $rc), $errors error lines, want text: $text"
     echo "$out"
   fi
+}
+
+# A claim of equal bits across layouts must not rest on the kernels one CPU happens to choose (issue 36: a
+# test that held on an AVX2 EPYC failed on an AVX-512 Xeon). Running it at a second kernel level shows, on the
+# machine where the test is written, a claim that holds for one kernel choice only.
+cpu_kernel_levels() {
+  echo native
+  if grep -qw avx512f /proc/cpuinfo; then
+    echo avx2
+  elif grep -qw avx2 /proc/cpuinfo; then
+    echo sse
+  fi
+}
+
+use_cpu_kernels() {
+  case $1 in
+    native) unset ONEDNN_MAX_CPU_ISA ATEN_CPU_CAPABILITY MKL_ENABLE_INSTRUCTIONS ;;
+    avx2) export ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ;;
+    sse) export ONEDNN_MAX_CPU_ISA=SSE41 ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 ;;
+    *) fail "use_cpu_kernels: unknown level $1" ;;
+  esac
 }
 
 summary() {

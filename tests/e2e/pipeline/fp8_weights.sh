@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Float8 weights from the command line (--weight-dtype float8_e4m3fn) on a 4-block checkpoint (blocks 1 and 2
 # can be float8; the first and last stay in --dtype):
-# - layout independence: the same frames on one rank, HSDP 4, and Ulysses 2 x HSDP 2, for dequantize-then-
-#   matmul and for --fp8-matmul (each rank quantizes its own slice; the row scales are agreed);
+# - layout independence: the same latents and frames, bit for bit, where the arithmetic is provably the same:
+#   HSDP 4 against one rank, Ulysses 2 x HSDP 2 against Ulysses 2 alone (the same token rows per product), for
+#   dequantize-then-matmul and for --fp8-matmul (each rank quantizes its own slice; the row scales are agreed),
+#   at two CPU kernel levels (lib.sh cpu_kernel_levels). Ulysses against one rank is another summation order
+#   (cfg_batch.sh bounds it);
 # - the report's per-rank resident weight bytes and per-step gathered bytes are lower than bfloat16's by the
 #   float8 share: 1 byte saved per float8 element (2 -> 1), to within the float32 row scales and padding;
 # - the sidecar records the weight format; float8 flags without --weight-dtype are usage errors.
@@ -11,6 +14,7 @@ set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 gen=$1; cmp=$2; mk=$3; work=$4
 rm -rf "$work"; mkdir -p "$work"
+export OMP_NUM_THREADS=1  # the one-rank run too (mpi gives each rank one): a product split over threads sums apart
 "$mk" --kind t2v-a14b --preset tiny-heads4 --layers 4 --text-layers 4 --seed 3 --output "$work/model" >/dev/null 2>&1 ||
   fail "omni-make-checkpoint failed"
 common=(--model "$work/model" --prompt "A red fox in the snow" --negative-prompt "blurry" --height 32 --width 48
@@ -35,15 +39,23 @@ differs() {  # differs A B WHAT: A's frames are not B's (else WHAT's float8 weig
     pass "$1 frames differ from $2's"
   fi
 }
-for mode in dequant matmul; do
-  extra=(--weight-dtype float8_e4m3fn --fp8-layers all)
-  [ $mode = matmul ] && extra+=(--fp8-matmul)
-  run "$mode-np1" 1 "${extra[@]}"
-  run "$mode-hsdp4" 4 "${extra[@]}" --layout manual --use-hsdp --hsdp-shard-size 4
-  run "$mode-u2h2" 4 "${extra[@]}" --layout manual --ulysses-degree 2 --use-hsdp --hsdp-shard-size 2 --hsdp-replicate-size 2
-  same "$mode-hsdp4" "$mode-np1"
-  same "$mode-u2h2" "$mode-np1"
+for level in $(cpu_kernel_levels); do
+  use_cpu_kernels "$level"
+  for mode in dequant matmul; do
+    extra=(--weight-dtype float8_e4m3fn --fp8-layers all)
+    [ $mode = matmul ] && extra+=(--fp8-matmul)
+    tag=$mode
+    [ $level = native ] || tag=$level-$mode
+    run "$tag-np1" 1 "${extra[@]}"
+    run "$tag-hsdp4" 4 "${extra[@]}" --layout manual --use-hsdp --hsdp-shard-size 4
+    run "$tag-u2" 2 "${extra[@]}" --layout manual --ulysses-degree 2
+    run "$tag-u2h2" 4 "${extra[@]}" --layout manual --ulysses-degree 2 --use-hsdp --hsdp-shard-size 2 \
+      --hsdp-replicate-size 2
+    same "$tag-hsdp4" "$tag-np1"
+    same "$tag-u2h2" "$tag-u2"
+  done
 done
+use_cpu_kernels native
 run bf16-hsdp4 4 --layout manual --use-hsdp --hsdp-shard-size 4
 differs dequant-np1 bf16-hsdp4 transformer
 
