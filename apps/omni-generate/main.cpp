@@ -137,8 +137,9 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
   // The model (the built-in default model generated once when none is given) and the preset that fits it, then
   // the options over that preset, then the video list and what earlier runs wrote: resolved once, here, for the
   // layout choice and the job alike.
-  phase = Phase::kAgreed;
+  // The --config file is read as resolve_options reads it again below: its errors are every rank's alike.
   const ModelFlags flags = model_flags_of(cli);
+  phase = Phase::kAgreed;
   const omni::job::ResolvedModel model =
       omni::job::resolve_model(flags.model, flags.files, omni::dist::Communicator::world());
   phase = Phase::kUniform;

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/text.h"
+#include "core/utf8.h"
 
 namespace omni::config {
 namespace {
@@ -474,6 +475,25 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
     registered.emplace_back(b.spec.name, opt);
   }
 
+  // Every argument is text: a prompt, a path, a number. Checked before CLI11 reads them, so an ill-formed one
+  // is named by its flag here rather than found by the JSON writer after the video was made. (Python would
+  // have taken it as a str with surrogate escapes, which its tokenizer and json.dumps then refuse.)
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (utf8_invalid_at(arg) == std::string::npos) continue;
+    const bool is_flag = arg.rfind("--", 0) == 0;
+    const size_t eq = arg.find('=');
+    std::string where = "argument " + std::to_string(i), value = arg;
+    if (is_flag && eq != std::string::npos && eq < utf8_invalid_at(arg)) {  // --prompt=TEXT
+      where = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+    } else if (!is_flag && i > 1 && std::string_view(argv[i - 1]).rfind("--", 0) == 0 &&
+               utf8_invalid_at(argv[i - 1]) == std::string::npos) {  // --prompt TEXT
+      where = argv[i - 1];
+    }
+    OMNI_FAIL_USAGE(where, ": not UTF-8 at ", utf8_problem(value), "; text arguments (prompts, paths) must be UTF-8");
+  }
+
   CommandLine out;
   try {
     app.parse(argc, argv);
@@ -557,10 +577,12 @@ LoraSpec parse_lora_spec(const std::string& text, const std::string& where) {
 }
 
 std::map<std::string, std::string> read_yaml_file(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   OMNI_CHECK_USAGE(in.good(), "--config: cannot open '", path, "'");
   std::stringstream ss;
   ss << in.rdbuf();
+  const std::string problem = text_file_problem(ss.str(), path, "--config " + path);
+  OMNI_CHECK_USAGE(problem.empty(), problem);
   return parse_yaml_options(ss.str(), "config file " + path);
 }
 

@@ -1,5 +1,8 @@
 #include "core/utf8.h"
 
+#include <algorithm>
+#include <cstdio>
+
 namespace omni {
 
 std::u32string utf8_decode(const std::string& s) {
@@ -101,6 +104,75 @@ size_t utf8_invalid_at(std::string_view s) {
     i += len;
   }
   return std::string::npos;
+}
+
+std::string utf8_problem(std::string_view s) {
+  const size_t at = utf8_invalid_at(s);
+  if (at == std::string::npos) return "";
+  // The bytes of the ill-formed sequence: its lead byte and the continuation bytes that follow it (at most 3),
+  // which is what a reader needs to recognise Latin-1 (one byte), CESU-8 surrogates (0xED 0xA0..) or a cut.
+  size_t end = at + 1;
+  while (end < s.size() && end < at + 4 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) ++end;
+  std::string bytes;
+  for (size_t i = at; i < end; ++i) {
+    char hex[8];
+    std::snprintf(hex, sizeof(hex), "%s0x%02X", i == at ? "" : " ", static_cast<unsigned char>(s[i]));
+    bytes += hex;
+  }
+  std::string why = "is not a UTF-8 sequence";
+  if (end == s.size() && utf8_sequence_length(std::string(s.substr(at)) + "\x80\x80\x80", 0) != 0)
+    why = "is a UTF-8 sequence cut short";
+  return "byte " + std::to_string(at) + ": " + bytes + " " + why;
+}
+
+std::string utf16_or_32_encoding(std::string_view b) {
+  const auto at = [&](size_t i) { return static_cast<unsigned char>(b[i]); };
+  const bool bom32le = b.size() >= 4 && at(0) == 0xFF && at(1) == 0xFE && at(2) == 0 && at(3) == 0;
+  const bool bom32be = b.size() >= 4 && at(0) == 0 && at(1) == 0 && at(2) == 0xFE && at(3) == 0xFF;
+  if (bom32le) return "UTF-32LE with a byte-order mark";
+  if (bom32be) return "UTF-32BE with a byte-order mark";
+  if (b.size() >= 2 && at(0) == 0xFF && at(1) == 0xFE) return "UTF-16LE with a byte-order mark";
+  if (b.size() >= 2 && at(0) == 0xFE && at(1) == 0xFF) return "UTF-16BE with a byte-order mark";
+  // Without a mark: ASCII text in UTF-16/32 has a NUL beside (or three beside) every letter. A stray NUL in
+  // UTF-8 text does not make that pattern over the first bytes.
+  const size_t n = std::min<size_t>(b.size(), 64);
+  if (n < 4) return "";
+  size_t nul_at[4] = {0, 0, 0, 0}, nuls = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (at(i) == 0) {
+      ++nul_at[i % 4];
+      ++nuls;
+    }
+  }
+  const size_t quarter = n / 4;
+  if (nuls * 4 >= n * 3 && (nul_at[3] == 0 || nul_at[0] == 0)) {
+    return nul_at[0] == 0 ? "UTF-32LE (no byte-order mark)" : "UTF-32BE (no byte-order mark)";
+  }
+  const size_t even = nul_at[0] + nul_at[2], odd = nul_at[1] + nul_at[3];
+  if (odd >= 2 * quarter - 1 && even == 0) return "UTF-16LE (no byte-order mark)";
+  if (even >= 2 * quarter - 1 && odd == 0) return "UTF-16BE (no byte-order mark)";
+  return "";
+}
+
+std::string text_file_problem(std::string_view bytes, const std::string& path, const std::string& what) {
+  const std::string wide = utf16_or_32_encoding(bytes);
+  if (!wide.empty()) {
+    // With a byte-order mark, iconv's "UTF-16" / "UTF-32" read it and drop it; without one, name the order.
+    const bool bom =
+        wide.find("byte-order mark") != std::string::npos && wide.find("no byte-order") == std::string::npos;
+    const std::string from = wide.substr(0, bom ? 6 : wide.find(' '));  // UTF-16, UTF-32LE, ...
+    return what + ": the file is " + wide + ", not UTF-8; convert it with: iconv -f " + from + " -t UTF-8 '" + path +
+           "' > converted.txt";
+  }
+  const size_t bad = utf8_invalid_at(bytes);
+  if (bad == std::string::npos) return "";
+  const size_t line_start = bad == 0 ? 0 : bytes.rfind('\n', bad - 1) + 1;  // npos + 1 == 0
+  size_t line = 1;
+  for (size_t i = 0; i < line_start; ++i) line += bytes[i] == '\n';
+  const size_t line_end = std::min(bytes.find('\n', bad), bytes.size());
+  const std::string problem = utf8_problem(bytes.substr(line_start, line_end - line_start));
+  return what + " line " + std::to_string(line) + ": not UTF-8 at " + problem +
+         " (save the file as UTF-8, or convert it with: iconv -f LATIN1 -t UTF-8 if it is Latin-1)";
 }
 
 char32_t utf8_decode_at(std::string_view s, size_t i, size_t* len) {

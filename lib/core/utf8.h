@@ -18,6 +18,18 @@ std::string utf8_encode(const std::u32string& s);
 size_t utf8_sequence_length(std::string_view s, size_t i);
 // The offset of the first ill-formed byte, or npos.
 size_t utf8_invalid_at(std::string_view s);
+// Why `s` is not strict UTF-8, in a user's words, or "" when it is: the byte offset of the first ill-formed
+// sequence and its bytes ("byte 5: 0xC3 0x28 is not a UTF-8 sequence"). Text inputs (flags, prompts files,
+// JSON Lines, YAML configs) are checked with it where they are read, before any model file is opened.
+std::string utf8_problem(std::string_view s);
+// A text file's bytes that are UTF-16 or UTF-32 rather than UTF-8 (what some Windows editors save): by their
+// byte-order mark, or, without one, by the NUL bytes of ASCII text in those encodings. The encoding's name
+// ("UTF-16LE with a byte-order mark"), or "" when the bytes do not look like either.
+std::string utf16_or_32_encoding(std::string_view bytes);
+// The one-line error for a text file `path` that is not UTF-8, or "" when it is: UTF-16/32 named with the
+// iconv command that converts it; else the line (1-based) and the byte offset in it of the first ill-formed
+// sequence. `what` starts the message ("--prompts-file p.txt").
+std::string text_file_problem(std::string_view bytes, const std::string& path, const std::string& what);
 // The code point of the well-formed sequence at s[i]; `len` gets its length.
 char32_t utf8_decode_at(std::string_view s, size_t i, size_t* len);
 // The code point ending at byte `end` (exclusive) of well-formed UTF-8.

@@ -5,20 +5,31 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/utf8.h"
 
 namespace omni::job {
 namespace {
 
 // Prompts-file lines with the 1-based line number of each; blank lines and # comments are skipped.
+// The file must be UTF-8 (a UTF-8 byte-order mark is dropped): Python's open() would raise UnicodeDecodeError
+// on its first ill-formed byte, and a UTF-16 file read as bytes would be prompts of NULs and mojibake.
 std::vector<std::pair<int, std::string>> read_lines(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   OMNI_CHECK_INPUT(in.good(), "--prompts-file: cannot open '", path, "'");
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  std::string text = bytes.str();
+  const std::string problem = text_file_problem(text, path, "--prompts-file " + path);
+  OMNI_CHECK_USAGE(problem.empty(), problem);
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
+  std::istringstream lines_in(text);
   std::vector<std::pair<int, std::string>> lines;
   std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
+  for (int number = 1; std::getline(lines_in, line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const size_t b = line.find_first_not_of(" \t");
     if (b == std::string::npos || line[b] == '#') continue;
@@ -27,6 +38,34 @@ std::vector<std::pair<int, std::string>> read_lines(const std::string& path) {
   OMNI_CHECK_INPUT(!lines.empty(), "--prompts-file '", path,
                    "' holds no prompt (text: one per line, # starts a comment; .jsonl: one JSON object per line)");
   return lines;
+}
+
+// The byte offset in `text` of the first \uD800-\uDFFF escape without its pair, or npos. Python's json reads
+// such an escape into a str; nlohmann's parser (rightly) refuses it, and says so only at the byte after it.
+size_t lone_surrogate_at(const std::string& text) {
+  auto escape_at = [&](size_t i, unsigned* unit) {  // a \uXXXX escape at i: its code unit
+    if (i + 6 > text.size() || text[i] != '\\' || text[i + 1] != 'u') return false;
+    const std::string hex = text.substr(i + 2, 4);
+    if (hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) return false;
+    *unit = static_cast<unsigned>(std::stoul(hex, nullptr, 16));
+    return true;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\\') continue;
+    unsigned unit = 0;
+    if (!escape_at(i, &unit)) {
+      ++i;  // an escaped character: skip it (so "\\ud800" is a backslash and text)
+      continue;
+    }
+    unsigned next = 0;
+    if (unit >= 0xD800 && unit <= 0xDBFF && escape_at(i + 6, &next) && next >= 0xDC00 && next <= 0xDFFF) {
+      i += 11;  // a pair: one character
+      continue;
+    }
+    if (unit >= 0xD800 && unit <= 0xDFFF) return i;
+    i += 5;
+  }
+  return std::string::npos;
 }
 
 // A JSON value as the option layer's raw text.
@@ -41,6 +80,18 @@ void apply_json_line(VideoSpec& video, const std::string& text, const config::Ge
   nlohmann::json obj;
   try {
     obj = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // A lone surrogate escape ("\ud800") is valid JSON to Python's json, but it is no character: no UTF-8
+    // holds it, and diffusers' tokenizer would refuse the str.
+    const std::string what = e.what();
+    const size_t lone = lone_surrogate_at(text);
+    OMNI_CHECK_USAGE(lone == std::string::npos, "not valid JSON at column ", lone + 1, ": ", text.substr(lone, 6),
+                     " is half of a surrogate pair without its other half (Python's json accepts it, but it is not ",
+                     "a character: UTF-8 cannot hold it)");
+    // nlohmann's text after its "[json.exception...] parse error at line 1, column N: " prefix.
+    const size_t colon = what.find(": ");
+    OMNI_FAIL_USAGE("not valid JSON at column ", e.byte, ": ",
+                    colon == std::string::npos ? what : what.substr(colon + 2));
   } catch (const nlohmann::json::exception& e) {
     OMNI_FAIL_USAGE("not valid JSON (", e.what(), ")");
   }
