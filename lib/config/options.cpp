@@ -477,7 +477,7 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
 
   // Every argument is text: a prompt, a path, a number. Checked before CLI11 reads them, so an ill-formed one
   // is named by its flag here rather than found by the JSON writer after the video was made. (Python would
-  // have taken it as a str with surrogate escapes, which its tokenizer and json.dumps then refuse.)
+  // have taken it as a str with surrogate escapes, which no UTF-8 encoder accepts.)
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (utf8_invalid_at(arg) == std::string::npos) continue;
