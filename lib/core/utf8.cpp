@@ -158,8 +158,7 @@ std::string text_file_problem(std::string_view bytes, const std::string& path, c
   const std::string wide = utf16_or_32_encoding(bytes);
   if (!wide.empty()) {
     // With a byte-order mark, iconv's "UTF-16" / "UTF-32" read it and drop it; without one, name the order.
-    const bool bom =
-        wide.find("byte-order mark") != std::string::npos && wide.find("no byte-order") == std::string::npos;
+    const bool bom = wide.find("with a byte-order mark") != std::string::npos;
     const std::string from = wide.substr(0, bom ? 6 : wide.find(' '));  // UTF-16, UTF-32LE, ...
     return what + ": the file is " + wide + ", not UTF-8; convert it with: iconv -f " + from + " -t UTF-8 '" + path +
            "' > converted.txt";
