@@ -14,7 +14,6 @@
 #include <sstream>
 
 #include "config/options.h"
-#include "config/parallel_config.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/log.h"
@@ -23,6 +22,7 @@
 #include "dist/communicator.h"
 #include "dist/device.h"
 #include "dist/device_mesh.h"
+#include "dist/parallel_config.h"
 #include "dist/topology.h"
 #include "job/auto_layout.h"
 #include "job/generation_job.h"
@@ -31,7 +31,7 @@
 namespace {
 
 using omni::config::GenerateOptions;
-using omni::config::Layout;
+using omni::dist::Layout;
 
 // The groups of `kind` in world ranks (the layout's positions placed on the nodes), then how many nodes they span.
 std::string group_listing(const omni::dist::DeviceMesh& mesh, const std::string& kind) {
@@ -75,8 +75,8 @@ void print_plan(const GenerateOptions& opts, const omni::dist::DeviceMesh& mesh,
     os << "  " << kind << ": " << group_listing(mesh, kind) << "\n";
   // What --device resolves to on this rank (rank 0), without touching a GPU.
   const int gpus = omni::dist::visible_gpu_count();
-  const bool auto_cpu = opts.device.kind == omni::config::DeviceRequest::kAuto && gpus == 0;
-  const bool auto_cuda = opts.device.kind == omni::config::DeviceRequest::kAuto && gpus > 0;
+  const bool auto_cpu = opts.device.kind == omni::dist::DeviceRequest::kAuto && gpus == 0;
+  const bool auto_cuda = opts.device.kind == omni::dist::DeviceRequest::kAuto && gpus > 0;
   os << "device: "
      << (auto_cpu    ? "cpu"
          : auto_cuda ? "cuda"
@@ -155,7 +155,7 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
   if (decision.automatic)  // listings and sidecars say where the degrees came from
     for (const char* key : {"ulysses-degree", "ring-degree", "cfg-parallel-size"})
       opts.sources[key] = {omni::config::Source::kLayoutAuto, ""};
-  Layout layout = omni::config::resolve_layout(opts.parallel, world);
+  Layout layout = omni::dist::resolve_layout(opts.parallel, world);
   OMNI_INFO("layout ", decision.line);
   OMNI_INFO("layout ", layout.summary());
   // The mesh is built in a dry run too: the communicators of every group are split, so a dry run proves the

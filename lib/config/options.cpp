@@ -18,6 +18,14 @@
 #include "core/utf8.h"
 
 namespace omni::config {
+
+// The library's enums the options map their words onto.
+using dist::DeviceRequest;
+using dist::ParallelConfig;
+using models::Fp8Layers;
+using pipeline::StepCacheMode;
+using SampleSolver = sched::Solver;
+
 namespace {
 
 using Setter = std::function<void(GenerateOptions&, const std::string& value, const std::string& where)>;
@@ -609,35 +617,6 @@ std::string Source::str() const {
       return "layout auto";
   }
   return "unknown";
-}
-
-std::string DeviceRequest::str() const {
-  switch (kind) {
-    case kAuto:
-      return "auto";
-    case kCpu:
-      return "cpu";
-    case kCuda:
-      return index < 0 ? "cuda" : "cuda:" + std::to_string(index);
-  }
-  OMNI_FAIL("a device request outside its kinds");
-}
-
-DeviceRequest DeviceRequest::parse(const std::string& v, const std::string& where) {
-  DeviceRequest r;
-  if (v == "auto") return r;
-  if (v == "cpu") {
-    r.kind = kCpu;
-    return r;
-  }
-  r.kind = kCuda;
-  if (v == "cuda") return r;
-  // cuda:N, N a non-negative decimal small enough for a device index.
-  const bool indexed = v.size() > 5 && v.size() <= 9 && v.rfind("cuda:", 0) == 0 &&
-                       v.find_first_not_of("0123456789", 5) == std::string::npos;
-  OMNI_CHECK_USAGE(indexed, where, " must be auto, cpu, cuda or cuda:N, got '", v, "'");
-  r.index = std::stoi(v.substr(5));
-  return r;
 }
 
 const char* name_of(SampleSolver v) {

@@ -11,42 +11,32 @@
 #include <string>
 #include <vector>
 
-#include "config/parallel_config.h"
 #include "core/log.h"
+#include "dist/device.h"
+#include "dist/parallel_config.h"
+#include "models/fp8_weights.h"
+#include "models/lora_source.h"
+#include "pipeline/pipeline_settings.h"
+#include "sched/solver.h"
 
 namespace omni::config {
 
-// The typed values of the options that take one of a list; options.cpp holds each option's one list of
-// {value, name}, which the parser, --help, the error messages and name_of() all read.
-enum class SampleSolver { kUniPC, kEuler };
-// --step-cache (docs/DESIGN.md section 10).
-enum class StepCacheMode { kNone, kTeaCache, kFirstBlock };
+// The typed values of the options that take one of a list are the library's own enums (sched::Solver,
+// pipeline::StepCacheMode, models::Fp8Layers, dist::DeviceRequest); the ones below are the CLI's. options.cpp
+// holds each option's one list of {value, name}, which the parser, --help, the error messages and name_of() all
+// read: the CLI's words live here, at the top, and the layers below never see them.
 // Transformer Linear weights held in float8 (--weight-dtype float8_e4m3fn): which of them (--fp8-layers).
 enum class WeightFormat { kRunDtype, kFloat8 };
-enum class Fp8Layers { kFfn, kAttention, kAll };
 // --layout: degrees chosen from the work, or as given.
 enum class LayoutMode { kAuto, kManual };
 // --task: from model_index.json and --image, or forced.
 enum class TaskChoice { kAuto, kT2V, kI2V, kTI2V };
 
-const char* name_of(SampleSolver v);
-const char* name_of(StepCacheMode v);
-const char* name_of(Fp8Layers v);
+const char* name_of(sched::Solver v);
+const char* name_of(pipeline::StepCacheMode v);
+const char* name_of(models::Fp8Layers v);
 const char* name_of(LayoutMode v);
 const char* name_of(TaskChoice v);
-
-// --device: auto (CUDA when this LibTorch has CUDA and a GPU is visible, else the CPU), cpu, cuda (GPU local
-// rank % visible GPUs) or cuda:N. Not a c10::Device: "auto" and "cuda without an index" are resolved per rank
-// by dist::select_device.
-struct DeviceRequest {
-  enum Kind { kAuto, kCpu, kCuda };
-  Kind kind = kAuto;
-  int index = -1;  // cuda:N; -1: chosen from the local rank
-  // "auto", "cpu", "cuda", "cuda:N".
-  std::string str() const;
-  // Usage error naming `where` ("--device") unless `v` is one of the forms above.
-  static DeviceRequest parse(const std::string& v, const std::string& where);
-};
 
 // Where a setting came from, lowest precedence first; `detail` names the preset, the --config file or the
 // prompts-file line.
@@ -60,11 +50,8 @@ struct Source {
   bool by_user() const { return kind == kConfig || kind == kFlag || kind == kPromptsLine; }
 };
 
-// A LoRA file and the strength it is applied with (--lora FILE[:SCALE]).
-struct LoraSpec {
-  std::string path;
-  double scale = 1.0;
-};
+// A LoRA file and the strength it is applied with (--lora FILE[:SCALE]): what the pipeline merges.
+using LoraSpec = models::LoraSource;
 
 // The defaults live in the option table (options.cpp), the one place that names each option, its help, its
 // default and its typed value; resolve_options() applies them first.
@@ -97,7 +84,7 @@ struct GenerateOptions {
   std::optional<double> guidance_scale_2;  // unset: same as guidance_scale
   std::optional<double> boundary_ratio;    // unset: model_index.json's
   std::optional<double> flow_shift;        // unset: scheduler_config.json's
-  SampleSolver sample_solver = SampleSolver::kUniPC;
+  sched::Solver sample_solver = sched::Solver::kUniPC;
   int64_t seed{};
   int max_sequence_length{};
 
@@ -112,18 +99,18 @@ struct GenerateOptions {
   std::string report;
 
   // Parallelism.
-  ParallelConfig parallel;
+  dist::ParallelConfig parallel;
   LayoutMode layout = LayoutMode::kAuto;  // how the compute degrees are chosen
   bool vae_parallel{};                    // decode each video over the ranks of its data-parallel group
-  StepCacheMode step_cache = StepCacheMode::kNone;
+  pipeline::StepCacheMode step_cache = pipeline::StepCacheMode::kNone;
   WeightFormat weight_format = WeightFormat::kRunDtype;               // --weight-dtype
   WeightFormat text_encoder_weight_format = WeightFormat::kRunDtype;  // --text-encoder-weight-dtype
-  Fp8Layers fp8_layers = Fp8Layers::kFfn;                             // --fp8-layers
+  models::Fp8Layers fp8_layers = models::Fp8Layers::kFfn;             // --fp8-layers
   bool fp8_matmul{};                                                  // --fp8-matmul
   std::optional<double> step_cache_threshold;                         // unset: the mode's default
 
   // Runtime.
-  DeviceRequest device;
+  dist::DeviceRequest device;
   bool allow_shared_gpu{};
   bool tf32{};                  // TF32 for float32 matmuls and cuDNN convolutions on CUDA (dist::set_float32_math)
   double collective_timeout{};  // seconds

@@ -27,6 +27,35 @@
 #endif
 
 namespace omni::dist {
+
+std::string DeviceRequest::str() const {
+  switch (kind) {
+    case kAuto:
+      return "auto";
+    case kCpu:
+      return "cpu";
+    case kCuda:
+      return index < 0 ? "cuda" : "cuda:" + std::to_string(index);
+  }
+  OMNI_FAIL("a device request outside its kinds");
+}
+
+DeviceRequest DeviceRequest::parse(const std::string& v, const std::string& where) {
+  DeviceRequest r;
+  if (v == "auto") return r;
+  if (v == "cpu") {
+    r.kind = kCpu;
+    return r;
+  }
+  r.kind = kCuda;
+  if (v == "cuda") return r;
+  // cuda:N, N a non-negative decimal small enough for a device index.
+  const bool indexed = v.size() > 5 && v.size() <= 9 && v.rfind("cuda:", 0) == 0 &&
+                       v.find_first_not_of("0123456789", 5) == std::string::npos;
+  OMNI_CHECK_USAGE(indexed, where, " must be auto, cpu, cuda or cuda:N, got '", v, "'");
+  r.index = std::stoi(v.substr(5));
+  return r;
+}
 namespace {
 
 // What a rank found out about its own request, before the collective that compares ranks.
@@ -55,7 +84,7 @@ std::string uuid_hex(const cudaUUID_t& uuid) {
 
 // The GPU a rank takes: cuda:N names it, otherwise node-local rank % visible GPUs (may be out of range for
 // cuda:N; the caller checks).
-int gpu_index(const config::DeviceRequest& spec, int local_rank, int gpus) {
+int gpu_index(const DeviceRequest& spec, int local_rank, int gpus) {
   return spec.index >= 0 ? spec.index : local_rank % gpus;
 }
 
@@ -66,8 +95,8 @@ Communicator node_of(const Communicator& world) {
   return Communicator(node_comm, /*owned=*/true);
 }
 
-LocalChoice choose(const config::DeviceRequest& spec, int local_rank) {
-  using K = config::DeviceRequest;
+LocalChoice choose(const DeviceRequest& spec, int local_rank) {
+  using K = DeviceRequest;
   LocalChoice out;
   if (spec.kind == K::kCpu) return out;
   const int gpus = visible_gpu_count();
@@ -150,7 +179,7 @@ int visible_gpu_count() {
 #endif
 }
 
-c10::Device select_device(const config::DeviceRequest& spec, const Communicator& world, bool allow_shared_gpu) {
+c10::Device select_device(const DeviceRequest& spec, const Communicator& world, bool allow_shared_gpu) {
   // Ranks of one node, ordered by world rank: the node-local rank picks the GPU.
   const Communicator node = node_of(world);
 
@@ -188,7 +217,7 @@ c10::Device select_device(const config::DeviceRequest& spec, const Communicator&
                       " visible GPU(s). Launch at most one rank per GPU, or pass --allow-shared-gpu");
     }
   }
-  if (spec.kind == config::DeviceRequest::kAuto && mine.device.is_cpu())
+  if (spec.kind == DeviceRequest::kAuto && mine.device.is_cpu())
     OMNI_INFO("--device auto: running on the CPU (",
 #ifdef OMNI_WITH_CUDA
               "no NVIDIA driver or no visible GPU",
@@ -199,11 +228,11 @@ c10::Device select_device(const config::DeviceRequest& spec, const Communicator&
   return mine.device;
 }
 
-bool runs_on_cuda(const config::DeviceRequest& spec) {
-  return spec.kind != config::DeviceRequest::kCpu && visible_gpu_count() > 0;
+bool runs_on_cuda(const DeviceRequest& spec) {
+  return spec.kind != DeviceRequest::kCpu && visible_gpu_count() > 0;
 }
 
-MemoryBudget memory_budget(const config::DeviceRequest& spec, const Communicator& world) {
+MemoryBudget memory_budget(const DeviceRequest& spec, const Communicator& world) {
   const Communicator node = node_of(world);
   MemoryBudget out;
   const int gpus = visible_gpu_count();

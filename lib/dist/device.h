@@ -11,10 +11,22 @@
 #include <cstdint>
 #include <string>
 
-#include "config/options.h"
 #include "dist/communicator.h"
 
 namespace omni::dist {
+
+// --device: auto (CUDA when this LibTorch has CUDA and a GPU is visible, else the CPU), cpu, cuda (GPU local
+// rank % visible GPUs) or cuda:N. Not a c10::Device: "auto" and "cuda without an index" are resolved per rank
+// by dist::select_device.
+struct DeviceRequest {
+  enum Kind { kAuto, kCpu, kCuda };
+  Kind kind = kAuto;
+  int index = -1;  // cuda:N; -1: chosen from the local rank
+  // "auto", "cpu", "cuda", "cuda:N".
+  std::string str() const;
+  // Usage error naming `where` ("--device") unless `v` is one of the forms above.
+  static DeviceRequest parse(const std::string& v, const std::string& where);
+};
 
 // GPUs this process can use: 0 when LibTorch has no CUDA, no driver is loaded, or none is visible.
 int visible_gpu_count();
@@ -35,11 +47,11 @@ std::string cpu_kernels();
 // a usage error on the ranks that cannot honour the request, after the collective). A CUDA device is made current on
 // return. Two ranks of one node on the same physical GPU (same UUID, whatever CUDA_VISIBLE_DEVICES says) are a usage
 // error naming both, unless `allow_shared_gpu`.
-c10::Device select_device(const config::DeviceRequest& spec, const Communicator& world, bool allow_shared_gpu);
+c10::Device select_device(const DeviceRequest& spec, const Communicator& world, bool allow_shared_gpu);
 
 // Whether --device `spec` runs on a GPU here (select_device's answer, without its collective or a CUDA context):
 // not cpu, and a GPU visible. cuda with none visible is select_device's error.
-bool runs_on_cuda(const config::DeviceRequest& spec);
+bool runs_on_cuda(const DeviceRequest& spec);
 
 // The memory one rank may plan with under --device `spec`, read without creating a
 // CUDA context: on a GPU its total memory (split between the node's ranks that would share it), on the CPU the
@@ -49,7 +61,7 @@ struct MemoryBudget {
   int64_t bytes = 0;
   std::string what;
 };
-MemoryBudget memory_budget(const config::DeviceRequest& spec, const Communicator& world);
+MemoryBudget memory_budget(const DeviceRequest& spec, const Communicator& world);
 // Peak bytes LibTorch's caching allocator had allocated on `device` so far (0 for the CPU).
 int64_t peak_device_bytes(const c10::Device& device);
 // A phase's own device peak: reset the allocator's peak to what is allocated now, then read the peak above that

@@ -13,10 +13,10 @@ const std::array<const char*, 8>& DeviceMesh::kinds() {
   return k;
 }
 
-DeviceMesh::DeviceMesh(const config::Layout& layout, const Communicator& world, bool strict_topology)
+DeviceMesh::DeviceMesh(const dist::Layout& layout, const Communicator& world, bool strict_topology)
     : DeviceMesh(layout, world, Topology::discover(world), strict_topology) {}
 
-DeviceMesh::DeviceMesh(const config::Layout& layout, const Communicator& world, const Topology& topology,
+DeviceMesh::DeviceMesh(const dist::Layout& layout, const Communicator& world, const Topology& topology,
                        bool strict_topology)
     : layout_(layout), topology_(topology) {
   OMNI_CHECK(world.valid(), "DeviceMesh needs a valid world communicator");

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "config/parallel_config.h"
 #include "dist/communicator.h"
+#include "dist/parallel_config.h"
 #include "dist/topology.h"
 
 namespace omni::dist {
@@ -18,7 +18,7 @@ namespace omni::dist {
 class DeviceMesh {
  public:
   // The group kinds, in the order the splits are made: "dp", "cfg", "ring", "ulysses", "sp", "shard",
-  // "replicate", "video" (config::Layout::groups).
+  // "replicate", "video" (dist::Layout::groups).
   static const std::array<const char*, 8>& kinds();
 
   // Collective over `world`, whose size must equal layout.world_size. The mesh keeps its own duplicate
@@ -26,20 +26,20 @@ class DeviceMesh {
   // and the layout's positions placed on them node by node (dist/topology.h). Groups that should stay inside a
   // node and cannot (a shard size that does not divide the ranks per node, unequal nodes) are one warning on
   // rank 0, or with `strict_topology` a usage error (exit 2) on every rank.
-  DeviceMesh(const config::Layout& layout, const Communicator& world, bool strict_topology = false);
+  DeviceMesh(const dist::Layout& layout, const Communicator& world, bool strict_topology = false);
   // The same on a given topology (tests: nodes simulated on one host).
-  DeviceMesh(const config::Layout& layout, const Communicator& world, const Topology& topology,
+  DeviceMesh(const dist::Layout& layout, const Communicator& world, const Topology& topology,
              bool strict_topology = false);
   DeviceMesh(const DeviceMesh&) = delete;
   DeviceMesh& operator=(const DeviceMesh&) = delete;
   DeviceMesh(DeviceMesh&&) = default;
   DeviceMesh& operator=(DeviceMesh&&) = default;
 
-  const config::Layout& layout() const { return layout_; }
+  const dist::Layout& layout() const { return layout_; }
   const Communicator& world() const { return world_; }
   int rank() const { return world_.rank(); }
   int world_size() const { return world_.size(); }
-  // This rank's position in the layout arithmetic (config::Layout's "rank"): what dp_index, writes_video, ...
+  // This rank's position in the layout arithmetic (dist::Layout's "rank"): what dp_index, writes_video, ...
   // take. Equal to rank() on one node.
   int position() const { return placement_.position_of[static_cast<size_t>(rank())]; }
   int position_of(int world_rank) const { return placement_.position_of[static_cast<size_t>(world_rank)]; }
@@ -68,7 +68,7 @@ class DeviceMesh {
  private:
   size_t index_of(const std::string& kind) const;
 
-  config::Layout layout_;
+  dist::Layout layout_;
   Communicator world_;
   Topology topology_;
   Placement placement_;

@@ -93,7 +93,7 @@ int largest_node(const Topology& t) {
 namespace {
 
 // The most nodes one group of `kind` (positions) spans.
-int most_nodes(const config::Layout& layout, const Topology& topology, const Placement& placement, const char* kind) {
+int most_nodes(const dist::Layout& layout, const Topology& topology, const Placement& placement, const char* kind) {
   int most = 0;
   for (const auto& g : layout.groups(kind)) {
     std::set<int> nodes;
@@ -105,7 +105,7 @@ int most_nodes(const config::Layout& layout, const Topology& topology, const Pla
 
 }  // namespace
 
-std::vector<GroupSpan> group_spans(const config::Layout& layout, const Topology& topology, const Placement& placement) {
+std::vector<GroupSpan> group_spans(const dist::Layout& layout, const Topology& topology, const Placement& placement) {
   OMNI_CHECK(topology.world_size() == layout.world_size && placement.rank_at.size() == topology.node_of.size(),
              "topology of ", topology.world_size(), " ranks for a layout of ", layout.world_size);
   const int per_node = largest_node(topology);
@@ -135,7 +135,7 @@ std::vector<GroupSpan> group_spans(const config::Layout& layout, const Topology&
   return out;
 }
 
-std::string crossing_message(const config::Layout& layout, const Topology& topology, const Placement& placement) {
+std::string crossing_message(const dist::Layout& layout, const Topology& topology, const Placement& placement) {
   std::vector<int> counts;
   for (int n = 0; n < topology.nodes(); ++n) counts.push_back(static_cast<int>(topology.ranks_of(n).size()));
   const bool equal = std::all_of(counts.begin(), counts.end(), [&](int c) { return c == counts.front(); });

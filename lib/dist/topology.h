@@ -2,7 +2,7 @@
 //
 // HSDP gathers every block's weights once per transformer call and Ulysses exchanges q, k, v and the output of
 // every attention: those belong on a node's fast links (NVLink), replication and data parallelism across nodes.
-// The layout arithmetic (config::Layout) numbers *positions*: shard groups are contiguous blocks of positions,
+// The layout arithmetic (dist::Layout) numbers *positions*: shard groups are contiguous blocks of positions,
 // Ulysses groups the innermost contiguous runs, then ring, cfg and dp outward. The placement maps positions to
 // world ranks node by node (the ranks of node 0 in world order, then node 1, ...), so whatever order the
 // launcher gave the ranks (mpirun --map-by node, Slurm's cyclic distribution), every group that fits in a node
@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "config/parallel_config.h"
 #include "dist/communicator.h"
+#include "dist/parallel_config.h"
 
 namespace omni::dist {
 
@@ -62,12 +62,12 @@ struct GroupSpan {
 
 // The spans of every kind the layout uses (dp, cfg, ring, ulysses, shard, replicate), world ranks through
 // `placement`. Kinds of one rank per group are left out.
-std::vector<GroupSpan> group_spans(const config::Layout& layout, const Topology& topology, const Placement& placement);
+std::vector<GroupSpan> group_spans(const dist::Layout& layout, const Topology& topology, const Placement& placement);
 
 // The kinds that should stay inside a node (or on whole nodes) and do not: shard, ulysses, ring, cfg. Empty
 // when the placement keeps them all. One line, for a warning or (--strict-topology) an error: which groups cross
 // nodes, the ranks per node, and the sizes that would fit.
-std::string crossing_message(const config::Layout& layout, const Topology& topology, const Placement& placement);
+std::string crossing_message(const dist::Layout& layout, const Topology& topology, const Placement& placement);
 
 // "2 nodes: h0 (ranks 0,2,4,6), h1 (ranks 1,3,5,7)".
 std::string describe_nodes(const Topology& topology);

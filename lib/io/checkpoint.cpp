@@ -161,6 +161,18 @@ Checkpoint Checkpoint::open(const std::string& path, const NameMap* names) {
   return ck;
 }
 
+void Checkpoint::release_pages() const {
+  for (const auto& f : files_) f->release_pages();
+}
+
+Checkpoint Checkpoint::renamed(const NameMap* names) const {
+  Checkpoint ck;
+  ck.path_ = path_;
+  for (const auto& f : files_) ck.add_file(f, names);
+  for (const auto& kv : ck.entries_) ck.names_.push_back(kv.first);
+  return ck;
+}
+
 const Checkpoint::Entry& Checkpoint::entry(const std::string& name) const {
   auto it = entries_.find(name);
   OMNI_CHECK_INPUT(it != entries_.end(), path_, ": checkpoint has no tensor named '", name, "'");

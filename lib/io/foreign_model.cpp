@@ -241,10 +241,8 @@ VaeNameShape vae_shape_from_names(const std::vector<std::string>& names, const s
 }
 
 // Our config of `component` (transformer, transformer_2, text_encoder, vae) from its weights.
-json infer_config(const std::string& component, const ModelComponent& c, const json* wan_config,
+json infer_config(const std::string& component, const Checkpoint& ckpt, const ModelComponent& c, const json* wan_config,
                   const std::string& wan_source) {
-  const auto map = c.name_map(component);
-  const Checkpoint ckpt = Checkpoint::open(c.checkpoint, map ? &*map : nullptr);
   if (component == "text_encoder") return umt5_config(ckpt);
   if (component == "vae") return vae_config(ckpt, c.vae);
   return transformer_config(ckpt, wan_config, wan_source);
@@ -324,6 +322,10 @@ ModelComponent component_from_file(const std::string& component, const std::stri
                    " of Wan2.2: expected a tensor ", expected);
   c.names = *layout;
   if (component == "vae" && c.names == NameLayout::kWanOriginal) c.vae = vae_shape_from_names(names, path);
+  {
+    const auto map = c.name_map(component);
+    c.opened = std::make_shared<const Checkpoint>(stored.renamed(map ? &*map : nullptr));
+  }
   c.origin =
       (is_dir(path) ? "folder " : "file ") + path + " (" + flag + ", " + layout_text(c.names, c.strip_prefix) + ")";
   if (config != nullptr) {
@@ -336,7 +338,7 @@ ModelComponent component_from_file(const std::string& component, const std::stri
     return c;
   }
   if (!folder_config_path.empty() && transformer) wan_config = &folder_config;
-  c.config = infer_config(component, c, wan_config, folder_config_path);
+  c.config = infer_config(component, *c.opened, c, wan_config, folder_config_path);
   c.config_source =
       wan_config ? folder_config_path + " and the tensor shapes of " + path : "the tensor shapes of " + path;
   return c;

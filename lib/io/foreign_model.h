@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -25,6 +26,9 @@ struct ModelComponent {
   std::optional<nlohmann::json> config;  // the diffusers-form config; absent: read config_source when asked
   std::string config_source;             // the config's path, or what it was inferred from
   std::string origin;                    // where it comes from, for --dry-run: "file X (ComfyUI / original names)"
+  // The weights, opened once under our names where telling the layout needed the file open (single files, the
+  // original layout); null: ModelDir opens them when first asked.
+  std::shared_ptr<const Checkpoint> opened;
 
   // A NameMap for Checkpoint::open (null when the names are ours already).
   std::optional<NameMap> name_map(const std::string& component) const;

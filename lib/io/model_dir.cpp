@@ -299,18 +299,22 @@ std::string ModelDir::component_config_path(const std::string& name) const {
   return c.config_source;
 }
 
-nlohmann::json ModelDir::component_config(const std::string& name) const {
+const nlohmann::json& ModelDir::component_config(const std::string& name) const {
   const ModelComponent& c = component(name);
   if (c.config) return *c.config;
+  if (auto it = configs_.find(name); it != configs_.end()) return it->second;
   if (!c.dir.empty()) component_dir(name);
-  return read_json(c.config_source);
+  return configs_[name] = read_json(c.config_source);
 }
 
-Checkpoint ModelDir::checkpoint(const std::string& name) const {
+const Checkpoint& ModelDir::checkpoint(const std::string& name) const {
   const ModelComponent& c = component(name);
+  if (c.opened) return *c.opened;
+  if (auto it = checkpoints_.find(name); it != checkpoints_.end()) return *it->second;
   if (c.checkpoint == c.dir) component_dir(name);  // a diffusers folder: say so when it is missing
   const auto map = c.name_map(name);
-  return Checkpoint::open(c.checkpoint, map ? &*map : nullptr);
+  auto opened = std::make_shared<const Checkpoint>(Checkpoint::open(c.checkpoint, map ? &*map : nullptr));
+  return *(checkpoints_[name] = std::move(opened));
 }
 
 std::string ModelDir::origin(const std::string& name) const {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -69,9 +70,11 @@ class ModelDir {
   // The component's config: its path (scheduler/scheduler_config.json, tokenizer/tokenizer_config.json, else
   // <component>/config.json), or a description of what it was inferred from (for messages).
   std::string component_config_path(const std::string& component) const;
-  nlohmann::json component_config(const std::string& component) const;
-  // The component's weights, their names mapped to ours.
-  Checkpoint checkpoint(const std::string& component) const;
+  // Read (or inferred) once per ModelDir: later calls return the same object.
+  const nlohmann::json& component_config(const std::string& component) const;
+  // The component's weights, their names mapped to ours: opened once per ModelDir (the tensor headers, a .pth's
+  // pickle), shared by the memory planner and the loaders.
+  const Checkpoint& checkpoint(const std::string& component) const;
   // Everything known of a component (the loaders' view: file, names, config).
   const ModelComponent& component(const std::string& component) const;
   // Where the component comes from, for --dry-run.
@@ -88,6 +91,9 @@ class ModelDir {
   ModelIndex index_;
   std::string index_source_;
   std::map<std::string, ModelComponent> components_;
+  // What was read once, by component (filled when first asked: a dry run opens no weight file it does not plan).
+  mutable std::map<std::string, nlohmann::json> configs_;
+  mutable std::map<std::string, std::shared_ptr<const Checkpoint>> checkpoints_;
 };
 
 }  // namespace omni::io

@@ -219,6 +219,10 @@ void TensorFile::release() {
   fd_ = -1;
 }
 
+void TensorFile::release_pages() const {
+  if (map_) ::madvise(const_cast<uint8_t*>(map_), static_cast<size_t>(file_size_), MADV_DONTNEED);
+}
+
 void TensorFile::map_file(const char* what) {
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   OMNI_CHECK_INPUT(fd_ >= 0, path_, ": cannot open ", what, ": ", std::strerror(errno));

@@ -61,6 +61,9 @@ class TensorFile {
   // Bytes of tensor data copied out of the mapping so far (for the load accounting).
   int64_t bytes_read() const { return bytes_read_; }
   int64_t file_size() const { return file_size_; }
+  // Gives the pages of the mapping this process touched back (MADV_DONTNEED): they no longer count as its memory,
+  // and a later read faults them in again from the file. The header and the mapping stay.
+  void release_pages() const;
 
  protected:
   explicit TensorFile(std::string path) : path_(std::move(path)) {}
@@ -135,6 +138,9 @@ class Checkpoint {
   // row. The scales, the activation scales (`scale_input`, `input_scale`), the `comfy_quant` descriptions and the
   // `scaled_fp8` marker are consumed, not model tensors.
   static Checkpoint open(const std::string& path, const NameMap* names = nullptr);
+  // The same open files listed under other names (`names`; null: as stored): a file whose name layout is told
+  // from its stored names is not opened (or, for a .pth, unpickled) a second time.
+  Checkpoint renamed(const NameMap* names) const;
 
   const std::string& path() const { return path_; }
   const std::vector<std::string>& names() const { return names_; }  // our names, sorted
@@ -159,7 +165,10 @@ class Checkpoint {
   static constexpr int64_t kAdjustPiece = int64_t{1} << 20;
   at::Tensor read_flat(const std::vector<std::string>& tensors, int64_t elem_begin, int64_t count, at::ScalarType dtype,
                        const ReadAdjust* adjust = nullptr) const;
-  int64_t bytes_read() const;   // over all files
+  int64_t bytes_read() const;  // over all files
+  // TensorFile::release_pages of every file: what a loader calls once it has read the component, so that the
+  // checkpoint (opened once, kept for its headers) does not hold the file's pages as the process's memory.
+  void release_pages() const;
   int64_t total_bytes() const;  // stored bytes of all model tensors
 
  private:

@@ -4,11 +4,7 @@
 #include <limits>
 #include <numeric>
 
-#include "dist/agreement.h"
 #include "dist/topology.h"
-#include "io/model_dir.h"
-#include "models/autoencoder_kl_wan.h"
-#include "models/wan_transformer_config.h"
 
 namespace omni::job {
 
@@ -27,22 +23,14 @@ LayoutDecision decide_layout(const config::GenerateOptions& opts, const Resolved
     return out;
   }
 
-  models::WanTransformerConfig tc;
-  int64_t tf = 1, sf = 1;
-  dist::run_agreed(world, [&] {
-    tc = models::WanTransformerConfig::from_json(run.model->component_config("transformer"),
-                                                 run.model->component_config_path("transformer"));
-    const auto vae =
-        models::WanVaeConfig::from_json(run.model->component_config("vae"), run.model->component_config_path("vae"));
-    tf = vae.scale_factor_temporal;
-    sf = vae.scale_factor_spatial;
-  });
+  const models::WanTransformerConfig& tc = run.model->experts.at(0);
+  const int64_t tf = run.model->vae.scale_factor_temporal, sf = run.model->vae.scale_factor_spatial;
   // A resumed list is laid out for the videos it has left (a requeued job with one video left puts every rank
   // on it).
   const std::vector<VideoSpec>& videos = run.videos;
   const std::vector<bool>& done = run.written;
   const int left = run.left();
-  config::LayoutWork work;
+  dist::LayoutWork work;
   work.videos = left > 0 ? left : static_cast<int>(videos.size());
   work.heads = static_cast<int>(tc.num_attention_heads);
   work.min_tokens = std::numeric_limits<int64_t>::max();
@@ -59,7 +47,7 @@ LayoutDecision decide_layout(const config::GenerateOptions& opts, const Resolved
     for (int n = 0; n < topology.nodes(); ++n)
       work.node_ranks = std::gcd(work.node_ranks, static_cast<int>(topology.ranks_of(n).size()));
   }
-  out.parallel = config::choose_parallel(opts.parallel, world.size(), work, &out.line);
+  out.parallel = dist::choose_parallel(opts.parallel, world.size(), work, &out.line);
   if (left > 0 && left < static_cast<int>(videos.size()))
     out.line += str_cat(" (", videos.size() - static_cast<size_t>(left), " of ", videos.size(), " already written)");
   out.automatic = true;

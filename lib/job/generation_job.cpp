@@ -24,6 +24,7 @@
 #include "io/image_resize.h"
 #include "io/model_dir.h"
 #include "io/video_writer.h"
+#include "job/check_inputs.h"
 #include "job/memory_check.h"
 #include "job/prompt_summary.h"
 #include "models/lora.h"
@@ -58,6 +59,7 @@ GenerationJob::GenerationJob(config::GenerateOptions options, ResolvedRun run, s
     : opts_(std::move(options)),
       mesh_(mesh),
       model_(std::move(run.model)),
+      settings_(std::move(run.settings)),
       identity_{model_->root(),
                 model_->index().class_name,
                 std::move(preset),
@@ -80,7 +82,7 @@ void GenerationJob::resolve() {
     for (const auto& v : queue_->videos()) {
       int h = 0, w = 0;
       with_origin(v.origin, [&] {
-        tasks_.push_back(pipeline::WanPipeline::resolve_task(model_->index(), v.opts.task, !v.opts.image.empty()));
+        tasks_.push_back(choose_task(model_->index(), v.opts.task, !v.opts.image.empty()));
         if (!v.opts.image.empty()) {
           at::Tensor raw = io::read_image(v.opts.image);  // [H, W, 3] uint8; input error naming the file
           h = static_cast<int>(raw.size(0));
@@ -89,14 +91,10 @@ void GenerationJob::resolve() {
       });
       image_hw.emplace_back(h, w);
     }
-    std::vector<std::string> lora_files[2];
     for (int e = 0; e < 2; ++e)
-      for (const auto& l : e == 0 ? opts_.lora : opts_.lora_2) {
-        lora_.expert[e].push_back({models::lora_file_path(l.path, e == 0 ? "--lora" : "--lora-2"), l.scale, ""});
-        lora_files[e].push_back(lora_.expert[e].back().path);
-      }
-    // The model's shapes for the memory plan: configs and safetensors headers, no weight.
-    memory_ = std::make_unique<MemoryCheck>(*model_, opts_, mesh_.layout(), lora_files);
+      for (const auto& l : settings_.lora[e]) lora_.expert[e].push_back({l.path, l.scale, ""});
+    // The model's shapes for the memory plan: its spec (configs and safetensors headers, no weight).
+    memory_ = std::make_unique<MemoryCheck>(*model_, settings_, opts_, mesh_.layout());
 
     // Without explicit sizes, an image decides them: its aspect ratio within the preset's area, snapped to
     // what the model needs (Wan2.2's rule).
@@ -104,12 +102,19 @@ void GenerationJob::resolve() {
       auto& o = queue_->video(i).opts;
       if (o.image.empty() || set_by_user(o, "height") || set_by_user(o, "width")) continue;
       const auto [ih, iw] = image_hw[static_cast<size_t>(i)];
-      auto hw = io::derive_size(ih, iw, static_cast<int64_t>(o.height) * o.width, memory_->spatial_multiple());
+      auto hw = io::derive_size(ih, iw, static_cast<int64_t>(o.height) * o.width, model_->spatial_multiple());
       o.height = static_cast<int>(hw.first);
       o.width = static_cast<int>(hw.second);
       if (mesh_.rank() == 0)
         OMNI_INFO("size ", o.height, "x", o.width, " from the image (", ih, "x", iw, ")",
                   queue_->size() > 1 ? " for " + queue_->video(i).output : "");
+    }
+    // Each video's sizes against the model before anything is read, so that a bad size is one agreed error
+    // naming the line, not an abort mid-run.
+    const int decode_ranks = opts_.vae_parallel ? mesh_.layout().video_size() : 1;
+    for (int i = 0; i < static_cast<int>(queue_->size()); ++i) {
+      if (queue_->status(i) != VideoStatus::kPending) continue;
+      with_origin(queue_->video(i).origin, [&] { check_video(*model_, queue_->video(i).params(), decode_ranks); });
     }
   });
 }
@@ -218,14 +223,15 @@ int GenerationJob::dry_run(const std::function<void()>& print_header) {
   // folder is one agreed error.
   std::string prompts;
   dist::run_agreed(mesh_.world(), [&] {
-    const auto tokenizer = models::Umt5Tokenizer::of_model(*model_);
+    const auto tokenizer = models::Umt5Tokenizer::of_model(*model_->dir);
     if (mesh_.rank() == 0) prompts = describe_prompts(tokenizer, *queue_, /*max_videos=*/20);
   });
   if (mesh_.rank() != 0) return 0;
   print_header();
   // Where each component comes from (a diffusers folder, Wan2.2's original layout, single files).
   std::string sources = "model components:\n";
-  for (const auto& kv : model_->index().components) sources += "  " + kv.first + ": " + model_->origin(kv.first) + "\n";
+  for (const auto& kv : model_->index().components)
+    sources += "  " + kv.first + ": " + model_->dir->origin(kv.first) + "\n";
   std::string text =
       sources + prompts + memory_->describe([&](int r) { return mesh_.layout().writes_video(mesh_.position_of(r)); });
   // What crosses the network: per kind, the largest figure over the ranks.
@@ -279,39 +285,10 @@ void GenerationJob::load() {
   });
   stats_.baseline_rss_bytes = current_rss_bytes();  // before any weight is read (a GPU's context included)
   dist::run_agreed(mesh_.world(), [&] {
-    pipeline::PipelineSettings s;
+    // The settings resolved once (ResolvedRun::settings), on the device just selected.
+    pipeline::PipelineSettings s = settings_;
     s.device = device_;
-    s.dtype = opts_.dtype;
-    s.vae_dtype = opts_.vae_dtype;
-    OMNI_CHECK_USAGE(!s.device.is_cpu() || (s.dtype != at::kHalf && s.vae_dtype != at::kHalf),
-                     "--dtype/--vae-dtype float16 needs --device cuda (LibTorch's CPU kernels have no half-precision "
-                     "matrix products); use bfloat16 or float32 on the CPU");
-    s.use_hsdp = opts_.parallel.use_hsdp;
-    s.transformer_weights = {opts_.weight_format == config::WeightFormat::kFloat8, opts_.fp8_layers, {}};
-    s.text_encoder_weights = {opts_.text_encoder_weight_format == config::WeightFormat::kFloat8, opts_.fp8_layers, {}};
-    s.fp8_matmul = opts_.fp8_matmul;
-    s.vae_parallel = opts_.vae_parallel;
-    s.step_cache = opts_.step_cache;
-    s.step_cache_threshold = opts_.step_cache_threshold.value_or(pipeline::default_step_cache_threshold(s.step_cache));
-    s.sample_solver = opts_.sample_solver;
-    // Resolved once, before the job (ResolvedRun::checkpoint): the checkpoint's value where the user gave none.
-    auto resolved = [&](const std::string& key, std::optional<double> option) -> std::optional<double> {
-      for (const auto& r : identity_.resolved)
-        if (r.key == key) return r.value;
-      return option;
-    };
-    s.flow_shift = resolved("flow-shift", opts_.flow_shift);
-    s.boundary_ratio = resolved("boundary-ratio", opts_.boundary_ratio);
-    for (int e = 0; e < 2; ++e)
-      for (const auto& r : lora_.expert[e]) s.lora[e].push_back({r.path, r.scale});
-    s.lora_strict = opts_.lora_strict;
     pipeline_ = std::make_unique<pipeline::WanPipeline>(*model_, s, &mesh_);
-    // Each video's sizes against the model (multiples of its spatial factor, frames rounded to 4k+1) before
-    // anything runs, so that a bad size is one agreed error naming the line, not an abort mid-run.
-    for (int i = 0; i < static_cast<int>(queue_->size()); ++i) {
-      if (queue_->status(i) != VideoStatus::kPending) continue;
-      with_origin(queue_->video(i).origin, [&] { pipeline_->check_video(queue_->video(i).params()); });
-    }
     if (mesh_.layout().cfg == 2 && !video_params(opts_).guidance_on()) {
       OMNI_WARN("--cfg-parallel-size 2 with guidance off (scale <= 1): both cfg ranks compute the same branch");
     }
@@ -475,7 +452,7 @@ int GenerationJob::finish() {
 
   const char* cache_mode = config::name_of(opts_.step_cache);
   const auto& c = step_cache_counts_;
-  const bool caching = opts_.step_cache != config::StepCacheMode::kNone;
+  const bool caching = opts_.step_cache != pipeline::StepCacheMode::kNone;
   if (caching) {
     OMNI_INFO("step cache (", cache_mode, "): ", c[0].computed + c[1].computed, " transformer calls computed, ",
               c[0].skipped + c[1].skipped, " skipped (transformer ", c[0].skipped, ", transformer_2 ", c[1].skipped,

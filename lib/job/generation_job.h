@@ -83,7 +83,8 @@ class GenerationJob {
 
   config::GenerateOptions opts_;
   const dist::DeviceMesh& mesh_;
-  std::shared_ptr<const io::ModelDir> model_;
+  std::shared_ptr<const pipeline::ModelSpec> model_;
+  pipeline::PipelineSettings settings_;  // resolved once (ResolvedRun::settings); the device is set at load
   // What the sidecars record of the run: model, preset, device (set by load), layout and how it was chosen,
   // the checkpoint's flow_shift / boundary_ratio (ResolvedRun::checkpoint).
   RunIdentity identity_;

@@ -7,42 +7,34 @@
 #include "core/log.h"
 #include "core/memory.h"
 #include "dist/agreement.h"
-#include "pipeline/step_cache.h"
 
 namespace omni::job {
 namespace {
 
-pipeline::MemoryPlanSettings plan_settings(const config::GenerateOptions& run, const config::Layout& l,
-                                           const std::vector<std::string> (&lora_files)[2]) {
+pipeline::MemoryPlanSettings plan_settings(const pipeline::PipelineSettings& settings,
+                                           const config::GenerateOptions& run, const dist::Layout& l) {
   pipeline::MemoryPlanSettings ps;
-  ps.dtype = run.dtype;
-  ps.vae_dtype = run.vae_dtype;
+  ps.run = settings;
   ps.cuda = dist::runs_on_cuda(run.device);
   ps.shard = l.use_hsdp ? l.hsdp_shard : 1;
-  ps.transformer_weights = {run.weight_format == config::WeightFormat::kFloat8, run.fp8_layers, {}};
-  ps.text_encoder_weights = {run.text_encoder_weight_format == config::WeightFormat::kFloat8, run.fp8_layers, {}};
-  ps.fp8_matmul = run.fp8_matmul;
   ps.ulysses = l.ulysses;
   ps.ring = l.ring;
   ps.cfg = l.cfg;
-  ps.step_cache = run.step_cache != config::StepCacheMode::kNone;
-  for (int e = 0; e < 2; ++e) ps.lora_files[e] = lora_files[e];
   return ps;
 }
 
 }  // namespace
 
-MemoryCheck::MemoryCheck(const io::ModelDir& model, const config::GenerateOptions& run, const config::Layout& layout,
-                         const std::vector<std::string> (&lora_files)[2])
-    : run_(run), layout_(layout), planner_(model, plan_settings(run, layout, lora_files)) {}
+MemoryCheck::MemoryCheck(const pipeline::ModelSpec& model, const pipeline::PipelineSettings& settings,
+                         const config::GenerateOptions& run, const dist::Layout& layout)
+    : run_(run), layout_(layout), planner_(model, plan_settings(settings, run, layout)) {}
 
 void MemoryCheck::plan(const std::vector<pipeline::RankWork>& work) {
   plans_.clear();
   for (const auto& w : work) plans_.push_back(planner_.plan(w));
 }
 
-std::string memory_advice(const pipeline::MemoryPlan& plan, const config::GenerateOptions& run,
-                          const config::Layout& l) {
+std::string memory_advice(const pipeline::MemoryPlan& plan, const config::GenerateOptions& run, const dist::Layout& l) {
   const bool float32 = run.dtype == c10::ScalarType::Float;
   std::string shard = l.use_hsdp ? str_cat("a larger --hsdp-shard-size (now ", l.hsdp_shard, ", more ranks per copy)")
                                  : "--use-hsdp with --hsdp-shard-size N (each rank holds 1/N of the weights)";

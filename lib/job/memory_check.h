@@ -14,10 +14,6 @@
 #include "dist/device_mesh.h"
 #include "pipeline/memory_plan.h"
 
-namespace omni::io {
-class ModelDir;
-}
-
 namespace omni::job {
 
 // What would make `plan` fit, by the kind of its largest part: weights -> HSDP (a larger shard) or bfloat16;
@@ -25,17 +21,14 @@ namespace omni::job {
 // --vae-parallel (when the video has several ranks and it is off) or a smaller video; anything else -> a
 // smaller video or more sequence-parallel ranks. One phrase for the warning's "to fit: ...".
 std::string memory_advice(const pipeline::MemoryPlan& plan, const config::GenerateOptions& run,
-                          const config::Layout& layout);
+                          const dist::Layout& layout);
 
 class MemoryCheck {
  public:
-  // Reads the model's shapes for `run` on `layout` (configs and headers; nothing else). `lora_files`: the
-  // resolved --lora and --lora-2 paths.
-  MemoryCheck(const io::ModelDir& model, const config::GenerateOptions& run, const config::Layout& layout,
-              const std::vector<std::string> (&lora_files)[2]);
+  // The model's shapes (its spec: configs and headers) for the run's resolved `settings` on `layout`.
+  MemoryCheck(const pipeline::ModelSpec& model, const pipeline::PipelineSettings& settings,
+              const config::GenerateOptions& run, const dist::Layout& layout);
 
-  // The multiple the model's video sizes snap to (sizes derived from an image).
-  int64_t spatial_multiple() const { return planner_.spatial_multiple(); }
   pipeline::StepTraffic step_traffic(const pipeline::VideoParams& video) const { return planner_.step_traffic(video); }
   // Every rank's plan from its work (indexed by rank).
   void plan(const std::vector<pipeline::RankWork>& work);
@@ -49,7 +42,7 @@ class MemoryCheck {
 
  private:
   const config::GenerateOptions& run_;
-  const config::Layout& layout_;
+  const dist::Layout& layout_;
   pipeline::MemoryPlanner planner_;
   std::vector<pipeline::MemoryPlan> plans_;  // every rank's
   dist::MemoryBudget budget_;                // this rank's device memory

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "dist/agreement.h"
 #include "job/default_model.h"
+#include "job/run_settings.h"
 
 namespace omni::job {
 
@@ -14,11 +15,13 @@ ResolvedModel resolve_model(const std::string& model, const io::ComponentFiles& 
   ResolvedModel out;
   const bool builtin = model.empty() && files.empty();
   const std::string path = builtin ? ensure_default_model(world) : model;
-  dist::run_agreed(world, [&] { out.dir = std::make_shared<const io::ModelDir>(io::ModelDir::open(path, files)); });
-  const auto& index = out.dir->index();
+  dist::run_agreed(world, [&] {
+    out.spec = pipeline::read_model_spec(std::make_shared<const io::ModelDir>(io::ModelDir::open(path, files)));
+  });
+  const auto& index = out.spec->index();
   out.preset =
       builtin ? default_model_preset()
-              : config::preset_for(model.empty() ? out.dir->root() : model, index.class_name, index.expand_timesteps);
+              : config::preset_for(model.empty() ? out.spec->root() : model, index.class_name, index.expand_timesteps);
   return out;
 }
 
@@ -29,20 +32,13 @@ int ResolvedRun::left() const {
 ResolvedRun resolve_run(const config::GenerateOptions& opts, const ResolvedModel& model,
                         const dist::Communicator& world) {
   ResolvedRun run;
-  run.model = model.dir;
-  dist::run_agreed(world, [&] { run.videos = opts.dry_run ? planned_video_list(opts) : read_video_list(opts); });
+  run.model = model.spec;
+  dist::run_agreed(world, [&] {
+    run.videos = opts.dry_run ? planned_video_list(opts) : read_video_list(opts);
+    run.settings = resolve_settings(opts, *model.spec);
+  });
   run.written = already_written(run.videos, opts, world);
-  // The scheduler reader checks the value's type when the pipeline is built; a non-number is left to it.
-  const auto& scheduler = model.dir->component_config("scheduler");
-  if (!config::set_by_user(opts, "flow-shift") && scheduler.contains("flow_shift") &&
-      scheduler["flow_shift"].is_number()) {
-    run.checkpoint.push_back({"flow-shift", scheduler["flow_shift"].get<double>(),
-                              "checkpoint " + model.dir->component_config_path("scheduler")});
-  }
-  if (!config::set_by_user(opts, "boundary-ratio") && model.dir->index().boundary_ratio) {
-    run.checkpoint.push_back(
-        {"boundary-ratio", *model.dir->index().boundary_ratio, "checkpoint " + model.dir->index_source()});
-  }
+  run.checkpoint = checkpoint_settings(run.settings);
   return run;
 }
 

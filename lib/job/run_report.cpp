@@ -35,7 +35,7 @@ nlohmann::json RankStats::to_json(bool cuda) const {
 
 nlohmann::json report_header(const dist::DeviceMesh& mesh, const std::string& device, const std::string& layout_choice,
                              const dist::MemoryBudget& budget) {
-  const config::Layout& l = mesh.layout();
+  const dist::Layout& l = mesh.layout();
   nlohmann::json r;
   r["world_size"] = l.world_size;
   r["device"] = device;

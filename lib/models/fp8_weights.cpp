@@ -42,13 +42,13 @@ std::string float8_kept_reason(const ParamRef& p, const WeightHolding& h, int nu
   const bool attention =
       starts_with(rest, "attn1.") || starts_with(rest, "attn2.") || starts_with(rest, "layer.0.SelfAttention.");
   switch (h.layers) {
-    case config::Fp8Layers::kFfn:
+    case Fp8Layers::kFfn:
       if (!ffn) return "not a feed-forward layer (--fp8-layers ffn)";
       break;
-    case config::Fp8Layers::kAttention:
+    case Fp8Layers::kAttention:
       if (!attention) return "not an attention layer (--fp8-layers attention)";
       break;
-    case config::Fp8Layers::kAll:
+    case Fp8Layers::kAll:
       break;
   }
   return "";

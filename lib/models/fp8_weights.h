@@ -23,19 +23,21 @@
 #include <set>
 #include <string>
 
-#include "config/options.h"
-
 namespace omni::io {
 class Checkpoint;
 }
 
 namespace omni::models {
 
+// Which Linear weights of the blocks are held in float8 (--fp8-layers): the feed-forward ones, the attention
+// ones, or both.
+enum class Fp8Layers { kFfn, kAttention, kAll };
+
 struct ParamRef;
 
 struct WeightHolding {
   bool float8 = false;  // --weight-dtype float8_e4m3fn
-  config::Fp8Layers layers = config::Fp8Layers::kFfn;
+  Fp8Layers layers = Fp8Layers::kFfn;
   std::set<std::string> stored_float8;  // our names of the weights the checkpoint stores in float8_e4m3fn
 };
 

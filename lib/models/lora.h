@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "models/lora_source.h"
 #include "models/module.h"
 
 namespace omni::io {
@@ -38,11 +39,6 @@ class Checkpoint;
 }
 
 namespace omni::models {
-
-struct LoraSource {
-  std::string path;  // a .safetensors file, or a folder holding pytorch_lora_weights.safetensors
-  double scale = 1.0;
-};
 
 // What a run records of one file (the sidecar, the MP4 metadata); the SHA-256 is the caller's.
 struct LoraFileSummary {

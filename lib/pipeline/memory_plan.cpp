@@ -177,41 +177,35 @@ struct MemoryPlanner::Shapes {
   int64_t lora_mapped[2] = {0, 0};  // per expert
 };
 
-MemoryPlanner::MemoryPlanner(const io::ModelDir& model, const MemoryPlanSettings& settings)
+MemoryPlanner::MemoryPlanner(const ModelSpec& model, const MemoryPlanSettings& settings)
     : settings_(settings), shapes_(std::make_unique<Shapes>()) {
   auto& s = *shapes_;
   s.expand_timesteps = model.index().expand_timesteps;
   s.image_to_video = model.index().image_to_video;
+  s.text = model.text_encoder;
   {
-    const auto ckpt = model.checkpoint("text_encoder");
-    s.text = models::Umt5Config::from_json(model.component_config("text_encoder"),
-                                           model.component_config_path("text_encoder"));
-    s.text.resolve_embedding(ckpt);
-    const models::Umt5Encoder encoder(s.text, settings.dtype);
-    s.models.push_back(units_of("text_encoder", encoder, models::blocks_of(encoder), ckpt, settings.dtype,
-                                settings.shard, settings.text_encoder_weights));
+    const models::Umt5Encoder encoder(s.text, settings.run.dtype);
+    s.models.push_back(units_of("text_encoder", encoder, models::blocks_of(encoder),
+                                model.dir->checkpoint("text_encoder"), settings.run.dtype, settings.shard,
+                                settings.run.text_encoder_weights));
   }
-  for (const char* name : {"transformer", "transformer_2"}) {
-    if (!model.has(name)) continue;
-    const auto config =
-        models::WanTransformerConfig::from_json(model.component_config(name), model.component_config_path(name));
-    if (s.models.size() == 1) s.transformer = config;
-    const models::WanTransformer3DModel expert(config, settings.dtype);
-    const auto ckpt = model.checkpoint(name);
-    s.models.push_back(units_of(name, expert, models::blocks_of(expert), ckpt, settings.dtype, settings.shard,
-                                settings.transformer_weights));
+  for (size_t e = 0; e < model.experts.size(); ++e) {
+    const char* name = ModelSpec::expert_name(static_cast<int>(e));
+    const models::WanTransformer3DModel expert(model.experts[e], settings.run.dtype);
+    s.models.push_back(units_of(name, expert, models::blocks_of(expert), model.dir->checkpoint(name),
+                                settings.run.dtype, settings.shard, settings.run.transformer_weights));
   }
-  OMNI_CHECK_INPUT(s.models.size() > 1, model.root(), ": no transformer component");
-  s.vae = models::WanVaeConfig::from_json(model.component_config("vae"), model.component_config_path("vae"));
+  s.transformer = model.experts[0];
+  s.vae = model.vae;
   const models::AutoencoderKLWan vae(s.vae);
   for (const auto& p : vae.parameters()) {
     int64_t n = 1;
     for (int64_t d : p.shape) n *= d;
-    s.vae_resident += n * esize(settings.vae_dtype);
+    s.vae_resident += n * esize(settings.run.vae_dtype);
   }
-  s.vae_mapped = model.checkpoint("vae").total_bytes();
+  s.vae_mapped = model.dir->checkpoint("vae").total_bytes();
   for (int e = 0; e < 2; ++e)
-    for (const auto& f : settings.lora_files[e]) s.lora_mapped[e] += file_size(f);
+    for (const auto& f : settings.run.lora[e]) s.lora_mapped[e] += file_size(f.path);
 }
 
 MemoryPlanner::~MemoryPlanner() = default;
@@ -220,7 +214,7 @@ StepTraffic MemoryPlanner::step_traffic(const VideoParams& v) const {
   const auto& s = *shapes_;
   const auto& set = settings_;
   const auto& tc = s.transformer;
-  const int64_t e = esize(set.dtype);
+  const int64_t e = esize(set.run.dtype);
   const int64_t u = set.ulysses, r = set.ring, sp = u * r;
   const int64_t lat_t = v.latent_frames(s.vae.scale_factor_temporal), lat_h = v.height / s.vae.scale_factor_spatial,
                 lat_w = v.width / s.vae.scale_factor_spatial;
@@ -240,24 +234,17 @@ StepTraffic MemoryPlanner::step_traffic(const VideoParams& v) const {
   return t;
 }
 
-int MemoryPlanner::spatial_multiple() const {
-  const auto& p = shapes_->transformer.patch_size;
-  return static_cast<int>(shapes_->vae.scale_factor_spatial * std::max(p[1], p[2]));
-}
-
-int MemoryPlanner::temporal_factor() const {
-  return static_cast<int>(shapes_->vae.scale_factor_temporal);
-}
-
 MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   const auto& s = *shapes_;
   const auto& set = settings_;
   const bool host = !set.cuda;
-  const int64_t e = esize(set.dtype), ev = esize(set.vae_dtype), f32 = 4;
+  const int64_t e = esize(set.run.dtype), ev = esize(set.run.vae_dtype), f32 = 4;
   MemoryPlan plan;
   // The fused kernels LibTorch picks for our calls (no score matrix is ever materialized): the CPU's flash
   // kernel; on CUDA flash for bfloat16 / float16, memory-efficient for float32 (docs/DESIGN.md section 3).
-  plan.attention_kernel = host ? "flash (CPU)" : set.dtype == c10::kFloat ? "memory-efficient (CUDA)" : "flash (CUDA)";
+  plan.attention_kernel = host                           ? "flash (CPU)"
+                          : set.run.dtype == c10::kFloat ? "memory-efficient (CUDA)"
+                                                         : "flash (CUDA)";
   for (const auto& m : s.models) plan.resident.push_back({m.name, m.resident, MemoryKind::kWeights});
   plan.resident.push_back({"vae", s.vae_resident, MemoryKind::kVaeWeights});
 
@@ -350,7 +337,8 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     // tensor of the activation dtype).
     const int64_t finish = e * full * dim + e * tokens * dim * (per_token ? 1 : 0) + f32 * tokens * dim * 3;
     parts.push_back({"transformer block activations", std::max(block, finish)});
-    if (set.step_cache) parts.push_back({"step cache residuals", 2 * e * batch * local * dim});
+    if (set.run.step_cache != StepCacheMode::kNone)
+      parts.push_back({"step cache residuals", 2 * e * batch * local * dim});
     // Latents, the noise predictions and the scheduler's history (UniPC keeps a few model outputs).
     const int64_t channels = tc.in_channels;
     parts.push_back({"latents and scheduler", f32 * 10 * batch * channels * lat_t * lat_h * lat_w});
@@ -365,12 +353,12 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     const ModelUnits& tr = s.models[1];
     if (set.shard > 1)
       denoise.parts.push_back({"gathered transformer units", tr.gathered_peak(), MemoryKind::kGatheredUnits});
-    if (tr.float8_dequant > 0 && !set.fp8_matmul)
+    if (tr.float8_dequant > 0 && !set.run.fp8_matmul)
       denoise.parts.push_back(
           {"a float8 weight dequantized for its product", tr.float8_dequant, MemoryKind::kGatheredUnits});
     // LibTorch's CPU _scaled_mm multiplies float32 copies of its float8 operands: the weight's is made twice
     // (measured: 2.2 x the float32 weight with the output, at A14B-like shapes). CUDA's kernels read float8.
-    if (tr.float8_largest > 0 && set.fp8_matmul && host)
+    if (tr.float8_largest > 0 && set.run.fp8_matmul && host)
       denoise.parts.push_back({"float32 operands of a float8 product (CPU _scaled_mm)", 2 * tr.float8_largest * f32,
                                MemoryKind::kGatheredUnits});
     for (auto& x : best_parts) denoise.parts.push_back(x);

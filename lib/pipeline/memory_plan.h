@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 
-#include "io/model_dir.h"
-#include "models/fp8_weights.h"
+#include "pipeline/model_spec.h"
+#include "pipeline/pipeline_settings.h"
 #include "pipeline/video_params.h"
 
 namespace omni::pipeline {
@@ -50,18 +50,14 @@ struct RankWork {
 };
 
 struct MemoryPlanSettings {
-  c10::ScalarType dtype = c10::ScalarType::Float;
-  c10::ScalarType vae_dtype = c10::ScalarType::Float;
+  // What runs: the very settings the pipeline is built with (dtypes, float8 weights, --fp8-matmul, the step
+  // cache, the LoRA files whose pages are mapped while merging), so that the plan cannot drift from the run.
+  PipelineSettings run;
   bool cuda = false;  // device memory; on the CPU the process's resident memory (checkpoint pages count)
   int shard = 1;      // HSDP shard size (1: every unit whole, nothing gathered)
-  models::WeightHolding transformer_weights;   // the experts' float8 Linear weights (--weight-dtype)
-  models::WeightHolding text_encoder_weights;  // UMT5's (--text-encoder-weight-dtype)
-  bool fp8_matmul = false;                     // --fp8-matmul: float8 products, no dequantized weight
   int ulysses = 1;
   int ring = 1;
   int cfg = 1;
-  bool step_cache = false;
-  std::vector<std::string> lora_files[2];  // --lora, --lora-2 files (their mapped pages while merging)
 };
 
 // What a part is, for the advice given when a plan does not fit (job/memory_check.cpp), not its name.
@@ -111,18 +107,15 @@ struct StepTraffic {
   int64_t cfg = 0;      // per step: this rank's noise prediction to the other guidance branch
 };
 
-// The model's shapes, read once (configs, safetensors headers; nothing else).
+// The model's shapes (its spec's configs and safetensors headers; nothing else is read).
 class MemoryPlanner {
  public:
-  MemoryPlanner(const io::ModelDir& model, const MemoryPlanSettings& settings);
+  MemoryPlanner(const ModelSpec& model, const MemoryPlanSettings& settings);
   ~MemoryPlanner();
 
   MemoryPlan plan(const RankWork& work) const;
   // One transformer call per step (cond and uncond batched on one rank, or one each with cfg 2).
   StepTraffic step_traffic(const VideoParams& video) const;
-  // Pixels per latent-and-patch step (the size multiple) and the VAE's frame factor, as the pipeline uses them.
-  int spatial_multiple() const;
-  int temporal_factor() const;
 
  private:
   struct Shapes;

@@ -23,16 +23,12 @@
 #include <string>
 #include <vector>
 
-#include "config/options.h"
 #include "dist/process_group.h"
 #include "models/module.h"
 #include "models/wan_transformer.h"
+#include "pipeline/pipeline_settings.h"
 
 namespace omni::pipeline {
-
-using config::StepCacheMode;  // --step-cache's values (config/options.h)
-// The threshold a mode uses when --step-cache-threshold is not given.
-double default_step_cache_threshold(StepCacheMode mode);
 
 struct StepCacheCounts {
   int computed = 0;

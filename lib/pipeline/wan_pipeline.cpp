@@ -64,33 +64,9 @@ const char* task_name(Task task) {
   return "?";
 }
 
-Task WanPipeline::resolve_task(const io::ModelIndex& index, config::TaskChoice task, bool has_image) {
-  using config::TaskChoice;
-  const char* flag = config::name_of(task);
-  if (index.image_to_video) {
-    OMNI_CHECK_USAGE(task == TaskChoice::kAuto || task == TaskChoice::kI2V, "--task ", flag,
-                     " does not fit this model: its "
-                     "model_index.json names WanImageToVideoPipeline (image-to-video); use --task i2v");
-    OMNI_CHECK_USAGE(has_image, "this model is image-to-video (WanImageToVideoPipeline) and needs --image");
-    return Task::kImageToVideo;
-  }
-  if (index.expand_timesteps) {
-    // TI2V-5B: image mode with --image, text mode without.
-    OMNI_CHECK_USAGE(!(task == TaskChoice::kI2V && !has_image), "--task i2v needs --image");
-    OMNI_CHECK_USAGE(!(task == TaskChoice::kT2V && has_image), "--task t2v takes no --image (drop one of them)");
-    return Task::kTextImageToVideo;
-  }
-  OMNI_CHECK_USAGE(task == TaskChoice::kAuto || task == TaskChoice::kT2V, "--task ", flag,
-                   " does not fit this model: it is "
-                   "text-to-video (WanPipeline without expand_timesteps); use --task t2v");
-  OMNI_CHECK_USAGE(!has_image,
-                   "this model is text-to-video and takes no --image (image-to-video needs an I2V or "
-                   "TI2V checkpoint)");
-  return Task::kTextToVideo;
-}
-
-WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& settings, const dist::DeviceMesh* mesh)
-    : index_(model.index()), settings_(settings), mesh_(mesh) {
+WanPipeline::WanPipeline(const ModelSpec& spec, const PipelineSettings& settings, const dist::DeviceMesh* mesh)
+    : index_(spec.index()), settings_(settings), mesh_(mesh) {
+  const io::ModelDir& model = *spec.dir;
   pool_ = std::make_shared<hsdp::BufferPool>(settings_.device);
   stats_ = std::make_shared<hsdp::HsdpStats>();
   models::set_fp8_matmul(settings_.fp8_matmul);
@@ -121,61 +97,40 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
   // does not fit fails in seconds, before the text encoder or any expert weight is read.
   std::vector<std::string> expert_names;
   std::vector<std::unique_ptr<models::LoraSet>> loras;
-  for (int e = 0; e < 2; ++e) {
-    const char* name = kExpertNames[e];
-    if (!model.has(name)) {
-      OMNI_CHECK_USAGE(settings_.lora[e].empty(), e == 1 ? "--lora-2" : "--lora", ": ", model.root(), " has no ", name,
-                       e == 1 ? " (one transformer: use --lora)" : "");
-      continue;
-    }
+  for (size_t e = 0; e < spec.experts.size(); ++e) {
+    const char* name = ModelSpec::expert_name(static_cast<int>(e));
     expert_names.push_back(name);
-    auto config =
-        models::WanTransformerConfig::from_json(model.component_config(name), model.component_config_path(name));
-    experts_.push_back(std::make_unique<models::WanTransformer3DModel>(config, settings_.dtype));
-    loras.push_back(settings_.lora[e].empty() ? nullptr
-                                              : std::make_unique<models::LoraSet>(
-                                                    settings_.lora[e], experts_.back()->parameters(),
-                                                    e == 1 ? "--lora-2" : "--lora", name, settings_.lora_strict));
+    experts_.push_back(std::make_unique<models::WanTransformer3DModel>(spec.experts[e], settings_.dtype));
+    loras.push_back(settings_.lora[e].empty()
+                        ? nullptr
+                        : std::make_unique<models::LoraSet>(settings_.lora[e], experts_.back()->parameters(),
+                                                            settings_.lora_label[e], name, settings_.lora_strict));
   }
-  OMNI_CHECK_INPUT(!experts_.empty(), model.root(), ": no transformer component");
-  if (settings_.fp8_matmul && !settings_.transformer_weights.float8) {
-    // Without --weight-dtype the float8 weights are the ones the checkpoints store (their headers tell).
-    bool any = false;
-    for (size_t e = 0; e < experts_.size() && !any; ++e) {
-      const auto held = models::with_stored_float8(settings_.transformer_weights, model.checkpoint(expert_names[e]));
-      for (const auto& p : experts_[e]->parameters())
-        any = any || (p.scale != nullptr && held.stored_float8.count(p.name));
-    }
-    OMNI_CHECK_USAGE(any,
-                     "--fp8-matmul multiplies float8 weights: give --weight-dtype float8_e4m3fn, or "
-                     "transformer checkpoints that store their weights in float8 (fp8_scaled; those of ",
-                     model.root(), " store none)");
-  }
+  // The job checked these against the spec: LoRA files only for experts the model has, a boundary between two.
+  OMNI_CHECK(spec.experts.size() == 2 || settings_.lora[1].empty(), "a LoRA for transformer_2 of a one-expert model");
+  OMNI_CHECK(spec.experts.size() == 1 || settings_.boundary_ratio, "two transformers and no boundary ratio");
 
   // Text: tokenizer and UMT5, the encoder sharded block by block like the transformers.
   tokenizer_ = std::make_unique<models::Umt5Tokenizer>(models::Umt5Tokenizer::of_model(model));
   {
-    auto ckpt = model.checkpoint("text_encoder");
-    // Which name the (tied) embedding is stored under decides the module tree: shared.weight and/or
-    // encoder.embed_tokens.weight.
-    auto te_config = models::Umt5Config::from_json(model.component_config("text_encoder"),
-                                                   model.component_config_path("text_encoder"));
-    te_config.resolve_embedding(ckpt);
-    text_encoder_ = std::make_unique<models::Umt5Encoder>(te_config, settings_.dtype);
+    const auto& ckpt = model.checkpoint("text_encoder");
+    text_encoder_ = std::make_unique<models::Umt5Encoder>(spec.text_encoder, settings_.dtype);
     text_encoder_sharded_ = models::shard_model("text_encoder", *text_encoder_, models::blocks_of(*text_encoder_), ckpt,
                                                 shard_group_.get(), settings_.dtype, settings_.device, pool_, stats_,
                                                 /*lora=*/nullptr, settings_.text_encoder_weights);
     text_encoder_float8_weights_ = stats_->float8_weights_stored + stats_->float8_weights_quantized;
     param_bytes_total_ += text_encoder_sharded_->full_bytes();
+    ckpt.release_pages();  // read: its pages are no longer this process's memory (the memory plan's load phase)
   }
 
   // The experts' weights, each rank its own slice, LoRA merged into it as it is read.
   for (size_t e = 0; e < experts_.size(); ++e) {
-    auto ckpt = model.checkpoint(expert_names[e]);
+    const auto& ckpt = model.checkpoint(expert_names[e]);
     experts_sharded_.push_back(models::shard_model(expert_names[e], *experts_[e], models::blocks_of(*experts_[e]), ckpt,
                                                    shard_group_.get(), settings_.dtype, settings_.device, pool_, stats_,
                                                    loras[e].get(), settings_.transformer_weights));
     param_bytes_total_ += experts_sharded_.back()->full_bytes();
+    ckpt.release_pages();
   }
   disk_bytes_read_ = stats_->disk_bytes_read;
   if (caching) {
@@ -185,51 +140,21 @@ WanPipeline::WanPipeline(const io::ModelDir& model, const PipelineSettings& sett
   }
 
   // The VAE stays whole on every rank.
-  vae_ = models::AutoencoderKLWan::load(
-      models::WanVaeConfig::from_json(model.component_config("vae"), model.component_config_path("vae")),
-      model.checkpoint("vae"), settings_.vae_dtype, settings_.device);
+  vae_ = models::AutoencoderKLWan::load(spec.vae, model.checkpoint("vae"), settings_.vae_dtype, settings_.device);
+  model.checkpoint("vae").release_pages();
   param_bytes_total_ += vae_->parameter_bytes();
   disk_bytes_read_ += vae_->parameter_bytes();  // read whole (converted); an upper bound of the stored bytes
 
-  scheduler_source_ = model.component_config_path("scheduler");
-  scheduler_config_ = model.component_config("scheduler");
+  scheduler_source_ = spec.scheduler_source;
+  scheduler_config_ = spec.scheduler;
   // Validate the scheduler now, so that a bad config fails before the first prompt.
-  flow_shift_ =
-      sched::make_scheduler(scheduler_config_, settings_.sample_solver, settings_.flow_shift, scheduler_source_)
-          ->config()
-          .flow_shift;
-
-  if (experts_.size() == 2) {
-    OMNI_CHECK_INPUT(settings_.boundary_ratio || index_.boundary_ratio, model.root(),
-                     "/model_index.json: two transformers but no boundary_ratio (give --boundary-ratio)");
-  }
+  sched::make_scheduler(scheduler_config_, settings_.sample_solver, settings_.flow_shift, scheduler_source_);
 }
 
 WanPipeline::~WanPipeline() = default;
 
-int WanPipeline::spatial_multiple() const {
-  const auto& c = experts_[0]->config();
-  return static_cast<int>(vae_->config().scale_factor_spatial * std::max(c.patch_size[1], c.patch_size[2]));
-}
-
 int WanPipeline::temporal_factor() const {
   return static_cast<int>(vae_->config().scale_factor_temporal);
-}
-
-void WanPipeline::check_video(const VideoParams& v) const {
-  const int m = spatial_multiple();
-  OMNI_CHECK_USAGE(v.height % m == 0 && v.width % m == 0, "--height and --width must be multiples of ", m,
-                   " for this model (VAE factor ", vae_->config().scale_factor_spatial, " x patch size), got ",
-                   v.height, "x", v.width);
-  const int64_t latent_rows = v.height / vae_->config().scale_factor_spatial;
-  OMNI_CHECK_USAGE(!vae_group_ || latent_rows >= vae_group_->size(), "--vae-parallel: ", vae_group_->size(),
-                   " ranks per data-parallel group cannot split a ", v.height, "-pixel height (", latent_rows,
-                   " latent rows, at least one each); use a larger --height or leave --vae-parallel off");
-  const int tf = temporal_factor();
-  if (v.rounded_num_frames(tf) != v.num_frames) {
-    OMNI_WARN("--num-frames ", v.num_frames, " is not of the form ", tf, "k+1; using ", v.rounded_num_frames(tf),
-              " (as diffusers)");
-  }
 }
 
 at::Tensor WanPipeline::encode_text(const std::vector<std::string>& prompts, int max_sequence_length) {

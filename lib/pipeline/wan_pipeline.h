@@ -16,14 +16,14 @@
 #include <utility>
 #include <vector>
 
-#include "config/options.h"
 #include "core/timer.h"
 #include "dist/device_mesh.h"
 #include "dist/process_group.h"
 #include "hsdp/hsdp_engine.h"
-#include "io/model_dir.h"
 #include "models/fp8_weights.h"
 #include "models/lora.h"
+#include "pipeline/model_spec.h"
+#include "pipeline/pipeline_settings.h"
 #include "pipeline/prompt_encoding.h"
 #include "pipeline/sequence_parallel.h"
 #include "pipeline/step_cache.h"
@@ -37,32 +37,6 @@ class AutoencoderKLWan;
 }  // namespace omni::models
 
 namespace omni::pipeline {
-
-enum class Task { kTextToVideo, kImageToVideo, kTextImageToVideo };
-const char* task_name(Task task);
-
-struct PipelineSettings {
-  at::Device device = at::kCPU;
-  at::ScalarType dtype = at::kFloat;  // transformer and text encoder
-  at::ScalarType vae_dtype = at::kFloat;
-  bool use_hsdp = false;
-  models::WeightHolding transformer_weights;   // the experts' float8 Linear weights (--weight-dtype, --fp8-layers)
-  models::WeightHolding text_encoder_weights;  // UMT5's (--text-encoder-weight-dtype, --fp8-layers)
-  bool fp8_matmul = false;                     // --fp8-matmul
-  config::SampleSolver sample_solver = config::SampleSolver::kUniPC;
-  std::optional<double> flow_shift;      // --flow-shift; else scheduler_config.json's
-  std::optional<double> boundary_ratio;  // --boundary-ratio; else model_index.json's
-  // LoRA files merged at load: lora[0] into `transformer` (--lora), lora[1] into `transformer_2` (--lora-2).
-  std::vector<models::LoraSource> lora[2];
-  // Keys of Wan2.1 image-conditioning modules (k_img, v_img, img_emb) a Wan2.2 model lacks: an error rather
-  // than skipped with a warning (--lora-strict).
-  bool lora_strict = false;
-  // --vae-parallel: the ranks of each data-parallel group decode a video together, a band of rows each.
-  bool vae_parallel = false;
-  // --step-cache and --step-cache-threshold.
-  StepCacheMode step_cache = StepCacheMode::kNone;
-  double step_cache_threshold = 0.0;
-};
 
 struct GenerationRequest {
   std::string prompt;
@@ -96,32 +70,19 @@ struct GenerationResult {
 
 class WanPipeline {
  public:
-  // Loads every component of `model` (a resolved model folder). With HSDP, the text encoder and the
-  // transformers are sharded over `mesh`'s shard group; the VAE is whole on every rank. `mesh` may be null
-  // for a single process. The LoRA files are checked against the experts before any weight is read.
-  WanPipeline(const io::ModelDir& model, const PipelineSettings& settings, const dist::DeviceMesh* mesh);
+  // Loads every component of `spec` (a resolved model, its configs read once). With HSDP, the text encoder and
+  // the transformers are sharded over `mesh`'s shard group; the VAE is whole on every rank. `mesh` may be null
+  // for a single process. The LoRA files are checked against the experts before any weight is read. `settings`
+  // come checked against `spec` (job/run_settings.h: LoRA files only for experts the model has, a boundary
+  // ratio for two).
+  WanPipeline(const ModelSpec& spec, const PipelineSettings& settings, const dist::DeviceMesh* mesh);
   ~WanPipeline();
-
-  // The task this checkpoint runs given whether an image is supplied (and --task, "" for automatic); a usage
-  // error when they do not fit (an image-to-video checkpoint without --image, ...).
-  static Task resolve_task(const io::ModelIndex& index, config::TaskChoice task, bool has_image);
-
-  // Spatial multiple that height and width must be: VAE spatial factor x transformer patch size.
-  int spatial_multiple() const;
-  int temporal_factor() const;
-  // Checks a video's sizes against the model (usage errors); warns, as diffusers does, when num_frames is not
-  // of the form 4k+1 (the video then has rounded_num_frames()).
-  void check_video(const VideoParams& video) const;
 
   GenerationResult generate(const GenerationRequest& request, const StepCallback& on_step = nullptr);
 
   const io::ModelIndex& index() const { return index_; }
-  // What the run uses: --flow-shift, else scheduler_config.json's; --boundary-ratio, else model_index.json's
-  // (none for a one-expert model).
-  double flow_shift() const { return flow_shift_; }
-  std::optional<double> boundary_ratio() const {
-    return settings_.boundary_ratio ? settings_.boundary_ratio : index_.boundary_ratio;
-  }
+  // The expert switch the run uses (none for a one-expert model).
+  std::optional<double> boundary_ratio() const { return settings_.boundary_ratio; }
   // Bytes of all weights of all components as held in memory (whole, not per rank).
   int64_t param_bytes_total() const { return param_bytes_total_; }
   const hsdp::HsdpStats& hsdp_stats() const { return *stats_; }
@@ -157,6 +118,7 @@ class WanPipeline {
     int num_steps = 0;
   };
 
+  int temporal_factor() const;
   at::Tensor encode_text(const std::vector<std::string>& prompts, int max_sequence_length);
   LatentShape latent_shape(const VideoParams& video) const;
   // Step 2: the initial noise, drawn on the CPU from a generator seeded like torch.Generator("cpu").manual_seed.
@@ -189,7 +151,6 @@ class WanPipeline {
   std::unique_ptr<models::Umt5Tokenizer> tokenizer_;
   std::unique_ptr<models::Umt5Encoder> text_encoder_;
   std::unique_ptr<hsdp::ShardedModel> text_encoder_sharded_;
-  double flow_shift_ = 1.0;
   std::vector<std::unique_ptr<models::WanTransformer3DModel>> experts_;  // transformer, transformer_2
   std::vector<std::unique_ptr<hsdp::ShardedModel>> experts_sharded_;
   std::unique_ptr<models::AutoencoderKLWan> vae_;

@@ -24,7 +24,7 @@ void require_bool(io::ConfigFile& file, const char* key, bool fallback, bool req
 
 }  // namespace
 
-FlowSchedulerConfig parse_scheduler_config(const nlohmann::json& config, config::SampleSolver solver,
+FlowSchedulerConfig parse_scheduler_config(const nlohmann::json& config, Solver solver,
                                            std::optional<double> flow_shift_override, const std::string& source) {
   io::ConfigFile file(config, source, "UniPCMultistepScheduler");
   FlowSchedulerConfig out;
@@ -91,7 +91,7 @@ FlowSchedulerConfig parse_scheduler_config(const nlohmann::json& config, config:
                    "' is not supported (expected 'zero' or 'sigma_min')");
   out.final_sigma_zero = final_type == "zero";
 
-  if (solver == config::SampleSolver::kEuler) {  // the rest configures UniPC only
+  if (solver == Solver::kEuler) {  // the rest configures UniPC only
     file.known({"solver_order", "solver_type", "lower_order_final", "solver_p", "disable_corrector", "predict_x0",
                 "thresholding"});
     file.warn_unknown();
@@ -198,10 +198,10 @@ int64_t Scheduler::begin_step(const at::Tensor& model_output, int64_t timestep, 
   return step_index_;
 }
 
-std::unique_ptr<Scheduler> make_scheduler(const nlohmann::json& config, config::SampleSolver solver,
+std::unique_ptr<Scheduler> make_scheduler(const nlohmann::json& config, Solver solver,
                                           std::optional<double> flow_shift_override, const std::string& source) {
   FlowSchedulerConfig parsed = parse_scheduler_config(config, solver, flow_shift_override, source);
-  if (solver == config::SampleSolver::kEuler) return std::make_unique<FlowMatchEulerScheduler>(std::move(parsed));
+  if (solver == Solver::kEuler) return std::make_unique<FlowMatchEulerScheduler>(std::move(parsed));
   return std::make_unique<UniPCMultistepScheduler>(std::move(parsed));
 }
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "config/options.h"
+#include "sched/solver.h"
 
 namespace omni::sched {
 
@@ -36,7 +36,7 @@ struct FlowSchedulerConfig {
 // Reads and validates `config` (the scheduler_config.json object) for `solver` ("unipc" or "euler").
 // Unsupported values are input errors naming `source` and the key; a bad solver name or flow shift override
 // is a usage error naming the flag.
-FlowSchedulerConfig parse_scheduler_config(const nlohmann::json& config, config::SampleSolver solver,
+FlowSchedulerConfig parse_scheduler_config(const nlohmann::json& config, Solver solver,
                                            std::optional<double> flow_shift_override,
                                            const std::string& source = "scheduler_config.json");
 
@@ -91,7 +91,7 @@ class Scheduler {
 
 // Builds the scheduler for `solver` (--sample-solver) from the scheduler_config.json object; a given
 // `flow_shift_override` (--flow-shift) replaces the config's flow_shift.
-std::unique_ptr<Scheduler> make_scheduler(const nlohmann::json& config, config::SampleSolver solver,
+std::unique_ptr<Scheduler> make_scheduler(const nlohmann::json& config, Solver solver,
                                           std::optional<double> flow_shift_override,
                                           const std::string& source = "scheduler_config.json");
 

@@ -47,7 +47,7 @@ TEST(Options, BuiltInDefaultsWithoutPreset) {
   GenerateOptions o = omni::config::resolve_options(parse({}), "");
   EXPECT_EQ(o.num_inference_steps, 40);
   EXPECT_EQ(o.height, 720);
-  EXPECT_EQ(o.sample_solver, omni::config::SampleSolver::kUniPC);
+  EXPECT_EQ(o.sample_solver, omni::sched::Solver::kUniPC);
   EXPECT_FALSE(o.guidance_scale_2.has_value());
   EXPECT_EQ(o.sources.at("height").str(), "default");
 }
@@ -181,7 +181,7 @@ TEST(Options, AFlagGivenTwiceTakesItsLastValue) {
                                            "auto", "--overwrite", "--overwrite", "--prompt", "b"}),
                                     "");
   EXPECT_EQ(o.seed, 7);
-  EXPECT_EQ(o.device.kind, omni::config::DeviceRequest::kAuto);
+  EXPECT_EQ(o.device.kind, omni::dist::DeviceRequest::kAuto);
   EXPECT_EQ(o.prompt, "b");
   EXPECT_TRUE(o.overwrite);
   EXPECT_EQ(o.sources.at("seed").str(), "flag");
@@ -189,19 +189,19 @@ TEST(Options, AFlagGivenTwiceTakesItsLastValue) {
 
 TEST(Options, DeviceDefaultsToAutoAndCollectiveTimeoutTo600) {
   GenerateOptions o = omni::config::resolve_options(parse({"--prompt", "x"}), "");
-  EXPECT_EQ(o.device.kind, omni::config::DeviceRequest::kAuto);
+  EXPECT_EQ(o.device.kind, omni::dist::DeviceRequest::kAuto);
   EXPECT_DOUBLE_EQ(o.collective_timeout, 600);
   EXPECT_FALSE(o.allow_shared_gpu);
   for (const char* bad : {"gpu", "cuda:", "cuda:x", "cuda:-1", "CPU", "cuda:99999999999", " cpu"}) {
     EXPECT_THROW(omni::config::resolve_options(parse({"--prompt", "x", "--device", bad}), ""), omni::Error) << bad;
   }
   // Each form parses to its kind and index and prints back as given.
-  const std::pair<const char*, std::pair<omni::config::DeviceRequest::Kind, int>> good[] = {
-      {"auto", {omni::config::DeviceRequest::kAuto, -1}},
-      {"cpu", {omni::config::DeviceRequest::kCpu, -1}},
-      {"cuda", {omni::config::DeviceRequest::kCuda, -1}},
-      {"cuda:0", {omni::config::DeviceRequest::kCuda, 0}},
-      {"cuda:12", {omni::config::DeviceRequest::kCuda, 12}}};
+  const std::pair<const char*, std::pair<omni::dist::DeviceRequest::Kind, int>> good[] = {
+      {"auto", {omni::dist::DeviceRequest::kAuto, -1}},
+      {"cpu", {omni::dist::DeviceRequest::kCpu, -1}},
+      {"cuda", {omni::dist::DeviceRequest::kCuda, -1}},
+      {"cuda:0", {omni::dist::DeviceRequest::kCuda, 0}},
+      {"cuda:12", {omni::dist::DeviceRequest::kCuda, 12}}};
   for (const auto& [text, want] : good) {
     const GenerateOptions g = omni::config::resolve_options(parse({"--prompt", "x", "--device", text}), "");
     EXPECT_EQ(g.device.kind, want.first) << text;
@@ -276,8 +276,8 @@ TEST(Options, TypedValuesAndTextComeFromTheTable) {
       omni::config::resolve_options(parse({"--sample-solver", "euler", "--step-cache", "fbcache", "--dtype", "float32",
                                            "--task", "ti2v", "--layout", "manual", "--log-level", "warning"}),
                                     "");
-  EXPECT_EQ(c.sample_solver, omni::config::SampleSolver::kEuler);
-  EXPECT_EQ(c.step_cache, omni::config::StepCacheMode::kFirstBlock);
+  EXPECT_EQ(c.sample_solver, omni::sched::Solver::kEuler);
+  EXPECT_EQ(c.step_cache, omni::pipeline::StepCacheMode::kFirstBlock);
   EXPECT_EQ(c.dtype, c10::ScalarType::Float);
   EXPECT_EQ(c.task, omni::config::TaskChoice::kTI2V);
   EXPECT_EQ(c.layout, omni::config::LayoutMode::kManual);

@@ -14,11 +14,11 @@
 #include <thread>
 #include <vector>
 
-#include "config/parallel_config.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "dist/communicator.h"
 #include "dist/device_mesh.h"
+#include "dist/parallel_config.h"
 #include "dist/process_group.h"
 #include "mpi_check.h"
 #include "tensor_check.h"
@@ -274,12 +274,12 @@ void test_communicator() {
 }
 
 struct MeshCase {
-  omni::config::ParallelConfig pc;
+  omni::dist::ParallelConfig pc;
   std::string name;
 };
 
 void test_mesh(const MeshCase& mc, int wsize) {
-  const auto layout = omni::config::resolve_layout(mc.pc, wsize);
+  const auto layout = omni::dist::resolve_layout(mc.pc, wsize);
   DeviceMesh mesh(layout, Communicator::world());
   const std::string label = "mesh[" + mc.name + "]";
   for (const char* kind : DeviceMesh::kinds()) {
@@ -345,7 +345,7 @@ int run_all() {
   // The 4-rank layout, checked against hand-written groups as well as against Layout::group_of.
   std::vector<MeshCase> cases;
   auto add = [&](std::string name, int uly, int ring, int cfg, bool hsdp, int shard, int rep) {
-    omni::config::ParallelConfig pc;
+    omni::dist::ParallelConfig pc;
     pc.ulysses_degree = uly;
     pc.ring_degree = ring;
     pc.cfg_parallel_size = cfg;
@@ -365,7 +365,7 @@ int run_all() {
   }
   for (const auto& mc : cases) test_mesh(mc, wsize);
   if (wsize == 4) {
-    const auto layout = omni::config::resolve_layout(cases[0].pc, 4);
+    const auto layout = omni::dist::resolve_layout(cases[0].pc, 4);
     DeviceMesh mesh(layout, Communicator::world());
     const int r = g_world_rank;
     g_checks.truth("mesh[ulysses 2 x cfg 2] hand-written groups",
@@ -383,7 +383,7 @@ int run_all() {
   // and the CFG and replicate groups pair the nodes. Collectives still give the right buffers in that order, and
   // the traffic counts put the shard gather's bytes inside the node and the replicate group's across.
   if (wsize == 4) {
-    const auto layout = omni::config::resolve_layout(cases[0].pc, 4);
+    const auto layout = omni::dist::resolve_layout(cases[0].pc, 4);
     const auto topology = omni::dist::Topology::of_nodes({0, 1, 0, 1});
     DeviceMesh mesh(layout, Communicator::world(), topology);
     const int r = g_world_rank;

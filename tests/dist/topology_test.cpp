@@ -11,19 +11,19 @@ namespace omni::dist {
 namespace {
 
 // HSDP with `shard` ranks per copy and world / shard copies.
-config::Layout layout_of(int world, int ulysses, int ring, int cfg, bool hsdp, int shard) {
-  config::ParallelConfig pc;
+dist::Layout layout_of(int world, int ulysses, int ring, int cfg, bool hsdp, int shard) {
+  dist::ParallelConfig pc;
   pc.ulysses_degree = ulysses;
   pc.ring_degree = ring;
   pc.cfg_parallel_size = cfg;
   pc.use_hsdp = hsdp;
   pc.hsdp_shard_size = shard;
   pc.hsdp_replicate_size = hsdp && shard > 0 ? world / shard : -1;
-  return config::resolve_layout(pc, world);
+  return dist::resolve_layout(pc, world);
 }
 
 // The nodes (as sets) that the groups of `kind` touch, in world ranks.
-std::vector<std::set<int>> node_sets(const config::Layout& l, const Topology& t, const Placement& p, const char* kind) {
+std::vector<std::set<int>> node_sets(const dist::Layout& l, const Topology& t, const Placement& p, const char* kind) {
   std::vector<std::set<int>> out;
   for (const auto& g : l.groups(kind)) {
     std::set<int> nodes;
@@ -39,7 +39,7 @@ TEST(Topology, MapByNodeKeepsShardUlyssesAndCfgInsideNodes) {
   const Placement p = place_by_node(t);
   EXPECT_EQ(p.rank_at, (std::vector<int>{0, 2, 4, 6, 1, 3, 5, 7}));
   for (int r = 0; r < 8; ++r) EXPECT_EQ(p.rank_at[static_cast<size_t>(p.position_of[static_cast<size_t>(r)])], r);
-  const config::Layout l = layout_of(8, 2, 1, 2, true, 4);  // dp 2 x cfg 2 x ulysses 2; shard 4 x replicate 2
+  const dist::Layout l = layout_of(8, 2, 1, 2, true, 4);  // dp 2 x cfg 2 x ulysses 2; shard 4 x replicate 2
   for (const char* kind : {"shard", "ulysses", "cfg"})
     for (const auto& nodes : node_sets(l, t, p, kind)) EXPECT_EQ(nodes.size(), 1u) << kind;
   for (const auto& nodes : node_sets(l, t, p, "replicate")) EXPECT_EQ(nodes.size(), 2u);
@@ -64,7 +64,7 @@ TEST(Topology, ShardLargerThanANodeTakesWholeNodes) {
   // 4 nodes x 2 ranks, Slurm cyclic (rank r on node r % 4); shard 4 = two whole nodes, replicate 2.
   const Topology t = Topology::of_nodes({0, 1, 2, 3, 0, 1, 2, 3});
   const Placement p = place_by_node(t);
-  const config::Layout l = layout_of(8, 1, 1, 1, true, 4);
+  const dist::Layout l = layout_of(8, 1, 1, 1, true, 4);
   const auto shard_nodes = node_sets(l, t, p, "shard");
   ASSERT_EQ(shard_nodes.size(), 2u);
   EXPECT_EQ(shard_nodes[0], (std::set<int>{0, 1}));
@@ -84,7 +84,7 @@ TEST(Topology, CfgCrossesWhenOneVideoGroupIsLargerThanANode) {
   // prediction per step being the least traffic of the three. No warning: nothing could be placed better.
   const Topology t = Topology::of_nodes({0, 1, 0, 1, 0, 1, 0, 1});
   const Placement p = place_by_node(t);
-  const config::Layout l = layout_of(8, 2, 2, 2, true, 4);
+  const dist::Layout l = layout_of(8, 2, 2, 2, true, 4);
   for (const char* kind : {"shard", "ulysses", "ring"})
     for (const auto& nodes : node_sets(l, t, p, kind)) EXPECT_EQ(nodes.size(), 1u) << kind;
   for (const auto& nodes : node_sets(l, t, p, "cfg")) EXPECT_EQ(nodes, (std::set<int>{0, 1}));
@@ -101,7 +101,7 @@ TEST(Topology, CfgCrossesWhenOneVideoGroupIsLargerThanANode) {
 TEST(Topology, SizesThatFitNoNodeAreNamed) {
   // 2 nodes x 3 ranks: shard 2 divides neither 3 nor is it a multiple of it.
   const Topology t = Topology::of_nodes({0, 1, 0, 1, 0, 1});
-  const config::Layout l = layout_of(6, 1, 1, 1, true, 2);
+  const dist::Layout l = layout_of(6, 1, 1, 1, true, 2);
   const std::string m = crossing_message(l, t, place_by_node(t));
   EXPECT_NE(m.find("shard groups of 2 span up to 2 nodes where 1 would do"), std::string::npos) << m;
   EXPECT_NE(m.find("2 nodes x 3 ranks"), std::string::npos) << m;

@@ -28,13 +28,13 @@ using omni::test_util::max_abs_err;
 
 TEST(Gpu, DeviceAutoPicksTheGpuAndMakesItCurrent) {
   ASSERT_GT(omni::dist::visible_gpu_count(), 0) << "the gpu tests need a visible GPU";
-  const auto device = omni::dist::select_device(omni::config::DeviceRequest{}, Communicator::world(), false);
+  const auto device = omni::dist::select_device(omni::dist::DeviceRequest{}, Communicator::world(), false);
   EXPECT_TRUE(device.is_cuda());
   EXPECT_EQ(device.index(), 0);  // node-local rank 0
   EXPECT_EQ(c10::cuda::current_device(), 0);
-  EXPECT_THROW(omni::dist::select_device(omni::config::DeviceRequest::parse("cuda:99", "--device"),
-                                         Communicator::world(), false),
-               omni::Error);
+  EXPECT_THROW(
+      omni::dist::select_device(omni::dist::DeviceRequest::parse("cuda:99", "--device"), Communicator::world(), false),
+      omni::Error);
 }
 
 TEST(Gpu, NcclCollectivesAtWorldSizeOne) {

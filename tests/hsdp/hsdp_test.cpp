@@ -395,7 +395,7 @@ at::Tensor scalar_dequantized(const at::Tensor& q, const std::vector<float>& sca
 void float8_checks(Checks& checks, const std::string& model_dir, int world) {
   const auto spec = omni::generator::make_preset(omni::generator::CheckpointKind::kT2vA14b, "small");
   const ExpertInputs in = small_inputs(spec);
-  const omni::models::WeightHolding holding{true, omni::config::Fp8Layers::kAll, {}};
+  const omni::models::WeightHolding holding{true, omni::models::Fp8Layers::kAll, {}};
   const std::string dir = model_dir + "/transformer";
 
   auto whole = WanTransformer3DModel::load(dir, at::kFloat);
@@ -446,7 +446,7 @@ void float8_checks(Checks& checks, const std::string& model_dir, int world) {
 // slice. Every layout's encoding must equal the whole float32 encoder whose float8 weights are replaced by the
 // scalar loop's quantization, exactly; the resident bytes must be the memory plan's.
 void text_float8_checks(Checks& checks, const std::string& model_dir, int world) {
-  const omni::models::WeightHolding holding{true, omni::config::Fp8Layers::kAll, {}};
+  const omni::models::WeightHolding holding{true, omni::models::Fp8Layers::kAll, {}};
   const std::string dir = model_dir + "/text_encoder";
   const at::Tensor ids = (seeded_randn({2, 16}, 5).abs() * 40).to(at::kLong).clamp(0, 255);
   const at::Tensor mask = (at::arange(16).unsqueeze(0) < at::tensor({16, 11}).unsqueeze(1)).to(at::kLong);  // [2, 16]
@@ -531,7 +531,7 @@ void stored_float8_checks(Checks& checks, const std::string& model_dir, int worl
   checks.truth("stored float8: the file has per-row and per-tensor float8 weights", stored.size() > 2);
 
   for (const bool flag : {false, true}) {
-    const omni::models::WeightHolding holding{flag, omni::config::Fp8Layers::kAll, {}};
+    const omni::models::WeightHolding holding{flag, omni::models::Fp8Layers::kAll, {}};
     auto whole = WanTransformer3DModel::load(src, at::kFloat);
     const int num_blocks = whole->num_blocks();
     int64_t want_stored = 0, want_quantized = 0;

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "config/parallel_config.h"
+#include "dist/parallel_config.h"
 #include "dist/process_group.h"
 #include "hsdp/hsdp_engine.h"
 #include "models/module.h"
@@ -138,12 +138,12 @@ inline std::vector<std::pair<int, int>> test_layouts(int world) {
   return {{1, world}};
 }
 
-inline omni::config::Layout hsdp_layout(int replicate, int shard, int world) {
-  omni::config::ParallelConfig pc;
+inline omni::dist::Layout hsdp_layout(int replicate, int shard, int world) {
+  omni::dist::ParallelConfig pc;
   pc.use_hsdp = true;
   pc.hsdp_shard_size = shard;
   pc.hsdp_replicate_size = replicate;
-  return omni::config::resolve_layout(pc, world);
+  return omni::dist::resolve_layout(pc, world);
 }
 
 inline std::string layout_name(int replicate, int shard) {

@@ -22,8 +22,8 @@ pipeline::MemoryPlan plan_with_largest(MemoryKind kind) {
   return plan;
 }
 
-config::Layout layout(int world, int ulysses, bool hsdp, int shard) {
-  config::Layout l;
+dist::Layout layout(int world, int ulysses, bool hsdp, int shard) {
+  dist::Layout l;
   l.world_size = world;
   l.ulysses = ulysses;
   l.dp = world / ulysses;

@@ -19,11 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "config/parallel_config.h"
 #include "core/error.h"
 #include "core/tensor_dump.h"
 #include "dist/communicator.h"
 #include "dist/device_mesh.h"
+#include "dist/parallel_config.h"
 #include "models/wan_transformer.h"
 #include "mpi_check.h"
 #include "pipeline/sequence_parallel.h"
@@ -111,11 +111,11 @@ std::vector<Layout> make_layouts(int world) {
   if (world == 4) wants.insert(wants.end(), {{2, 2, 1}, {4, 1, 1}, {1, 4, 1}, {2, 1, 1}, {1, 2, 2}});
   std::vector<Layout> out;
   for (const auto& w : wants) {
-    omni::config::ParallelConfig pc;
+    omni::dist::ParallelConfig pc;
     pc.ulysses_degree = w.ulysses;
     pc.ring_degree = w.ring;
     pc.cfg_parallel_size = w.cfg;
-    auto layout = omni::config::resolve_layout(pc, world);
+    auto layout = omni::dist::resolve_layout(pc, world);
     Layout l;
     l.name = "ulysses " + std::to_string(layout.ulysses) + " x ring " + std::to_string(layout.ring) + " (dp " +
              std::to_string(layout.dp) + ", cfg " + std::to_string(layout.cfg) + ")";

@@ -37,11 +37,10 @@ omni::pipeline::GenerationRequest request() {
 }  // namespace
 
 TEST(Ti2vImageMode, FirstLatentFrameIsTheImage) {
-  auto model = omni::io::ModelDir::open(kRef + "/ti2v-5b-tiny/model");
+  const auto model = omni::pipeline::read_model_spec(
+      std::make_shared<const omni::io::ModelDir>(omni::io::ModelDir::open(kRef + "/ti2v-5b-tiny/model")));
   omni::pipeline::PipelineSettings settings;  // float32 CPU, one process
-  omni::pipeline::WanPipeline pipe(model, settings, nullptr);
-  EXPECT_EQ(omni::pipeline::WanPipeline::resolve_task(model.index(), omni::config::TaskChoice::kAuto, true),
-            omni::pipeline::Task::kTextImageToVideo);
+  omni::pipeline::WanPipeline pipe(*model, settings, nullptr);
 
   auto req = request();
   // The i2v fixture's 48x32 image, resized to 32x64 (Lanczos, as diffusers' VideoProcessor).

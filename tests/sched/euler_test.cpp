@@ -27,7 +27,7 @@ TEST(FlowMatchEuler, FormulaOnFixtureInputs) {
     const std::string key = c["key"].get<std::string>();
     const int n = c["num_inference_steps"].get<int>();
     SCOPED_TRACE(key);
-    auto sched = make_scheduler(config, config::SampleSolver::kEuler, c["flow_shift"].get<double>());
+    auto sched = make_scheduler(config, sched::Solver::kEuler, c["flow_shift"].get<double>());
     EXPECT_STREQ(sched->name(), "euler");
     sched->set_timesteps(n);
     // The same schedule as the reference UniPC's.

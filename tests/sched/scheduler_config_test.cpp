@@ -17,8 +17,8 @@ namespace {
 using testing::expect_error;
 using testing::max_rel_err;
 using testing::scheduler_config;
-constexpr omni::config::SampleSolver kUniPC = omni::config::SampleSolver::kUniPC;
-constexpr omni::config::SampleSolver kEuler = omni::config::SampleSolver::kEuler;
+constexpr omni::sched::Solver kUniPC = omni::sched::Solver::kUniPC;
+constexpr omni::sched::Solver kEuler = omni::sched::Solver::kEuler;
 
 nlohmann::json with(const std::string& key, const nlohmann::json& value) {
   nlohmann::json c = scheduler_config("t2v-a14b-tiny");
@@ -96,7 +96,7 @@ TEST(SchedulerConfig, ExactVelocityStaysOnTheFlowPath) {
   const at::Tensor d = at::randn({1, 4, 2, 3, 5}, at::TensorOptions().dtype(at::kFloat));
   const at::Tensor noise = at::randn({1, 4, 2, 3, 5}, at::TensorOptions().dtype(at::kFloat));
   struct Variant {
-    omni::config::SampleSolver solver;
+    omni::sched::Solver solver;
     const char* solver_type;
     int order;
     bool lower_order_final;
@@ -108,9 +108,10 @@ TEST(SchedulerConfig, ExactVelocityStaysOnTheFlowPath) {
   };
   for (const Variant& var : variants) {
     for (int n : {1, 3, 12}) {
-      SCOPED_TRACE(std::string(omni::config::name_of(var.solver)) + " " + var.solver_type + " order " +
-                   std::to_string(var.order) + (var.lower_order_final ? "" : " full-order") + " final " +
-                   var.final_type + " n " + std::to_string(n));
+      SCOPED_TRACE(std::string((var.solver == omni::sched::Solver::kEuler ? "euler" : "unipc")) + " " +
+                   var.solver_type + " order " + std::to_string(var.order) +
+                   (var.lower_order_final ? "" : " full-order") + " final " + var.final_type + " n " +
+                   std::to_string(n));
       nlohmann::json c = with("solver_type", var.solver_type);
       c["solver_order"] = var.order;
       c["lower_order_final"] = var.lower_order_final;

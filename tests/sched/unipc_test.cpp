@@ -33,7 +33,7 @@ TEST(UniPC, SchedulerFixtureRuns) {
     const double shift = c["flow_shift"].get<double>();
     const int n = c["num_inference_steps"].get<int>();
     SCOPED_TRACE(key);
-    auto sched = make_scheduler(config, config::SampleSolver::kUniPC, shift);
+    auto sched = make_scheduler(config, sched::Solver::kUniPC, shift);
     sched->set_timesteps(n);
 
     // Timesteps exactly (stored as float32 integers in the fixture).
@@ -81,7 +81,7 @@ TEST(UniPC, PipelineCases) {
     const io::Checkpoint fx = io::Checkpoint::open(dir + "/expected.safetensors");
     const int n = cs["num_inference_steps"].get<int>();
 
-    auto sched = make_scheduler(config, config::SampleSolver::kUniPC, std::nullopt);
+    auto sched = make_scheduler(config, sched::Solver::kUniPC, std::nullopt);
     sched->set_timesteps(n);
     const at::Tensor ref_t = fx.read("scheduler.timesteps", at::kDouble);
     ASSERT_EQ(ref_t.numel(), n);
@@ -120,7 +120,7 @@ TEST(UniPC, PipelineCases) {
 TEST(UniPC, StepIndexAndReset) {
   const io::Checkpoint fx = io::Checkpoint::open(reference_dir() + "/scheduler/unipc.safetensors");
   const std::string key = "unipc.shift5.n10";
-  auto sched = make_scheduler(scheduler_config("t2v-a14b-tiny"), config::SampleSolver::kUniPC, 5.0);
+  auto sched = make_scheduler(scheduler_config("t2v-a14b-tiny"), sched::Solver::kUniPC, 5.0);
   sched->set_timesteps(10);
   const at::Tensor x0 = fx.read(key + ".x0", at::kFloat);
   const at::Tensor v0 = fx.read(key + ".model_output00", at::kFloat);

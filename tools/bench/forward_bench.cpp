@@ -627,7 +627,7 @@ void bench_transformer(const std::string& name, CheckpointKind kind, const Clip&
     c10::InferenceMode no_grad;
     if (r.weights != Weights::kRunDtype && !quantized) {
       // --weight-dtype float8_e4m3fn, --fp8-layers ffn (the default).
-      const omni::models::WeightHolding holding{true, omni::config::Fp8Layers::kFfn, {}};
+      const omni::models::WeightHolding holding{true, omni::models::Fp8Layers::kFfn, {}};
       const int64_t before = resident_weight_bytes(model);
       const int n = quantize_in_place(model, holding, o.dtype);
       synchronize(o.device);

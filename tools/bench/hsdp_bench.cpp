@@ -23,12 +23,12 @@
 #include <vector>
 
 #include "bench_util.h"
-#include "config/parallel_config.h"
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/timer.h"
 #include "dist/communicator.h"
 #include "dist/device_mesh.h"
+#include "dist/parallel_config.h"
 #include "dist/process_group.h"
 #include "generator/checkpoint_generator.h"
 #include "io/safetensors.h"
@@ -149,10 +149,10 @@ int run(int argc, char** argv) {
   world.barrier();
   const double gen_s = gen_timer.seconds();
 
-  omni::config::ParallelConfig pc;
+  omni::dist::ParallelConfig pc;
   pc.use_hsdp = true;
   pc.hsdp_shard_size = n;
-  omni::dist::DeviceMesh mesh(omni::config::resolve_layout(pc, n), world);
+  omni::dist::DeviceMesh mesh(omni::dist::resolve_layout(pc, n), world);
   auto shard_group = omni::dist::make_process_group(mesh.shard(), at::kCPU);
   auto pool = std::make_shared<omni::hsdp::BufferPool>(at::kCPU);
 

@@ -1,11 +1,11 @@
-#include "config/parallel_config.h"
+#include "dist/parallel_config.h"
 
 #include <algorithm>
 #include <sstream>
 
 #include "core/error.h"
 
-namespace omni::config {
+namespace omni::dist {
 
 ParallelConfig choose_parallel(const ParallelConfig& given, int world, const LayoutWork& work, std::string* reason) {
   OMNI_CHECK(world >= 1 && work.heads >= 1, "choose_parallel: world ", world, ", heads ", work.heads);
@@ -169,4 +169,4 @@ std::string Layout::summary() const {
   return os.str();
 }
 
-}  // namespace omni::config
+}  // namespace omni::dist

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace omni::config {
+namespace omni::dist {
 
 struct ParallelConfig {
   int ulysses_degree = 1;
@@ -81,4 +81,4 @@ ParallelConfig choose_parallel(const ParallelConfig& given, int world, const Lay
 // line names the flags and numbers involved.
 Layout resolve_layout(const ParallelConfig& pc, int world_size);
 
-}  // namespace omni::config
+}  // namespace omni::dist

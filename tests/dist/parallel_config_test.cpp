@@ -1,12 +1,13 @@
 // ParallelConfig validation and the rank layout (docs/DESIGN.md section 4).
+#include "dist/parallel_config.h"
+
 #include <gtest/gtest.h>
 
-#include "config/parallel_config.h"
 #include "core/error.h"
 
-using omni::config::Layout;
-using omni::config::ParallelConfig;
-using omni::config::resolve_layout;
+using omni::dist::Layout;
+using omni::dist::ParallelConfig;
+using omni::dist::resolve_layout;
 
 namespace {
 std::string usage_error(const ParallelConfig& pc, int world) {
@@ -130,17 +131,17 @@ TEST(ParallelConfig, WithoutHsdpEveryRankHoldsEverything) {
 // --layout auto (issue 14): dp while videos fill the groups, then cfg 2, then Ulysses dividing the heads, ring
 // for the rest; never a degree above the tokens it splits.
 namespace {
-omni::config::ParallelConfig choose(int world, int videos, bool guidance, int heads, int64_t tokens,
-                                    std::string* reason = nullptr) {
-  omni::config::LayoutWork w;
+omni::dist::ParallelConfig choose(int world, int videos, bool guidance, int heads, int64_t tokens,
+                                  std::string* reason = nullptr) {
+  omni::dist::LayoutWork w;
   w.videos = videos;
   w.guidance = guidance;
   w.heads = heads;
   w.min_tokens = tokens;
-  return omni::config::choose_parallel(omni::config::ParallelConfig{}, world, w, reason);
+  return omni::dist::choose_parallel(omni::dist::ParallelConfig{}, world, w, reason);
 }
 // "dp x cfg x ring x ulysses" of a choice (dp is what the degrees leave).
-std::string degrees(int world, const omni::config::ParallelConfig& pc) {
+std::string degrees(int world, const omni::dist::ParallelConfig& pc) {
   const int product = pc.cfg_parallel_size * pc.ring_degree * pc.ulysses_degree;
   return std::to_string(world / product) + "x" + std::to_string(pc.cfg_parallel_size) + "x" +
          std::to_string(pc.ring_degree) + "x" + std::to_string(pc.ulysses_degree);
@@ -175,13 +176,13 @@ TEST(AutoLayout, KeepsUlyssesInsideANode) {
   // 2 nodes of 4: Ulysses 4 inside each node, the ring across them (one node of 8: Ulysses 8).
   std::string reason;
   auto on_nodes = [&](int world, int node_ranks, int videos, bool guidance, int heads) {
-    omni::config::LayoutWork w;
+    omni::dist::LayoutWork w;
     w.videos = videos;
     w.guidance = guidance;
     w.heads = heads;
     w.min_tokens = 10000;
     w.node_ranks = node_ranks;
-    return degrees(world, omni::config::choose_parallel(omni::config::ParallelConfig{}, world, w, &reason));
+    return degrees(world, omni::dist::choose_parallel(omni::dist::ParallelConfig{}, world, w, &reason));
   };
   EXPECT_EQ(on_nodes(8, 0, 1, false, 40), "1x1x1x8");
   EXPECT_EQ(on_nodes(8, 8, 1, false, 40), "1x1x1x8");
@@ -209,7 +210,7 @@ TEST(AutoLayout, ResolvesToAValidLayout) {
         for (int heads : {1, 8, 12, 24, 40})
           for (int64_t tokens : {1, 3, 64, 100000}) {
             auto pc = choose(world, videos, guidance, heads, tokens);
-            const auto l = omni::config::resolve_layout(pc, world);
+            const auto l = omni::dist::resolve_layout(pc, world);
             EXPECT_EQ(heads % l.ulysses, 0);
             EXPECT_LE(l.ulysses * l.ring, tokens);
             EXPECT_LE(l.cfg, guidance ? 2 : 1);

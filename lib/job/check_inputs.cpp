@@ -1,0 +1,49 @@
+#include "job/check_inputs.h"
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace omni::job {
+
+pipeline::Task choose_task(const io::ModelIndex& index, config::TaskChoice task, bool has_image) {
+  using config::TaskChoice;
+  const char* flag = config::name_of(task);
+  if (index.image_to_video) {
+    OMNI_CHECK_USAGE(task == TaskChoice::kAuto || task == TaskChoice::kI2V, "--task ", flag,
+                     " does not fit this model: its "
+                     "model_index.json names WanImageToVideoPipeline (image-to-video); use --task i2v");
+    OMNI_CHECK_USAGE(has_image, "this model is image-to-video (WanImageToVideoPipeline) and needs --image");
+    return pipeline::Task::kImageToVideo;
+  }
+  if (index.expand_timesteps) {
+    // TI2V-5B: image mode with --image, text mode without.
+    OMNI_CHECK_USAGE(!(task == TaskChoice::kI2V && !has_image), "--task i2v needs --image");
+    OMNI_CHECK_USAGE(!(task == TaskChoice::kT2V && has_image), "--task t2v takes no --image (drop one of them)");
+    return pipeline::Task::kTextImageToVideo;
+  }
+  OMNI_CHECK_USAGE(task == TaskChoice::kAuto || task == TaskChoice::kT2V, "--task ", flag,
+                   " does not fit this model: it is "
+                   "text-to-video (WanPipeline without expand_timesteps); use --task t2v");
+  OMNI_CHECK_USAGE(!has_image,
+                   "this model is text-to-video and takes no --image (image-to-video needs an I2V or "
+                   "TI2V checkpoint)");
+  return pipeline::Task::kTextToVideo;
+}
+
+void check_video(const pipeline::ModelSpec& model, const pipeline::VideoParams& v, int decode_ranks) {
+  const int m = model.spatial_multiple();
+  OMNI_CHECK_USAGE(v.height % m == 0 && v.width % m == 0, "--height and --width must be multiples of ", m,
+                   " for this model (VAE factor ", model.vae.scale_factor_spatial, " x patch size), got ", v.height,
+                   "x", v.width);
+  const int64_t latent_rows = v.height / model.vae.scale_factor_spatial;
+  OMNI_CHECK_USAGE(latent_rows >= decode_ranks, "--vae-parallel: ", decode_ranks,
+                   " ranks per data-parallel group cannot split a ", v.height, "-pixel height (", latent_rows,
+                   " latent rows, at least one each); use a larger --height or leave --vae-parallel off");
+  const int tf = model.temporal_factor();
+  if (v.rounded_num_frames(tf) != v.num_frames) {
+    OMNI_WARN("--num-frames ", v.num_frames, " is not of the form ", tf, "k+1; using ", v.rounded_num_frames(tf),
+              " (as diffusers)");
+  }
+}
+
+}  // namespace omni::job
