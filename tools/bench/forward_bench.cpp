@@ -155,11 +155,19 @@ class FlopCounter {
     const char* name = fn.name();
     const bool linear = std::strcmp(name, "aten::linear") == 0;
     const bool scaled_mm = std::strcmp(name, "aten::_scaled_mm") == 0;  // the float8 products (--fp8-matmul)
+    // The feed-forward's first product with its GELU fused (CUDA): (bias, mat1 [M, in], mat2 [in, out], ...).
+    const bool addmm_act = std::strcmp(name, "aten::_addmm_activation") == 0;
     const bool attention = std::strcmp(name, "aten::scaled_dot_product_attention") == 0;
     const bool conv = std::strcmp(name, "aten::convolution") == 0;
     // Only the matched ops: the dispatcher does not record every op's inputs.
-    if (!c || !(linear || scaled_mm || attention || conv)) return nullptr;
+    if (!c || !(linear || scaled_mm || addmm_act || attention || conv)) return nullptr;
     const auto in = fn.inputs();
+    if (addmm_act) {
+      if (in.size() >= 3 && in[1].isTensor() && in[2].isTensor()) {
+        c->linear += 2 * in[1].toTensor().numel() * in[2].toTensor().size(1);
+      }
+      return nullptr;
+    }
     if (in.size() < 3 || !in[0].isTensor() || !in[1].isTensor()) return nullptr;
     const at::Tensor& x = in[0].toTensor();
     const at::Tensor& w = in[1].toTensor();
@@ -217,6 +225,7 @@ struct Options {
   int warmup = 2;
   int iters = 3;
   int wait_after_rows = 0;  // 0: never
+  std::string fail_row;     // test only: the row of this label throws before it runs
   std::string json_path;
   bool wants(const std::string& w) const { return std::find(only.begin(), only.end(), w) != only.end(); }
 };
@@ -232,7 +241,7 @@ int parse_count(const std::string& flag, const std::string& v, int min) {
 constexpr const char* kUsage =
     "usage: forward_bench [--device cpu|cuda] [--dtype bfloat16|float32] [--vae-dtype float32|bfloat16] [--tiny] "
     "[--only a14b,ti2v5b,vae21,vae22] [--warmup N>=1] [--iters N] [--json FILE] [--self-check] "
-    "[--wait-after-rows N] [--no-fp8]";
+    "[--wait-after-rows N] [--no-fp8] [--fail-row LABEL]";
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -278,6 +287,8 @@ Options parse(int argc, char** argv) {
       o.iters = parse_count(a, v, 1);
     } else if (a == "--wait-after-rows") {
       o.wait_after_rows = parse_count(a, v, 1);
+    } else if (a == "--fail-row") {
+      o.fail_row = v;  // test only (tests/e2e/gpu_check): one row's failure must not end the others
     } else if (a == "--json") {
       // Checked now, not after a run of many minutes.
       const auto dir = std::filesystem::path(v).parent_path();
@@ -491,6 +502,7 @@ Json sdpa_choice(const SdpaCall& c) {
 Row run_workload(Row row, const Options& o, int64_t flops, const std::function<at::Tensor()>& fn,
                  const std::function<void(const at::Tensor&)>& check) {
   say(row.label(), " ", row.shape, " batch ", row.batch, ": ", o.warmup, " warm-up + ", o.iters, " timed runs");
+  OMNI_CHECK(row.label() != o.fail_row, "--fail-row ", o.fail_row, ": this row fails, as asked");
   synchronize(o.device);
   reset_peak_memory(o.device);
   std::vector<SdpaCall> calls;  // the attention calls of the first warm-up run
@@ -578,7 +590,20 @@ class Reporter {
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     }
   }
+  // A row that threw: a table line and a JSON entry with its error, so the rows after it still run and a
+  // reader sees which one failed and why (the program exits non-zero at the end).
+  void fail(const std::string& label, int64_t batch, const std::string& error) {
+    ++failures_;
+    std::string one_line = error.substr(0, error.find('\n'));
+    std::printf("| %-20s | FAILED (batch %s): %s\n", label.c_str(), std::to_string(batch).c_str(),
+                one_line.substr(0, 200).c_str());
+    std::fflush(stdout);
+    all_.push_back(Json{{"label", label}, {"batch", batch}, {"device", o_.device.str()}, {"error", one_line}});
+    std::cout << "forward_bench: " << all_.back().dump() << std::endl;
+    write_json();
+  }
   size_t rows() const { return all_.size(); }
+  int failures() const { return failures_; }
 
  private:
   void write_json() const {
@@ -597,6 +622,7 @@ class Reporter {
 
   const Options& o_;
   Json all_ = Json::array();
+  int failures_ = 0;
 };
 
 void check_output(const at::Tensor& out, at::IntArrayRef expected, const std::string& what) {
@@ -624,47 +650,54 @@ void bench_transformer(const std::string& name, CheckpointKind kind, const Clip&
   bool quantized = false;
   for (const auto& r : runs) {
     const int64_t batch = r.batch;
-    c10::InferenceMode no_grad;
-    if (r.weights != Weights::kRunDtype && !quantized) {
-      // --weight-dtype float8_e4m3fn, --fp8-layers ffn (the default).
-      const omni::models::WeightHolding holding{true, omni::models::Fp8Layers::kFfn, {}};
-      const int64_t before = resident_weight_bytes(model);
-      const int n = quantize_in_place(model, holding, o.dtype);
-      synchronize(o.device);
-      say(name, ": ", n, " Linear weights quantized to float8_e4m3fn (fp8-layers ffn); weights ",
-          omni::format_bytes(before), " -> ", omni::format_bytes(resident_weight_bytes(model)));
-      quantized = true;
+    const std::string label = r.weights == Weights::kRunDtype ? name : name + " " + weights_name(r.weights, o.dtype);
+    try {
+      c10::InferenceMode no_grad;
+      if (r.weights != Weights::kRunDtype && !quantized) {
+        // --weight-dtype float8_e4m3fn, --fp8-layers ffn (the default).
+        const omni::models::WeightHolding holding{true, omni::models::Fp8Layers::kFfn, {}};
+        const int64_t before = resident_weight_bytes(model);
+        const int n = quantize_in_place(model, holding, o.dtype);
+        synchronize(o.device);
+        say(name, ": ", n, " Linear weights quantized to float8_e4m3fn (fp8-layers ffn); weights ",
+            omni::format_bytes(before), " -> ", omni::format_bytes(resident_weight_bytes(model)));
+        quantized = true;
+      }
+      OMNI_CHECK(r.weights != Weights::kRunDtype || !quantized, name, ": a run-dtype row after a float8 one");
+      const Fp8MatmulScope fp8_matmul(r.weights == Weights::kFp8Matmul);
+      const auto shape = clip.latent(vae, batch, cfg.in_channels);  // [B, C, T, h, w]
+      const at::Tensor latents = at::randn(shape, f32).to(o.dtype);
+      const at::Tensor text = at::randn({batch, text_len, cfg.text_dim}, f32).to(o.dtype);  // [B, L, text_dim]
+      const int64_t seq = cfg.token_count(shape[2], shape[3], shape[4]);
+      // TI2V (expand_timesteps): one timestep per token, [B, S]; the A14B experts: one per sample, [B]. The
+      // model rejects a per-token timestep of another length, so the count is the one its patching gives.
+      // TI2V's per-token timesteps as its image mode gives them: 0 on the first latent frame's tokens, t on the
+      // rest (two runs).
+      at::Tensor t = at::full({batch}, 500.0, f32);
+      if (per_token_timestep) {
+        t = at::full({batch, seq}, 500.0, f32);
+        const int64_t frame_tokens = seq / (shape[2] / cfg.patch_size[0]);  // tokens of one latent frame
+        t.narrow(1, 0, frame_tokens).zero_();
+      }
+      say(name, " latent ", latents.sizes(), " -> ", seq, " tokens (patch ", cfg.patch_size[0], "x", cfg.patch_size[1],
+          "x", cfg.patch_size[2], ")");
+      Row row{name, clip.str(), omni::str_cat(latents.sizes()), batch, seq, o.dtype, resident_weight_bytes(model)};
+      if (r.weights != Weights::kRunDtype) row.weights = weights_name(r.weights, o.dtype);
+      const int64_t flops = transformer_flops(cfg, batch, seq, text_len, per_token_timestep ? 2 : 1);
+      row = run_workload(
+          row, o, flops, [&] { return model.forward(latents, t, text); },
+          [&](const at::Tensor& out) { check_output(out, latents.sizes(), row.label()); });
+      // The analytic formula must describe what ran: the observer saw every matmul of this forward.
+      if (row.flops_counted != flops) {
+        OMNI_CHECK(!o.self_check, row.label(), ": analytic FLOPs ", flops, " != counted ", row.flops_counted);
+        say("warning: ", row.label(), " analytic FLOPs ", flops, " != counted ", row.flops_counted);
+      }
+      report.add(row);
+    } catch (const std::exception& e) {
+      // One row's failure (a float8 product's check, an out-of-memory, a kernel error) ends that row alone.
+      say(label, " batch ", batch, " failed: ", e.what());
+      report.fail(label, batch, e.what());
     }
-    OMNI_CHECK(r.weights != Weights::kRunDtype || !quantized, name, ": a run-dtype row after a float8 one");
-    const Fp8MatmulScope fp8_matmul(r.weights == Weights::kFp8Matmul);
-    const auto shape = clip.latent(vae, batch, cfg.in_channels);  // [B, C, T, h, w]
-    const at::Tensor latents = at::randn(shape, f32).to(o.dtype);
-    const at::Tensor text = at::randn({batch, text_len, cfg.text_dim}, f32).to(o.dtype);  // [B, L, text_dim]
-    const int64_t seq = cfg.token_count(shape[2], shape[3], shape[4]);
-    // TI2V (expand_timesteps): one timestep per token, [B, S]; the A14B experts: one per sample, [B]. The
-    // model rejects a per-token timestep of another length, so the count is the one its patching gives.
-    // TI2V's per-token timesteps as its image mode gives them: 0 on the first latent frame's tokens, t on the
-    // rest (two runs).
-    at::Tensor t = at::full({batch}, 500.0, f32);
-    if (per_token_timestep) {
-      t = at::full({batch, seq}, 500.0, f32);
-      const int64_t frame_tokens = seq / (shape[2] / cfg.patch_size[0]);  // tokens of one latent frame
-      t.narrow(1, 0, frame_tokens).zero_();
-    }
-    say(name, " latent ", latents.sizes(), " -> ", seq, " tokens (patch ", cfg.patch_size[0], "x", cfg.patch_size[1],
-        "x", cfg.patch_size[2], ")");
-    Row row{name, clip.str(), omni::str_cat(latents.sizes()), batch, seq, o.dtype, resident_weight_bytes(model)};
-    if (r.weights != Weights::kRunDtype) row.weights = weights_name(r.weights, o.dtype);
-    const int64_t flops = transformer_flops(cfg, batch, seq, text_len, per_token_timestep ? 2 : 1);
-    row = run_workload(
-        row, o, flops, [&] { return model.forward(latents, t, text); },
-        [&](const at::Tensor& out) { check_output(out, latents.sizes(), row.label()); });
-    // The analytic formula must describe what ran: the observer saw every matmul of this forward.
-    if (row.flops_counted != flops) {
-      OMNI_CHECK(!o.self_check, row.label(), ": analytic FLOPs ", flops, " != counted ", row.flops_counted);
-      say("warning: ", row.label(), " analytic FLOPs ", flops, " != counted ", row.flops_counted);
-    }
-    report.add(row);
   }
 }
 
@@ -726,15 +759,28 @@ int run(int argc, char** argv) {
     a14b_1.push_back({1, Weights::kFp8Dequant});
     a14b_1.push_back({1, Weights::kFp8Matmul});
   }
-  if (o.wants("a14b")) bench_transformer("a14b", CheckpointKind::kT2vA14b, a14b_clip, false, a14b_1, o, report);
-  if (o.wants("ti2v5b")) bench_transformer("ti2v5b", CheckpointKind::kTi2v5b, ti2v_clip, true, {{1}}, o, report);
-  if (o.wants("vae21")) bench_vae("vae21", CheckpointKind::kT2vA14b, a14b_clip, o, report);
-  if (o.wants("vae22")) bench_vae("vae22", CheckpointKind::kTi2v5b, ti2v_clip, o, report);
-  if (o.wants("a14b")) bench_transformer("a14b", CheckpointKind::kT2vA14b, a14b_clip, false, {{2}}, o, report);
-  if (o.wants("ti2v5b")) bench_transformer("ti2v5b", CheckpointKind::kTi2v5b, ti2v_clip, true, {{2}}, o, report);
+  // A workload that fails before its rows run (building or filling its model) is reported as one failed row.
+  const auto guarded = [&](const std::string& label, int64_t batch, const std::function<void()>& bench) {
+    if (!o.wants(label)) return;
+    try {
+      bench();
+    } catch (const std::exception& e) {
+      say(label, " batch ", batch, " failed: ", e.what());
+      report.fail(label, batch, e.what());
+    }
+  };
+  guarded("a14b", 1, [&] { bench_transformer("a14b", CheckpointKind::kT2vA14b, a14b_clip, false, a14b_1, o, report); });
+  guarded("ti2v5b", 1,
+          [&] { bench_transformer("ti2v5b", CheckpointKind::kTi2v5b, ti2v_clip, true, {{1}}, o, report); });
+  guarded("vae21", 1, [&] { bench_vae("vae21", CheckpointKind::kT2vA14b, a14b_clip, o, report); });
+  guarded("vae22", 1, [&] { bench_vae("vae22", CheckpointKind::kTi2v5b, ti2v_clip, o, report); });
+  guarded("a14b", 2, [&] { bench_transformer("a14b", CheckpointKind::kT2vA14b, a14b_clip, false, {{2}}, o, report); });
+  guarded("ti2v5b", 2,
+          [&] { bench_transformer("ti2v5b", CheckpointKind::kTi2v5b, ti2v_clip, true, {{2}}, o, report); });
   std::printf("\n");
-  say("done: ", report.rows(), " rows", o.json_path.empty() ? "" : ", JSON in ", o.json_path);
-  return 0;
+  say("done: ", report.rows(), " rows, ", report.failures(), " failed", o.json_path.empty() ? "" : ", JSON in ",
+      o.json_path);
+  return report.failures() == 0 ? 0 : 1;
 }
 
 }  // namespace
