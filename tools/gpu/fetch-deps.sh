@@ -46,6 +46,7 @@ OTHER_PACKAGES=(
   libyaml-cpp0.7 libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libstb-dev
   libgtest-dev libgmock-dev
   libsentencepiece0 libsentencepiece-dev
+  libjpeg62-turbo libjpeg62-turbo-dev libwebp7 libwebpdemux2 libwebpmux3 libwebp-dev
   pkgconf pkgconf-bin libpkgconf3
 )
 PACKAGES=("${MPI_PACKAGES[@]}" "${FFMPEG_PACKAGES[@]}" "${OTHER_PACKAGES[@]}")
