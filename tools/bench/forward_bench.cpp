@@ -224,8 +224,9 @@ struct Options {
   std::vector<std::string> only{"a14b", "ti2v5b", "vae21", "vae22"};
   int warmup = 2;
   int iters = 3;
-  int wait_after_rows = 0;  // 0: never
-  std::string fail_row;     // test only: the row of this label throws before it runs
+  int wait_after_rows = 0;   // 0: never
+  std::string fail_row;      // test only: the row of this label throws before it runs
+  std::string float32_math;  // "tf32" or "ieee" (omni-generate's --tf32 off); empty: LibTorch's default
   std::string json_path;
   bool wants(const std::string& w) const { return std::find(only.begin(), only.end(), w) != only.end(); }
 };
@@ -241,7 +242,7 @@ int parse_count(const std::string& flag, const std::string& v, int min) {
 constexpr const char* kUsage =
     "usage: forward_bench [--device cpu|cuda] [--dtype bfloat16|float32] [--vae-dtype float32|bfloat16] [--tiny] "
     "[--only a14b,ti2v5b,vae21,vae22] [--warmup N>=1] [--iters N] [--json FILE] [--self-check] "
-    "[--wait-after-rows N] [--no-fp8] [--fail-row LABEL]";
+    "[--wait-after-rows N] [--no-fp8] [--fail-row LABEL] [--float32-math tf32|ieee]";
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -287,6 +288,10 @@ Options parse(int argc, char** argv) {
       o.iters = parse_count(a, v, 1);
     } else if (a == "--wait-after-rows") {
       o.wait_after_rows = parse_count(a, v, 1);
+    } else if (a == "--float32-math") {
+      // float32 products and convolutions on CUDA: TF32 tensor cores or exact float32 (FFMA).
+      OMNI_CHECK_USAGE(v == "tf32" || v == "ieee", "--float32-math must be tf32 or ieee, got '", v, "'");
+      o.float32_math = v;
     } else if (a == "--fail-row") {
       o.fail_row = v;  // test only (tests/e2e/gpu_check): one row's failure must not end the others
     } else if (a == "--json") {
@@ -748,6 +753,8 @@ int run(int argc, char** argv) {
   say("device ", o.device.str(), ", dtype ", dtype_name(o.dtype), ", VAE dtype ", dtype_name(o.vae_dtype),
       o.tiny ? ", tiny sizes" : "");
   if (o.self_check) self_check_flops();
+  if (!o.float32_math.empty()) omni::dist::set_float32_math(o.float32_math == "tf32");
+  say("float32 math on CUDA: ", omni::dist::float32_math());
   // Tiny clips: a few latent frames of the "small" preset, enough to run every code path (temporal cache).
   const Clip a14b_clip = o.tiny ? Clip{9, 64, 96} : Clip{81, 480, 832};
   const Clip ti2v_clip = o.tiny ? Clip{5, 64, 128} : Clip{121, 704, 1280};

@@ -94,7 +94,8 @@ grep -q '"float8_weights"' "$work/fp8-run.json" || fail "the float8 run holds no
 
 # A video far beyond this machine: a warning without --strict-memory (the dry run still succeeds), an error
 # with it: exit 2 on every rank, one line naming the largest part and the fix, before anything is loaded.
-big=(--height 2048 --width 4096 --num-frames 241)
+# About 490 GiB a rank: beyond any one GPU (2048 x 4096 x 241, 62 GiB, fitted on the H200's 141 GiB).
+big=(--height 4096 --width 8192 --num-frames 481)
 mpi "$np" "$gen" "${common[@]}" "${big[@]}" --output "$work/big.mp4" --dry-run >"$work/big-dry.out" 2>"$work/big-dry.err"
 grep -q "memory plan: rank .* needs .* more than .*; largest part: .*; to fit: " "$work/big-dry.err" ||
   { cat "$work/big-dry.err"; fail "no memory warning for a video that cannot fit"; }
