@@ -24,19 +24,21 @@ void keep_freed_host_memory() {
 }
 
 namespace {
-// The process's high-water mark before the last reset_peak_rss(): the reset lowers the kernel's mark, which
-// getrusage's ru_maxrss reads too, so the whole run's peak must be kept here.
-int64_t peak_before_reset = 0;
+// ru_maxrss reads the kernel's mark, which reset_peak_rss lowers: the whole run's peak is kept here.
+RunPeak run_rss_peak;
+int64_t max_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports kilobytes
+}
 }  // namespace
 
 int64_t peak_rss_bytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return std::max(peak_before_reset, static_cast<int64_t>(usage.ru_maxrss) * 1024);  // Linux reports kilobytes
+  return run_rss_peak.read(max_rss_bytes());
 }
 
 void reset_peak_rss() {
-  peak_before_reset = peak_rss_bytes();
+  run_rss_peak.before_reset(max_rss_bytes());
   FILE* f = std::fopen("/proc/self/clear_refs", "w");
   if (!f) return;
   std::fputs("5", f);  // "reset the peak resident set size to the current one" (proc(5))

@@ -11,6 +11,19 @@
 
 namespace omni {
 
+// A whole-run peak read off a counter whose peak a phase resets for its own figure (the kernel's VmHWM, CUDA's
+// allocator peak): the peak seen before each reset is kept, so the run's peak is never the last phase's alone.
+class RunPeak {
+ public:
+  // The run's peak, given the counter's peak since its last reset.
+  int64_t read(int64_t counter_peak) const { return counter_peak > before_reset_ ? counter_peak : before_reset_; }
+  // Call with the counter's peak right before resetting it.
+  void before_reset(int64_t counter_peak) { before_reset_ = read(counter_peak); }
+
+ private:
+  int64_t before_reset_ = 0;
+};
+
 // Peak resident set size of this process in bytes over the whole run (getrusage ru_maxrss, and the peaks
 // before any reset_peak_rss()).
 int64_t peak_rss_bytes();

@@ -137,10 +137,14 @@ LocalChoice choose(const DeviceRequest& spec, int local_rank) {
 
 }  // namespace
 
-void set_float32_math(bool allow_tf32) {
-  const auto p = allow_tf32 ? at::Float32Precision::TF32 : at::Float32Precision::IEEE;
-  at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL, p);
-  at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::CONV, p);
+void set_float32_math(Float32Math math) {
+  using P = at::Float32Precision;
+  // Both set, never left to LibTorch's NONE: the report reads them back, and a library loaded later cannot
+  // change what "default" means for this run.
+  const P matmul = math == Float32Math::kTf32 ? P::TF32 : P::IEEE;
+  const P conv = math == Float32Math::kIeee ? P::IEEE : P::TF32;
+  at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::MATMUL, matmul);
+  at::globalContext().setFloat32Precision(at::Float32Backend::CUDA, at::Float32Op::CONV, conv);
 }
 
 std::string float32_math() {
@@ -283,7 +287,17 @@ int64_t allocated_stat(const c10::Device& device, bool peak) {
 
 }  // namespace
 
+namespace {
+// The allocator's peak, which reset_peak_device_bytes lowers for a phase: the whole run's is kept here (one
+// device per process).
+RunPeak run_device_peak;
+}  // namespace
+
 int64_t peak_device_bytes(const c10::Device& device) {
+  return run_device_peak.read(allocated_stat(device, /*peak=*/true));
+}
+
+int64_t peak_device_bytes_since_reset(const c10::Device& device) {
   return allocated_stat(device, /*peak=*/true);
 }
 
@@ -292,6 +306,7 @@ int64_t allocated_device_bytes(const c10::Device& device) {
 }
 
 void reset_peak_device_bytes(const c10::Device& device) {
+  run_device_peak.before_reset(allocated_stat(device, /*peak=*/true));
 #ifdef OMNI_WITH_CUDA
   if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
 #endif

@@ -31,11 +31,16 @@ struct DeviceRequest {
 // GPUs this process can use: 0 when LibTorch has no CUDA, no driver is loaded, or none is visible.
 int visible_gpu_count();
 
-// How LibTorch computes float32 matrix products (cuBLAS) and convolutions (cuDNN) on CUDA, process-wide: IEEE
-// float32, or TF32 tensor cores (inputs rounded to 10 mantissa bits). LibTorch's own default lets cuDNN
-// convolutions use TF32, so a float32 VAE would not compute in float32 and the float32 GPU parity tests
-// would measure TF32 rounding. Set before the first kernel runs. No effect on the CPU.
-void set_float32_math(bool allow_tf32);
+// How LibTorch computes float32 matrix products (cuBLAS) and convolutions (cuDNN) on CUDA, process-wide. TF32
+// tensor cores round inputs to 10 mantissa bits. Set before the first kernel runs. No effect on the CPU.
+enum class Float32Math {
+  // LibTorch's own default, which diffusers and Wan2.2 run with: products IEEE float32, cuDNN convolutions TF32.
+  // A float32 VAE decode at 720p takes 8.6 s on an H200 so, 72 s in IEEE float32 (tools/gpu/README.md).
+  kTorchDefault,
+  kTf32,  // products and convolutions on TF32 tensor cores (--tf32)
+  kIeee,  // IEEE float32 throughout (--exact-float32): float32 means float32
+};
+void set_float32_math(Float32Math math);
 // What LibTorch will do now: "ieee", "tf32", or "matmul <x>, conv <y>" when they differ (for the report).
 std::string float32_math();
 // The CPU kernels LibTorch runs: ATen's vectorized level ("AVX512", "AVX2", "DEFAULT"; ATEN_CPU_CAPABILITY caps
@@ -62,11 +67,13 @@ struct MemoryBudget {
   std::string what;
 };
 MemoryBudget memory_budget(const DeviceRequest& spec, const Communicator& world);
-// Peak bytes LibTorch's caching allocator had allocated on `device` so far (0 for the CPU).
+// Peak bytes LibTorch's caching allocator had allocated on `device` over the whole run, the peaks before
+// every reset_peak_device_bytes included (0 for the CPU).
 int64_t peak_device_bytes(const c10::Device& device);
-// A phase's own device peak: reset the allocator's peak to what is allocated now, then read the peak above that
-// (0 on the CPU).
+// A phase's own device peak: reset_peak_device_bytes sets the allocator's peak to what is allocated now (the
+// run's peak is kept), peak_device_bytes_since_reset reads it (0 on the CPU).
 void reset_peak_device_bytes(const c10::Device& device);
+int64_t peak_device_bytes_since_reset(const c10::Device& device);
 int64_t allocated_device_bytes(const c10::Device& device);
 
 // Versions of the tool and everything it runs on, one per line: omni-generate, LibTorch (and its CUDA,

@@ -3,7 +3,9 @@
 #include "dist/process_group_nccl.h"
 
 #include <ATen/ATen.h>
+#include <c10/cuda/CUDAStream.h>
 
+#include <cstdlib>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -151,6 +153,11 @@ ProcessGroupNccl::ProcessGroupNccl(const Communicator& comm, at::Device device, 
     CUDA_CHECK(cudaGetDevice(&device_index_));
   }
   DeviceGuard guard(device_index_);
+  // Connections made when the communicator is created, not lazily at its first collective (NCCL >= 2.22's
+  // default): the HSDP prefetch gather on one communicator overlaps the Ulysses and ring all-to-alls on
+  // another, and two communicators setting up connections at once can hang (step 0's known symptom). A value
+  // the user set is kept.
+  setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
   ncclUniqueId id{};
   if (rank() == 0) NCCL_CHECK(ncclGetUniqueId(&id));
   MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, comm_.comm()));
@@ -194,8 +201,12 @@ ProcessGroupNccl::~ProcessGroupNccl() {
   cudaSetDevice(previous);
 }
 
+cudaStream_t ProcessGroupNccl::compute_stream() const {
+  return c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device_index_)).stream();
+}
+
 void ProcessGroupNccl::wait_for_compute() {
-  CUDA_CHECK(cudaEventRecord(ready_, compute_stream_));
+  CUDA_CHECK(cudaEventRecord(ready_, compute_stream()));
   CUDA_CHECK(cudaStreamWaitEvent(stream_, ready_, 0));
 }
 
@@ -212,7 +223,7 @@ WorkHandle ProcessGroupNccl::finish(const char* op, const at::Tensor& data, std:
         return str_cat("NCCL ", op, " #", seq, " of ", numel, " ", dtype_name(type), " on the ", label);
       },
       [pending](std::string* why) { return pending->poll(why); }, abort_hook_);
-  return std::make_shared<NcclWork>(std::move(pending), compute_stream_, std::move(keep), host_sync);
+  return std::make_shared<NcclWork>(std::move(pending), compute_stream(), std::move(keep), host_sync);
 }
 
 WorkHandle ProcessGroupNccl::do_all_gather(const at::Tensor& output, const at::Tensor& input) {

@@ -31,7 +31,6 @@ class ProcessGroupNccl : public ProcessGroup {
 
   at::Device device() const override { return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device_index_)); }
   const char* backend_name() const override { return "nccl"; }
-  void set_compute_stream(void* stream) override { compute_stream_ = static_cast<cudaStream_t>(stream); }
 
  protected:
   WorkHandle do_all_gather(const at::Tensor& output, const at::Tensor& input) override;
@@ -45,6 +44,9 @@ class ProcessGroupNccl : public ProcessGroup {
   WorkHandle do_barrier() override;
 
  private:
+  // The compute stream: LibTorch's current stream on this device when a collective is called (its default
+  // stream unless a guard set another), read at every call, so that code under a stream guard stays ordered.
+  cudaStream_t compute_stream() const;
   // Orders the communication stream after everything queued so far on the compute stream.
   void wait_for_compute();
   // A Work whose event is recorded on the communication stream now, watched by the CollectiveWatchdog under
@@ -55,10 +57,9 @@ class ProcessGroupNccl : public ProcessGroup {
   int device_index_ = 0;
   ncclComm_t nccl_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  cudaStream_t compute_stream_ = nullptr;  // null: the legacy default stream, which LibTorch uses by default
-  cudaEvent_t ready_ = nullptr;            // reused: cudaStreamWaitEvent captures the event when called
-  float* scratch_ = nullptr;               // one float on the device for barrier()
-  int abort_hook_ = -1;  // CollectiveWatchdog abort hook of nccl_, and the owner id of its watched collectives
+  cudaEvent_t ready_ = nullptr;  // reused: cudaStreamWaitEvent captures the event when called
+  float* scratch_ = nullptr;     // one float on the device for barrier()
+  int abort_hook_ = -1;          // CollectiveWatchdog abort hook of nccl_, and the owner id of its watched collectives
 };
 
 }  // namespace omni::dist

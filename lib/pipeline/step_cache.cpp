@@ -63,17 +63,31 @@ at::Tensor StepCache::rows_of(const at::Tensor& t, int branch) const {
 
 std::vector<double> StepCache::relative_changes(const at::Tensor& now, const std::vector<at::Tensor>& before,
                                                 const at::Tensor& weights) {
-  // Per branch: sum |now - before| and sum |before|, in float64, summed over the sp group's token slices.
+  // Per branch: sum |now - before| and sum |before|, in float64, summed over the sp group's token slices. The
+  // float64 values are made a slice of dim 1 (tokens, or runs) at a time: whole [B, S, D] float64 copies would
+  // be ~6 GB each at 720p, batch 2, none of them in the memory plan.
+  constexpr int64_t kChunkElements = int64_t{1} << 22;  // 32 MiB of float64 per temporary
   std::vector<at::Tensor> sums;
   for (size_t b = 0; b < before.size(); ++b) {
-    const at::Tensor a = rows_of(now, static_cast<int>(b)).to(at::kDouble), p = before[b].to(at::kDouble);
-    at::Tensor diff = (a - p).abs(), base = p.abs();
-    if (weights.defined()) {
-      diff = diff * weights;
-      base = base * weights;
+    const at::Tensor a = rows_of(now, static_cast<int>(b)), p = before[b];  // [B, S, ...], same shape
+    const int64_t len = a.size(1), per_index = a.numel() / std::max<int64_t>(1, len);
+    const int64_t step = std::max<int64_t>(1, kChunkElements / std::max<int64_t>(1, per_index));
+    at::Tensor diff_sum = at::zeros({}, a.options().dtype(at::kDouble)), base_sum = at::zeros_like(diff_sum);
+    for (int64_t i = 0; i < len; i += step) {
+      const int64_t n = std::min(step, len - i);
+      const at::Tensor pc = p.narrow(1, i, n).to(at::kDouble);  // [B, n, ...]
+      at::Tensor diff = (a.narrow(1, i, n).to(at::kDouble) - pc).abs_(), base = pc.abs();
+      if (weights.defined()) {
+        // [1, R, 1, 1] per run of tokens, along dim 1 like the values.
+        const at::Tensor w = weights.size(1) == len ? weights.narrow(1, i, n) : weights;
+        diff.mul_(w);
+        base.mul_(w);
+      }
+      diff_sum.add_(diff.sum());
+      base_sum.add_(base.sum());
     }
-    sums.push_back(diff.sum());
-    sums.push_back(base.sum());
+    sums.push_back(diff_sum);
+    sums.push_back(base_sum);
   }
   at::Tensor all = at::stack(sums).contiguous();  // [2 * branches]
   if (sp_group_ != nullptr) sp_group_->all_reduce(all)->wait();

@@ -753,7 +753,9 @@ int run(int argc, char** argv) {
   say("device ", o.device.str(), ", dtype ", dtype_name(o.dtype), ", VAE dtype ", dtype_name(o.vae_dtype),
       o.tiny ? ", tiny sizes" : "");
   if (o.self_check) self_check_flops();
-  if (!o.float32_math.empty()) omni::dist::set_float32_math(o.float32_math == "tf32");
+  if (!o.float32_math.empty())
+    omni::dist::set_float32_math(o.float32_math == "tf32" ? omni::dist::Float32Math::kTf32
+                                                          : omni::dist::Float32Math::kIeee);
   say("float32 math on CUDA: ", omni::dist::float32_math());
   // Tiny clips: a few latent frames of the "small" preset, enough to run every code path (temporal cache).
   const Clip a14b_clip = o.tiny ? Clip{9, 64, 96} : Clip{81, 480, 832};
@@ -785,8 +787,8 @@ int run(int argc, char** argv) {
   guarded("ti2v5b", 2,
           [&] { bench_transformer("ti2v5b", CheckpointKind::kTi2v5b, ti2v_clip, true, {{2}}, o, report); });
   std::printf("\n");
-  say("done: ", report.rows(), " rows, ", report.failures(), " failed", o.json_path.empty() ? "" : ", JSON in ",
-      o.json_path);
+  say("done: ", report.rows() - report.failures(), " rows measured, ", report.failures(), " failed",
+      o.json_path.empty() ? "" : ", JSON in ", o.json_path);
   return report.failures() == 0 ? 0 : 1;
 }
 

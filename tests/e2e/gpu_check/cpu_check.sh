@@ -2,6 +2,8 @@
 # tools/gpu/check.sh --cpu on an existing build dir, and its summary, logs and JSON checked.
 #   cpu_check.sh BUILD_DIR full      every stage passes; eight forward_bench rows in order, with numbers
 #   cpu_check.sh BUILD_DIR timeout   forward_bench waits after two rows and is killed by its stage timeout
+#   cpu_check.sh BUILD_DIR failrow   one row (vae21) fails: the seven others still measured, the failed one in
+#                                    the table and the JSON with its error, the stage FAIL(1)
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 set -u
 
@@ -20,6 +22,12 @@ if [ "$mode" = full ]; then
   want_rows=("a14b,1" "a14b fp8-ffn dequant,1" "a14b fp8-ffn matmul,1" "ti2v5b,1" "vae21,1" "vae22,1" "a14b,2"
     "ti2v5b,2")
   want_bench=OK
+elif [ "$mode" = failrow ]; then
+  BUILD_DIR=$build FORWARD_BENCH_ARGS="--fail-row vae21" CPU_CTEST_REGEX='^test_config$' \
+    timeout 280 bash "$SOURCE_DIR/tools/gpu/check.sh" --cpu "$out" > "$work/stdout" 2>&1
+  rc=$?
+  want_rows=("a14b,1" "a14b fp8-ffn dequant,1" "a14b fp8-ffn matmul,1" "ti2v5b,1" "vae22,1" "a14b,2" "ti2v5b,2")
+  want_bench='FAIL\(1\)'
 else
   # 15 s is the shortest stage timeout check.sh gives; two tiny rows take a second or two.
   BUILD_DIR=$build T_BENCH=15 FORWARD_BENCH_ARGS="--wait-after-rows 2" CPU_CTEST_REGEX='^test_config$' \
@@ -35,6 +43,8 @@ summary=$out/summary.txt
 [ -f "$summary" ] || fail "no $summary"
 if [ "$mode" = full ]; then
   [ "$rc" = 0 ] && pass "exit 0" || flunk "check.sh --cpu exited $rc, want 0"
+elif [ "$mode" = failrow ]; then
+  [ "$rc" = 1 ] && pass "exit 1 (a row failed)" || flunk "check.sh --cpu exited $rc, want 1"
 else
   [ "$rc" != 0 ] && [ "$rc" != 124 ] && [ "$rc" != 137 ] && pass "exit $rc (a stage timed out)" ||
     flunk "check.sh exited $rc: want a failure of its own, not 0 nor killed by the test's timeout"
@@ -61,7 +71,7 @@ done
 # forward_bench's rows in the summary: label (workload and weight mode), batch, ms per forward > 0, TFLOP/s,
 # weights, SDPA backend, in order; comma-separated (a label has spaces).
 backends='^(flash|mem-efficient|cudnn|math)(/(flash|mem-efficient|cudnn|math))*$'
-table=$(awk -F'|' '$2 ~ /^ (a14b|ti2v5b|vae21|vae22)( fp8-ffn (dequant|matmul))? +$/ {
+table=$(awk -F'|' '$2 ~ /^ (a14b|ti2v5b|vae21|vae22)( fp8-ffn (dequant|matmul))? +$/ && $3 !~ /FAILED/ {
   for (i = 2; i <= NF; ++i) gsub(/^ +| +$/, "", $i); print $2 "," $4 "," $7 "," $9 "," $10 "," $12 }' "$summary")
 got_rows=$(awk -F, '{ print $1 "," $2 }' <<<"$table")
 if [ "$got_rows" = "$(printf '%s\n' "${want_rows[@]}")" ]; then
@@ -83,6 +93,13 @@ grep -Eq "^forward_bench: a14b batch 1: SDPA backend (flash|mem-efficient|cudnn|
 json_rows=$(python3 -c '
 import json, re, sys
 rows = json.load(open(sys.argv[1]))
+failed = [r for r in rows if "error" in r]
+rows = [r for r in rows if "error" not in r]
+if sys.argv[3] == "failrow":
+    assert [(r["label"], r["batch"]) for r in failed] == [("vae21", 1)], failed
+    assert "--fail-row vae21" in failed[0]["error"], failed
+else:
+    assert not failed, failed
 for r in rows:
     assert r["seconds"] > 0 and len(r["seconds_all"]) >= 1, r
     assert re.match(sys.argv[2], r["sdpa_backend"]), r["sdpa_backend"]
@@ -94,7 +111,7 @@ a14b = {r["label"]: r["weight_bytes"] for r in rows if r["workload"] == "a14b" a
 for m in ("dequant", "matmul"):
     if "a14b fp8-ffn " + m in a14b:
         assert a14b["a14b fp8-ffn " + m] < a14b["a14b"], a14b
-' "$out/forward_bench.json" "$backends" 2>&1)
+' "$out/forward_bench.json" "$backends" "$mode" 2>&1)
 jrc=$?
 if [ $jrc = 0 ] && [ "$json_rows" = "$got_rows" ]; then
   pass "forward_bench.json is valid JSON with the table's $(wc -l <<<"$json_rows") rows, seconds and SDPA backends"
@@ -103,6 +120,13 @@ else
 fi
 [ ! -e "$out/forward_bench.json.tmp" ] && pass "no temporary JSON file left" || flunk "forward_bench.json.tmp left behind"
 
+if [ "$mode" = failrow ]; then
+  grep -Eq '^\| vae21 +\| FAILED \(batch 1\): .*--fail-row vae21' "$summary" &&
+    pass "the failed row is in the summary: $(grep -E '^\| vae21 ' "$summary" | cut -c1-100)" ||
+    flunk "no FAILED row for vae21 in the summary"
+  grep -q '^forward_bench: done: 7 rows measured, 1 failed' "$out/forward_bench.log" &&
+    pass "forward_bench went on after the failed row and counted it" || flunk "forward_bench did not finish its rows"
+fi
 if [ "$mode" = timeout ]; then
   grep -q '^forward_bench: --wait-after-rows 2: waiting to be killed' "$out/forward_bench.log" &&
     pass "forward_bench was waiting, after two rows, when killed" || flunk "forward_bench did not reach its wait"
