@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Configures and builds omni-generate into ./build (Release, Ninja, ccache when present).
+# Configures and builds omni-generate into ./build (Release, Ninja, ccache when present): everything, or the
+# targets named in $BUILD_TARGETS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -9,4 +10,6 @@ JOBS=${JOBS:-$(nproc)}
 VENV=${OMNI_VENV:-.venv}
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DOMNI_TORCH_PYTHON="$(realpath -m "$VENV")/bin/python3" \
   ${CMAKE_ARGS:-}
-cmake --build "$BUILD_DIR" -j "$JOBS"
+# BUILD_TARGETS: only these targets (the demo builds omni-generate alone, not the tests and benchmarks).
+# shellcheck disable=SC2086
+cmake --build "$BUILD_DIR" -j "$JOBS" ${BUILD_TARGETS:+--target $BUILD_TARGETS}

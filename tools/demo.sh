@@ -5,7 +5,8 @@
 # Environment: SKIP_BUILD=1 uses an existing build; OMNI_GENERATE the binary; DEMO_DIR where the outputs go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ "${SKIP_BUILD:-0}" != 1 ]; then bash tools/build.sh; fi
+# omni-generate alone: a newcomer's first command need not build the tests and benchmarks.
+if [ "${SKIP_BUILD:-0}" != 1 ]; then BUILD_TARGETS=omni-generate bash tools/build.sh; fi
 GEN=${OMNI_GENERATE:-build/apps/omni-generate}
 OUT=${DEMO_DIR:-build/demo}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -33,61 +33,6 @@ namespace {
 using omni::config::GenerateOptions;
 using omni::dist::Layout;
 
-// The groups of `kind` in world ranks (the layout's positions placed on the nodes), then how many nodes they span.
-std::string group_listing(const omni::dist::DeviceMesh& mesh, const std::string& kind) {
-  std::ostringstream os;
-  bool first = true;
-  std::set<int> spans;
-  for (const auto& g : mesh.layout().groups(kind)) {
-    os << (first ? "" : " ") << "[";
-    std::set<int> nodes;
-    for (size_t i = 0; i < g.size(); ++i) {
-      const int r = mesh.placement().rank_at[static_cast<size_t>(g[i])];
-      nodes.insert(mesh.topology().node_of[static_cast<size_t>(r)]);
-      os << (i ? "," : "") << r;
-    }
-    spans.insert(static_cast<int>(nodes.size()));
-    os << "]";
-    first = false;
-  }
-  if (mesh.topology().nodes() > 1) {
-    os << "  (each on ";
-    for (auto it = spans.begin(); it != spans.end(); ++it) os << (it == spans.begin() ? "" : " or ") << *it;
-    os << (*spans.rbegin() == 1 ? " node)" : " nodes)");
-  }
-  return os.str();
-}
-
-void print_plan(const GenerateOptions& opts, const omni::dist::DeviceMesh& mesh, const std::string& preset,
-                const std::string& layout_line, const std::vector<omni::config::ResolvedSetting>& resolved) {
-  const Layout& layout = mesh.layout();
-  std::ostringstream os;
-  os << "omni-generate dry run: configuration is valid\n";
-  os << "layout: " << layout.summary() << "\n";
-  os << "layout choice: " << layout_line << "\n";
-  if (layout.use_hsdp) {
-    os << "hsdp: replicate " << layout.hsdp_replicate << " x shard " << layout.hsdp_shard << " (each rank holds 1/"
-       << layout.hsdp_shard << " of the sharded weights)\n";
-  }
-  os << "nodes: " << omni::dist::describe_nodes(mesh.topology()) << "\n";
-  os << "groups (world ranks):\n";
-  for (const char* kind : {"shard", "replicate", "ulysses", "ring", "cfg", "dp", "video"})
-    os << "  " << kind << ": " << group_listing(mesh, kind) << "\n";
-  // What --device resolves to on this rank (rank 0), without touching a GPU.
-  const int gpus = omni::dist::visible_gpu_count();
-  const bool auto_cpu = opts.device.kind == omni::dist::DeviceRequest::kAuto && gpus == 0;
-  const bool auto_cuda = opts.device.kind == omni::dist::DeviceRequest::kAuto && gpus > 0;
-  os << "device: "
-     << (auto_cpu    ? "cpu"
-         : auto_cuda ? "cuda"
-                     : opts.device.str())
-     << " (--device " << opts.device.str() << "; " << gpus << " GPU(s) visible to this LibTorch)\n";
-  os << "preset: " << preset << "\n";
-  os << "settings:\n" << omni::config::describe(opts, resolved);
-  std::fputs(os.str().c_str(), stdout);
-  std::fflush(stdout);
-}
-
 // What names the model (and so decides the preset), from the flags or the --config file, before presets apply:
 // --model and the single component files.
 struct ModelFlags {
@@ -96,12 +41,9 @@ struct ModelFlags {
 };
 
 ModelFlags model_flags_of(const omni::config::CommandLine& cli) {
-  std::map<std::string, std::string> config;
-  auto cfg = cli.values.find("config");
-  if (cfg != cli.values.end() && !cfg->second.empty()) config = omni::config::read_yaml_file(cfg->second);
   auto value = [&](const std::string& key) {
     if (auto it = cli.values.find(key); it != cli.values.end()) return it->second;
-    if (auto it = config.find(key); it != config.end()) return it->second;
+    if (auto it = cli.config.find(key); it != cli.config.end()) return it->second;
     return std::string();
   };
   ModelFlags out;
@@ -137,7 +79,8 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
   // The model (the built-in default model generated once when none is given) and the preset that fits it, then
   // the options over that preset, then the video list and what earlier runs wrote: resolved once, here, for the
   // layout choice and the job alike.
-  // The --config file is read as resolve_options reads it again below: its errors are every rank's alike.
+  // The --config file is read once, here: its errors are every rank's alike.
+  omni::config::read_config(cli);
   const ModelFlags flags = model_flags_of(cli);
   phase = Phase::kAgreed;
   const omni::job::ResolvedModel model =
@@ -163,12 +106,9 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
   omni::dist::DeviceMesh mesh(layout, omni::dist::Communicator::world(), opts.parallel.strict_topology);
   OMNI_DEBUG("mesh: ", mesh.describe());
   phase = Phase::kAgreed;
-  const auto checkpoint_settings = resolved.checkpoint;
   omni::job::GenerationJob job(opts, std::move(resolved), preset, mesh, decision.line);
-  if (opts.dry_run) {
-    // The model's configs and headers, every rank's memory plan; rank 0 prints once all is checked.
-    return job.dry_run([&] { print_plan(opts, mesh, preset, decision.line, checkpoint_settings); });
-  }
+  // The model's configs and headers, every rank's memory plan; rank 0 prints once all is checked.
+  if (opts.dry_run) return job.dry_run();
 
   job.prepare();
   if (job.has_work()) job.load();  // every output already written (a finished batch): nothing to load

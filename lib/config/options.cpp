@@ -364,8 +364,13 @@ const std::vector<Binding>& bindings() {
     flag("allow-shared-gpu", "let several ranks of a node use one GPU (otherwise an error)", &G::allow_shared_gpu);
     flag("tf32",
          "let float32 matrix products and cuDNN convolutions on CUDA use TF32 tensor cores (faster; inputs "
-         "rounded to 10 mantissa bits). Default: IEEE float32, so that float32 means float32",
+         "rounded to 10 mantissa bits). Default: PyTorch's, which diffusers and Wan2.2 run with: products in "
+         "IEEE float32, convolutions in TF32",
          &G::tf32);
+    flag("exact-float32",
+         "IEEE float32 for matrix products and convolutions on CUDA, so that float32 means float32 (a float32 "
+         "VAE decode is about 8x slower: 72 s instead of 8.6 s at 720p on an H200)",
+         &G::exact_float32);
     f64("collective-timeout",
         "seconds a GPU collective may wait for its peers before every rank is stopped "
         "with an error naming it",
@@ -541,7 +546,12 @@ std::map<std::string, std::string> parse_yaml_options(const std::string& yaml_te
   try {
     root = YAML::Load(yaml_text);
   } catch (const YAML::Exception& e) {
-    OMNI_FAIL_USAGE(origin, ": not valid YAML: ", e.what());
+    // In our words: where, and yaml-cpp's own message where it says something ("bad file" is what its parser
+    // says when it stops on nesting too deep for it).
+    const std::string where =
+        e.mark.is_null() ? std::string() : str_cat(" at line ", e.mark.line + 1, ", column ", e.mark.column + 1);
+    OMNI_FAIL_USAGE(origin, ": not valid YAML", where, ": ",
+                    e.msg == "bad file" ? std::string("nested too deeply, or not YAML") : e.msg);
   }
   std::map<std::string, std::string> out;
   if (root.IsNull()) return out;
@@ -671,12 +681,19 @@ void validate_options(const GenerateOptions& o) {
   OMNI_CHECK_USAGE(o.collective_timeout > 0, "--collective-timeout must be a positive number of seconds, got ",
                    o.collective_timeout);
   OMNI_CHECK_USAGE(o.prompt.empty() || o.prompts_file.empty(), "--prompt and --prompts-file are exclusive; give one");
+  OMNI_CHECK_USAGE(!(o.tf32 && o.exact_float32), "--tf32 and --exact-float32 are exclusive; give one");
   OMNI_CHECK_USAGE(!o.output.empty(), "--output must not be empty");
   // --fp8-matmul alone is checked against the checkpoint (pipeline::WanPipeline): fp8_scaled files have float8
   // weights without --weight-dtype.
   const bool float8 = o.weight_format == WeightFormat::kFloat8 || o.text_encoder_weight_format == WeightFormat::kFloat8;
   OMNI_CHECK_USAGE(float8 || o.fp8_layers == Fp8Layers::kFfn, "--fp8-layers ", name_of(o.fp8_layers),
                    " chooses float8 weights: it needs --weight-dtype or --text-encoder-weight-dtype float8_e4m3fn");
+}
+
+void read_config(CommandLine& cli) {
+  auto cfg = cli.values.find("config");
+  if (cfg != cli.values.end() && !cfg->second.empty()) cli.config = read_yaml_file(cfg->second);
+  cli.config_read = true;
 }
 
 GenerateOptions resolve_options(const CommandLine& cli, const std::string& preset_name) {
@@ -687,7 +704,7 @@ GenerateOptions resolve_options(const CommandLine& cli, const std::string& prese
   if (!preset_name.empty()) apply_layer(opts, preset_options(preset_name), {Source::kPreset, preset_name});
   auto cfg = cli.values.find("config");
   if (cfg != cli.values.end() && !cfg->second.empty()) {
-    apply_layer(opts, read_yaml_file(cfg->second), {Source::kConfig, cfg->second});
+    apply_layer(opts, cli.config_read ? cli.config : read_yaml_file(cfg->second), {Source::kConfig, cfg->second});
   }
   apply_layer(opts, cli.values, {Source::kFlag, ""});
   validate_options(opts);

@@ -113,6 +113,7 @@ struct GenerateOptions {
   dist::DeviceRequest device;
   bool allow_shared_gpu{};
   bool tf32{};                  // TF32 for float32 matmuls and cuDNN convolutions on CUDA (dist::set_float32_math)
+  bool exact_float32{};         // IEEE float32 for both (default: LibTorch's, products IEEE, convolutions TF32)
   double collective_timeout{};  // seconds
   c10::ScalarType dtype = c10::ScalarType::BFloat16;  // transformer and text encoder
   c10::ScalarType vae_dtype = c10::ScalarType::Float;
@@ -150,7 +151,14 @@ struct CommandLine {
   bool help = false;
   std::string help_text;
   bool version = false;  // --version: print dist::version_report(tool_version()) and exit
+  // The --config file's options, read once by read_config (the model's flags are looked up in it before the
+  // options are resolved over the preset it decides).
+  bool config_read = false;
+  std::map<std::string, std::string> config;
 };
+
+// Reads the --config file named on `cli` (if any) into cli.config; usage errors as read_yaml_file's.
+void read_config(CommandLine& cli);
 
 // omni-generate's own version (the CMake project version).
 const char* tool_version();

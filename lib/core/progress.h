@@ -6,6 +6,10 @@
 
 namespace omni {
 
+// A duration as people read it in a log: "0.35 s", "3.47 s" below 10 s, "34.7 s" below 90 s, then "2 min 5 s",
+// "1 h 3 min". Never "0 s" for a duration that was not zero ("< 0.01 s").
+std::string format_duration(double seconds);
+
 class Progress {
  public:
   // `enabled` false: prints nothing (ranks other than 0).

@@ -118,6 +118,26 @@ std::string Communicator::broadcast(const std::string& text, int root) const {
   return out;
 }
 
+std::vector<std::string> Communicator::broadcast(const std::vector<std::string>& items, int root) const {
+  // The lengths, then the bytes of all items one after the other.
+  std::vector<int64_t> lengths;
+  std::string bytes;
+  if (rank_ == root)
+    for (const auto& s : items) lengths.push_back(static_cast<int64_t>(s.size())), bytes += s;
+  int64_t count = static_cast<int64_t>(lengths.size());
+  MPI_CHECK(MPI_Bcast(&count, 1, MPI_INT64_T, root, comm_));
+  lengths.resize(static_cast<size_t>(count));
+  if (count > 0) MPI_CHECK(MPI_Bcast(lengths.data(), static_cast<int>(count), MPI_INT64_T, root, comm_));
+  bytes = broadcast(bytes, root);
+  std::vector<std::string> out;
+  size_t at = 0;
+  for (int64_t n : lengths) {
+    out.push_back(bytes.substr(at, static_cast<size_t>(n)));
+    at += static_cast<size_t>(n);
+  }
+  return out;
+}
+
 void Communicator::all_reduce_max(std::vector<int>& values) const {
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_INT, MPI_MAX, comm_));
 }

@@ -63,6 +63,8 @@ class Communicator {
   std::vector<int> world_ranks() const;
   // Collective: `root`'s `text` on every rank (a decision one rank makes for all, e.g. which outputs exist).
   std::string broadcast(const std::string& text, int root = 0) const;
+  // Collective: `root`'s `items` on every rank, each string whole (any bytes, newlines included).
+  std::vector<std::string> broadcast(const std::vector<std::string>& items, int root = 0) const;
   // Collective: the element-wise maximum of `values` over the ranks, in place (same length on every rank).
   void all_reduce_max(std::vector<int>& values) const;
   // Collective: the rank holding the largest `value` (the lowest such rank on ties) and that value.

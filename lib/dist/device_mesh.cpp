@@ -1,6 +1,7 @@
 #include "dist/device_mesh.h"
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
@@ -8,9 +9,8 @@
 
 namespace omni::dist {
 
-const std::array<const char*, 8>& DeviceMesh::kinds() {
-  static const std::array<const char*, 8> k = {"dp", "cfg", "ring", "ulysses", "sp", "shard", "replicate", "video"};
-  return k;
+int DeviceMesh::PlacedGroups::max_nodes() const {
+  return nodes.empty() ? 0 : *std::max_element(nodes.begin(), nodes.end());
 }
 
 DeviceMesh::DeviceMesh(const dist::Layout& layout, const Communicator& world, bool strict_topology)
@@ -33,8 +33,20 @@ DeviceMesh::DeviceMesh(const dist::Layout& layout, const Communicator& world, co
     if (world_.rank() == 0) OMNI_WARN(crossing, "; --strict-topology makes this an error");
   }
   const int me = position();
-  for (size_t k = 0; k < kinds().size(); ++k) {
-    const auto groups = layout_.groups(kinds()[k]);  // positions
+  for (size_t k = 0; k < kGroupKinds; ++k) {
+    const GroupKind kind = group_kinds()[k];
+    const auto groups = layout_.groups(kind);  // positions
+    PlacedGroups& placed = placed_[k];
+    for (const auto& g : groups) {
+      std::vector<int> ranks;
+      std::set<int> nodes;
+      for (int pos : g) {
+        ranks.push_back(placement_.rank_at[static_cast<size_t>(pos)]);
+        nodes.insert(topology_.node_of[static_cast<size_t>(ranks.back())]);
+      }
+      placed.ranks.push_back(std::move(ranks));
+      placed.nodes.push_back(static_cast<int>(nodes.size()));
+    }
     // Color: the index of the group holding this rank; key: its position in that group (ascending positions),
     // so the new communicator's rank order is the layout's order.
     int color = -1, key = -1;
@@ -45,38 +57,24 @@ DeviceMesh::DeviceMesh(const dist::Layout& layout, const Communicator& world, co
         key = static_cast<int>(it - groups[g].begin());
       }
     }
-    OMNI_CHECK(color >= 0, "rank ", rank(), " (position ", me, ") is in no '", kinds()[k], "' group of ",
+    OMNI_CHECK(color >= 0, "rank ", rank(), " (position ", me, ") is in no '", name_of(kind), "' group of ",
                layout_.summary());
     ranks_[k].clear();
     for (int pos : groups[static_cast<size_t>(color)])
       ranks_[k].push_back(placement_.rank_at[static_cast<size_t>(pos)]);
     groups_[k] = world_.split(color, key);
     OMNI_CHECK(groups_[k].size() == static_cast<int>(ranks_[k].size()) && groups_[k].rank() == key, "split of '",
-               kinds()[k], "' gave size ", groups_[k].size(), " rank ", groups_[k].rank(), ", expected size ",
+               name_of(kind), "' gave size ", groups_[k].size(), " rank ", groups_[k].rank(), ", expected size ",
                ranks_[k].size(), " rank ", key);
   }
-}
-
-size_t DeviceMesh::index_of(const std::string& kind) const {
-  for (size_t k = 0; k < kinds().size(); ++k)
-    if (kind == kinds()[k]) return k;
-  OMNI_FAIL("unknown group kind '", kind, "' (expected dp, cfg, ring, ulysses, sp, shard or replicate)");
-}
-
-const Communicator& DeviceMesh::group(const std::string& kind) const {
-  return groups_[index_of(kind)];
-}
-
-const std::vector<int>& DeviceMesh::group_ranks(const std::string& kind) const {
-  return ranks_[index_of(kind)];
 }
 
 std::string DeviceMesh::describe() const {
   std::ostringstream os;
   os << "rank " << rank() << " (position " << position() << ", " << topology_.hostnames[static_cast<size_t>(rank())]
      << "):";
-  for (size_t k = 0; k < kinds().size(); ++k) {
-    os << " " << kinds()[k] << " [";
+  for (size_t k = 0; k < kGroupKinds; ++k) {
+    os << " " << name_of(group_kinds()[k]) << " [";
     for (size_t i = 0; i < ranks_[k].size(); ++i) os << (i ? " " : "") << ranks_[k][i];
     os << "]";
   }

@@ -1,6 +1,6 @@
 // DeviceMesh: this rank's sub-communicator for each group kind of a Layout (docs/DESIGN.md section 4).
 //
-// The Layout (lib/config/parallel_config.h) is pure integer logic that every rank evaluates alike; the
+// The Layout (dist/parallel_config.h) is pure integer logic that every rank evaluates alike; the
 // mesh turns it into MPI communicators with one split per kind, in a fixed order on every rank. Each
 // communicator's rank order is the group's sorted world-rank order, so group rank i is group_ranks()[i].
 #pragma once
@@ -17,10 +17,6 @@ namespace omni::dist {
 
 class DeviceMesh {
  public:
-  // The group kinds, in the order the splits are made: "dp", "cfg", "ring", "ulysses", "sp", "shard",
-  // "replicate", "video" (dist::Layout::groups).
-  static const std::array<const char*, 8>& kinds();
-
   // Collective over `world`, whose size must equal layout.world_size. The mesh keeps its own duplicate
   // of `world`, so the caller's communicator may go away. The ranks' nodes are discovered (Topology::discover)
   // and the layout's positions placed on them node by node (dist/topology.h). Groups that should stay inside a
@@ -46,11 +42,20 @@ class DeviceMesh {
   const Topology& topology() const { return topology_; }
   const Placement& placement() const { return placement_; }
 
-  // This rank's communicator of `kind` (one of kinds(); anything else is an internal error).
-  const Communicator& group(const std::string& kind) const;
+  // This rank's communicator of `kind`.
+  const Communicator& group(GroupKind kind) const { return groups_[static_cast<size_t>(kind)]; }
   // The world ranks of this rank's group of `kind`, in layout order (ascending positions): entry i is group
   // rank i.
-  const std::vector<int>& group_ranks(const std::string& kind) const;
+  const std::vector<int>& group_ranks(GroupKind kind) const { return ranks_[static_cast<size_t>(kind)]; }
+
+  // Every group of one kind in world ranks (layout order) and the nodes each spans, computed once with the mesh:
+  // what the dry-run listing, the report's topology and the traffic estimate all read.
+  struct PlacedGroups {
+    std::vector<std::vector<int>> ranks;  // world ranks, per group
+    std::vector<int> nodes;               // nodes spanned, per group
+    int max_nodes() const;
+  };
+  const PlacedGroups& placed(GroupKind kind) const { return placed_[static_cast<size_t>(kind)]; }
 
   const Communicator& dp() const { return groups_[0]; }
   const Communicator& cfg() const { return groups_[1]; }
@@ -66,14 +71,13 @@ class DeviceMesh {
   std::string describe() const;
 
  private:
-  size_t index_of(const std::string& kind) const;
-
   dist::Layout layout_;
   Communicator world_;
   Topology topology_;
   Placement placement_;
-  std::array<Communicator, 8> groups_;
-  std::array<std::vector<int>, 8> ranks_;
+  std::array<Communicator, kGroupKinds> groups_;     // by GroupKind
+  std::array<std::vector<int>, kGroupKinds> ranks_;  // by GroupKind
+  std::array<PlacedGroups, kGroupKinds> placed_;     // by GroupKind
 };
 
 }  // namespace omni::dist

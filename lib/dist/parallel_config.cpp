@@ -123,19 +123,64 @@ Layout resolve_layout(const ParallelConfig& pc, int world) {
   return l;
 }
 
-std::vector<std::vector<int>> Layout::groups(const std::string& kind) const {
+const std::array<GroupKind, kGroupKinds>& group_kinds() {
+  static const std::array<GroupKind, kGroupKinds> k = {GroupKind::kDp,        GroupKind::kCfg,  GroupKind::kRing,
+                                                       GroupKind::kUlysses,   GroupKind::kSp,   GroupKind::kShard,
+                                                       GroupKind::kReplicate, GroupKind::kVideo};
+  return k;
+}
+
+const char* name_of(GroupKind kind) {
+  switch (kind) {
+    case GroupKind::kDp:
+      return "dp";
+    case GroupKind::kCfg:
+      return "cfg";
+    case GroupKind::kRing:
+      return "ring";
+    case GroupKind::kUlysses:
+      return "ulysses";
+    case GroupKind::kSp:
+      return "sp";
+    case GroupKind::kShard:
+      return "shard";
+    case GroupKind::kReplicate:
+      return "replicate";
+    case GroupKind::kVideo:
+      return "video";
+  }
+  OMNI_FAIL("a group kind outside the table");
+}
+
+GroupKind group_kind(const std::string& name) {
+  for (GroupKind k : group_kinds())
+    if (name == name_of(k)) return k;
+  OMNI_FAIL("unknown group kind '", name, "'");
+}
+
+std::vector<std::vector<int>> Layout::groups(GroupKind kind) const {
   std::vector<std::vector<int>> out;
   // Groups are built by fixing every coordinate except the axis (or axes) of `kind`.
   auto key_of = [&](int r) -> int {
-    if (kind == "dp") return r % video_size();
-    if (kind == "cfg") return dp_index(r) * ring * ulysses + ring_index(r) * ulysses + ulysses_index(r);
-    if (kind == "ring") return (dp_index(r) * cfg + cfg_index(r)) * ulysses + ulysses_index(r);
-    if (kind == "ulysses") return r / ulysses;
-    if (kind == "sp") return r / (ring * ulysses);
-    if (kind == "shard") return replicate_index(r);
-    if (kind == "replicate") return shard_index(r);
-    if (kind == "video") return dp_index(r);
-    OMNI_FAIL("unknown group kind '", kind, "'");
+    switch (kind) {
+      case GroupKind::kDp:
+        return r % video_size();
+      case GroupKind::kCfg:
+        return dp_index(r) * ring * ulysses + ring_index(r) * ulysses + ulysses_index(r);
+      case GroupKind::kRing:
+        return (dp_index(r) * cfg + cfg_index(r)) * ulysses + ulysses_index(r);
+      case GroupKind::kUlysses:
+        return r / ulysses;
+      case GroupKind::kSp:
+        return r / (ring * ulysses);
+      case GroupKind::kShard:
+        return replicate_index(r);
+      case GroupKind::kReplicate:
+        return shard_index(r);
+      case GroupKind::kVideo:
+        return dp_index(r);
+    }
+    OMNI_FAIL("a group kind outside the table");
   };
   std::vector<int> keys;
   for (int r = 0; r < world_size; ++r) {
@@ -152,7 +197,7 @@ std::vector<std::vector<int>> Layout::groups(const std::string& kind) const {
   return out;
 }
 
-std::vector<int> Layout::group_of(const std::string& kind, int rank) const {
+std::vector<int> Layout::group_of(GroupKind kind, int rank) const {
   for (auto& g : groups(kind))
     for (int r : g)
       if (r == rank) return g;

@@ -2,11 +2,25 @@
 // computes the same verdict from the same inputs, so no rank waits on one that already exited.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace omni::dist {
+
+// The kinds of rank groups a layout makes, in the order the mesh splits them (DeviceMesh): "dp" the data-parallel
+// axis (one rank of each video group), "cfg", "ring", "ulysses", "sp" (ring x ulysses), "shard" and "replicate"
+// (HSDP), "video" (the cfg x ring x ulysses ranks that make one video together: a data-parallel group).
+enum class GroupKind { kDp, kCfg, kRing, kUlysses, kSp, kShard, kReplicate, kVideo };
+constexpr size_t kGroupKinds = 8;
+// Every kind, in that order.
+const std::array<GroupKind, kGroupKinds>& group_kinds();
+// The one name table: "dp", "cfg", ... (logs, the report's keys, process-group names).
+const char* name_of(GroupKind kind);
+// The kind of that name (the same table); an internal error for any other name.
+GroupKind group_kind(const std::string& name);
 
 struct ParallelConfig {
   int ulysses_degree = 1;
@@ -46,12 +60,10 @@ struct Layout {
     return cfg_index(rank) == 0 && ring_index(rank) == 0 && ulysses_index(rank) == 0;
   }
 
-  // All groups of one kind, each a sorted list of world ranks. Kinds: "dp" (the data-parallel axis: one rank
-  // of each video group), "cfg", "ring", "ulysses", "sp" (ring x ulysses), "shard", "replicate", "video" (the
-  // cfg x ring x ulysses ranks that make one video together: a data-parallel group).
-  std::vector<std::vector<int>> groups(const std::string& kind) const;
+  // All groups of one kind, each a sorted list of layout positions.
+  std::vector<std::vector<int>> groups(GroupKind kind) const;
   // The group of `kind` that contains `rank`.
-  std::vector<int> group_of(const std::string& kind, int rank) const;
+  std::vector<int> group_of(GroupKind kind, int rank) const;
   // One line: "world 4: dp 4 x cfg 1 x ring 1 x ulysses 1; hsdp replicate 1 x shard 4".
   std::string summary() const;
 };

@@ -114,9 +114,14 @@ std::map<std::string, TrafficCounts>& traffic_ledger() {
 
 }  // namespace
 
-std::map<std::string, TrafficCounts> traffic_totals() {
+TrafficByKind traffic_totals() {
   std::lock_guard<std::mutex> lock(traffic_mutex);
-  return traffic_ledger();
+  TrafficByKind out{};
+  for (size_t k = 0; k < kGroupKinds; ++k) {
+    auto it = traffic_ledger().find(name_of(group_kinds()[k]));
+    if (it != traffic_ledger().end()) out[k] = it->second;
+  }
+  return out;
 }
 
 void ProcessGroup::set_peer_nodes(const std::vector<int>& node_of_group_rank) {
@@ -278,27 +283,21 @@ std::unique_ptr<ProcessGroup> make_process_group(const Communicator& comm, at::D
   OMNI_FAIL_USAGE("--device ", device, ": no communication backend for this device type (expected cpu or cuda)");
 }
 
-DeviceGroups::DeviceGroups(const DeviceMesh& mesh, at::Device device, const std::vector<std::string>& kinds) {
-  for (const char* kind : DeviceMesh::kinds()) {
+DeviceGroups::DeviceGroups(const DeviceMesh& mesh, at::Device device, const std::vector<GroupKind>& kinds) {
+  for (GroupKind kind : group_kinds()) {
     if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) continue;
     const Communicator& comm = mesh.group(kind);
-    std::shared_ptr<ProcessGroup> group;
-    if (comm.size() > 1) {
-      group = make_process_group(comm, device, kind);
-      std::vector<int> nodes;
-      for (int r : mesh.group_ranks(kind)) nodes.push_back(mesh.topology().node_of[static_cast<size_t>(r)]);
-      group->set_peer_nodes(nodes);
-    }
-    groups_.emplace_back(kind, group);
+    if (comm.size() == 1) continue;  // nothing to exchange
+    auto group = std::shared_ptr<ProcessGroup>(make_process_group(comm, device, name_of(kind)));
+    std::vector<int> nodes;
+    for (int r : mesh.group_ranks(kind)) nodes.push_back(mesh.topology().node_of[static_cast<size_t>(r)]);
+    group->set_peer_nodes(nodes);
+    groups_[static_cast<size_t>(kind)] = std::move(group);
   }
-  // A kind outside DeviceMesh::kinds() is mesh.group()'s internal error.
-  for (const auto& k : kinds) (void)mesh.group(k);
-}
-
-std::shared_ptr<ProcessGroup> DeviceGroups::get(const std::string& kind) const {
-  for (const auto& [k, g] : groups_)
-    if (k == kind) return g;
-  return nullptr;
+  // Each communicator used once, in series and in the same kind order on every rank, before any overlaps
+  // another: a communicator's first collective sets it up, which must not race another's (NCCL).
+  for (const auto& group : groups_)
+    if (group) group->barrier()->synchronize();
 }
 
 }  // namespace omni::dist

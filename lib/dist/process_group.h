@@ -20,6 +20,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "dist/communicator.h"
+#include "dist/parallel_config.h"
 
 namespace omni::dist {
 
@@ -53,8 +55,10 @@ struct TrafficCounts {
   int64_t inter_node_bytes = 0;
   int64_t collectives = 0;
 };
-// This process's totals so far, per group name ("shard", "ulysses", ...).
-std::map<std::string, TrafficCounts> traffic_totals();
+// This process's totals so far, per group kind (the groups named by name_of(GroupKind); groups of other names
+// are not counted).
+using TrafficByKind = std::array<TrafficCounts, kGroupKinds>;
+TrafficByKind traffic_totals();
 
 // Waits on each handle in order.
 void wait_all(const std::vector<WorkHandle>& works);
@@ -97,11 +101,6 @@ class ProcessGroup {
   // Per group rank, the node it runs on (dist::Topology's numbering); this rank's entry is its own node. Only
   // the traffic counts use it. Default: every peer on this rank's node.
   void set_peer_nodes(const std::vector<int>& node_of_group_rank);
-
-  // NCCL: the stream (a cudaStream_t) that produces inputs and consumes outputs; every collective first
-  // waits for the work queued on it, and Work::wait() makes it wait for the collective. Default: the
-  // legacy default stream. MPI: ignored.
-  virtual void set_compute_stream(void* stream) {}
 
  protected:
   // Collective over `comm` (agrees whether the OMNI_DIST_DEBUG check runs). `name` ("shard", "ulysses", ...)
@@ -147,18 +146,18 @@ class DeviceMesh;
 
 // A mesh's device process groups, made once per run (by the pipeline, from the mesh and the device its rank
 // selected) so that every consumer (HSDP, sequence parallelism, CFG, the VAE bands, the step cache) shares
-// them. Only the kinds asked for are made, each once, in DeviceMesh::kinds() order on every rank; a group of one
+// them. Only the kinds asked for are made, each once, in GroupKind order on every rank; a group of one
 // rank gets none (nothing to exchange).
 class DeviceGroups {
  public:
   DeviceGroups() = default;
-  // Collective over the mesh's world: every rank passes the same `kinds` (DeviceMesh::kinds() names).
-  DeviceGroups(const DeviceMesh& mesh, at::Device device, const std::vector<std::string>& kinds);
+  // Collective over the mesh's world: every rank passes the same `kinds`.
+  DeviceGroups(const DeviceMesh& mesh, at::Device device, const std::vector<GroupKind>& kinds);
   // The group of `kind`; null when it has one rank or was not asked for.
-  std::shared_ptr<ProcessGroup> get(const std::string& kind) const;
+  std::shared_ptr<ProcessGroup> get(GroupKind kind) const { return groups_[static_cast<size_t>(kind)]; }
 
  private:
-  std::vector<std::pair<std::string, std::shared_ptr<ProcessGroup>>> groups_;
+  std::array<std::shared_ptr<ProcessGroup>, kGroupKinds> groups_;  // by GroupKind
 };
 
 // Element offsets of consecutive blocks: {0, c0, c0+c1, ...} (size counts.size()).

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -93,7 +94,7 @@ int largest_node(const Topology& t) {
 namespace {
 
 // The most nodes one group of `kind` (positions) spans.
-int most_nodes(const dist::Layout& layout, const Topology& topology, const Placement& placement, const char* kind) {
+int most_nodes(const dist::Layout& layout, const Topology& topology, const Placement& placement, GroupKind kind) {
   int most = 0;
   for (const auto& g : layout.groups(kind)) {
     std::set<int> nodes;
@@ -111,9 +112,10 @@ std::vector<GroupSpan> group_spans(const dist::Layout& layout, const Topology& t
   const int per_node = largest_node(topology);
   std::vector<GroupSpan> out;
   // Each kind and the kind of its block (nullptr: the world, which may span every node).
-  const std::pair<const char*, const char*> kinds[] = {{"shard", "shard"}, {"ulysses", "ulysses"},
-                                                       {"ring", "sp"},     {"cfg", "video"},
-                                                       {"dp", nullptr},    {"replicate", nullptr}};
+  const std::pair<GroupKind, std::optional<GroupKind>> kinds[] = {
+      {GroupKind::kShard, GroupKind::kShard}, {GroupKind::kUlysses, GroupKind::kUlysses},
+      {GroupKind::kRing, GroupKind::kSp},     {GroupKind::kCfg, GroupKind::kVideo},
+      {GroupKind::kDp, std::nullopt},         {GroupKind::kReplicate, std::nullopt}};
   for (const auto& [kind, block_kind] : kinds) {
     GroupSpan s;
     s.kind = kind;
@@ -122,9 +124,9 @@ std::vector<GroupSpan> group_spans(const dist::Layout& layout, const Topology& t
     s.size = static_cast<int>(groups.front().size());
     if (s.size <= 1) continue;
     s.max_nodes = most_nodes(layout, topology, placement, kind);
-    if (block_kind != nullptr) {
-      s.block = static_cast<int>(layout.groups(block_kind).front().size());
-      s.block_nodes = most_nodes(layout, topology, placement, block_kind);
+    if (block_kind) {
+      s.block = static_cast<int>(layout.groups(*block_kind).front().size());
+      s.block_nodes = most_nodes(layout, topology, placement, *block_kind);
       s.needed = (s.block + per_node - 1) / per_node;
     } else {
       s.block = layout.world_size;
@@ -143,7 +145,7 @@ std::string crossing_message(const dist::Layout& layout, const Topology& topolog
   std::ostringstream os;
   for (const GroupSpan& s : group_spans(layout, topology, placement)) {
     if (!s.crosses()) continue;
-    os << (os.tellp() > 0 ? "; " : "") << s.kind << " groups of " << s.size;
+    os << (os.tellp() > 0 ? "; " : "") << name_of(s.kind) << " groups of " << s.size;
     if (s.block != s.size) os << " (in blocks of " << s.block << " ranks)";
     os << " span up to " << s.block_nodes << " nodes where " << s.needed << " would do";
   }

@@ -50,7 +50,7 @@ Placement place_by_node(const Topology& topology);
 // on as few nodes as its size needs. Then the kind crosses nodes only where its size makes it (CFG across the
 // nodes of one video group larger than a node: the axis with the least traffic goes over the network).
 struct GroupSpan {
-  std::string kind;
+  GroupKind kind = GroupKind::kDp;
   int groups = 0;       // how many groups of this kind
   int size = 0;         // ranks per group
   int max_nodes = 0;    // the most nodes one group spans

@@ -121,6 +121,33 @@ at::Tensor read_image(const std::string& path) {
   return apply_exif_orientation(image, image_orientation(metadata));
 }
 
+std::pair<int64_t, int64_t> image_size(const std::string& path) {
+  const std::vector<uint8_t> bytes = read_bytes(path);
+  const uint8_t* data = bytes.data();
+  const size_t size = bytes.size();
+  ImageMetadata metadata;
+  std::pair<int, int> hw;
+  if (is_jpeg(data, size)) {
+    hw = jpeg_size(data, size, path);
+    metadata = jpeg_metadata(data, size);
+  } else if (is_webp(data, size)) {
+    hw = webp_size(data, size, path, &metadata);
+  } else {
+    OMNI_CHECK_INPUT(bytes.size() <= static_cast<size_t>(INT32_MAX), "image '", path, "' is larger than 2 GiB");
+    int w = 0, h = 0, channels = 0;
+    OMNI_CHECK_INPUT(stbi_info_from_memory(data, static_cast<int>(size), &w, &h, &channels), "image '", path,
+                     "' cannot be decoded (", stbi_failure_reason(), "); supported: ", kFormats);
+    hw = {h, w};
+    metadata = png_metadata(data, size);
+  }
+  OMNI_CHECK_INPUT(int64_t{hw.first} * hw.second <= kMaxImagePixels, "image '", path, "' has ", hw.second, " x ",
+                   hw.first, " pixels, more than the ", kMaxImagePixels, " Pillow opens");
+  // Orientations 5..8 transpose (exif_transpose), so the image is as wide as the stored one is tall.
+  const int orientation = image_orientation(metadata);
+  if (orientation >= 5 && orientation <= 8) std::swap(hw.first, hw.second);
+  return {hw.first, hw.second};
+}
+
 namespace {
 
 // Each of the 256 levels mapped through `fn` (float32 arithmetic), so that the result is the correctly rounded

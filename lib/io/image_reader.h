@@ -20,6 +20,11 @@ namespace omni::io {
 // naming the file, the decoder's reason and the formats accepted.
 at::Tensor read_image(const std::string& path);
 
+// The {height, width} read_image's image has (after the EXIF orientation), from the file's headers and metadata
+// alone: no pixel is decoded. Input errors as read_image's for a file that is no image; a file whose pixels
+// are broken past its header passes here and fails in read_image.
+std::pair<int64_t, int64_t> image_size(const std::string& path);
+
 // [H, W, 3] uint8 -> float32 in [0, 1] (x / 255).
 at::Tensor image_to_float(const at::Tensor& image);
 

@@ -113,6 +113,25 @@ void pillow_cmyk_row_to_rgb(const uint8_t* cmyk, uint8_t* rgb, size_t pixels) {
   }
 }
 
+std::pair<int, int> jpeg_size(const uint8_t* data, size_t size, const std::string& path) {
+  ErrorManager err;
+  jpeg_decompress_struct cinfo;
+  std::memset(&cinfo, 0, sizeof(cinfo));
+  cinfo.err = jpeg_std_error(&err.pub);
+  err.pub.error_exit = on_error;
+  err.pub.emit_message = on_message;
+  if (setjmp(err.jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    OMNI_FAIL_INPUT("image '", path, "' cannot be decoded as JPEG (libjpeg: ", err.message, ")");
+  }
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
+  jpeg_read_header(&cinfo, TRUE);
+  const std::pair<int, int> hw{static_cast<int>(cinfo.image_height), static_cast<int>(cinfo.image_width)};
+  jpeg_destroy_decompress(&cinfo);
+  return hw;
+}
+
 at::Tensor decode_jpeg(const uint8_t* data, size_t size, const std::string& path) {
   ErrorManager err;
   Decoded d;

@@ -11,12 +11,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace omni::io {
 
 // [H, W, 3] uint8 on the CPU. A file that libjpeg refuses, that ends before its last scan line (Pillow: "image file
 // is truncated"), or that has 2 or more than 4 components is an input error (exit 3) naming `path`.
 at::Tensor decode_jpeg(const uint8_t* data, size_t size, const std::string& path);
+// {height, width} from the frame header alone (no scan is decoded); an input error naming `path` when libjpeg
+// cannot read the header.
+std::pair<int, int> jpeg_size(const uint8_t* data, size_t size, const std::string& path);
 
 // Pillow's CMYK -> RGB of one pixel row, on the inverted-read values ("CMYK;I" unpacked): `cmyk` holds 4 bytes per
 // pixel as libjpeg gives them, `rgb` receives 3.

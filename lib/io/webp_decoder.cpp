@@ -31,6 +31,20 @@ bool is_webp(const uint8_t* data, size_t size) {
          std::memcmp(data + 12, "VP8X", 4) == 0;
 }
 
+std::pair<int, int> webp_size(const uint8_t* data, size_t size, const std::string& path, ImageMetadata* metadata) {
+  WebPData d{data, size};
+  std::unique_ptr<WebPDemuxer, void (*)(WebPDemuxer*)> demux(WebPDemux(&d), WebPDemuxDelete);
+  OMNI_CHECK_INPUT(demux != nullptr, "image '", path, "' cannot be decoded as WebP (libwebp's demuxer refuses it)");
+  // The canvas: what the animation decoder's first frame has (decode_webp).
+  const int w = static_cast<int>(WebPDemuxGetI(demux.get(), WEBP_FF_CANVAS_WIDTH));
+  const int h = static_cast<int>(WebPDemuxGetI(demux.get(), WEBP_FF_CANVAS_HEIGHT));
+  if (metadata != nullptr) {
+    metadata->exif = chunk(demux.get(), "EXIF");
+    metadata->xmp = chunk(demux.get(), "XMP ");
+  }
+  return {h, w};
+}
+
 at::Tensor decode_webp(const uint8_t* data, size_t size, const std::string& path, ImageMetadata* metadata) {
   WebPData src{data, size};
   // Default options, as Pillow passes none: MODE_RGBA (not premultiplied), single-threaded.

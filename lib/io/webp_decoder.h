@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "io/image_metadata.h"
 
@@ -20,5 +21,7 @@ bool is_webp(const uint8_t* data, size_t size);
 // [H, W, 3] uint8 on the CPU; `metadata` receives the EXIF and XMP chunks. A file libwebp refuses is an input
 // error (exit 3) naming `path`.
 at::Tensor decode_webp(const uint8_t* data, size_t size, const std::string& path, ImageMetadata* metadata);
+// {height, width} of the canvas and the EXIF / XMP chunks, from the container alone (no frame is decoded).
+std::pair<int, int> webp_size(const uint8_t* data, size_t size, const std::string& path, ImageMetadata* metadata);
 
 }  // namespace omni::io

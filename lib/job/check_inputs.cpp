@@ -1,7 +1,11 @@
 #include "job/check_inputs.h"
 
+#include <map>
+
 #include "core/error.h"
 #include "core/log.h"
+#include "io/image_reader.h"
+#include "io/image_resize.h"
 
 namespace omni::job {
 
@@ -44,6 +48,38 @@ void check_video(const pipeline::ModelSpec& model, const pipeline::VideoParams& 
     OMNI_WARN("--num-frames ", v.num_frames, " is not of the form ", tf, "k+1; using ", v.rounded_num_frames(tf),
               " (as diffusers)");
   }
+}
+
+std::vector<pipeline::Task> check_inputs(VideoQueue& queue, const pipeline::ModelSpec& model, int decode_ranks,
+                                         const dist::Communicator& world) {
+  std::vector<pipeline::Task> tasks;
+  // Image path -> its index among the distinct ones and the origin of its first video (for messages).
+  std::map<std::string, std::pair<int, std::string>> distinct;
+  for (int i = 0; i < static_cast<int>(queue.size()); ++i) {
+    VideoSpec& v = queue.video(i);
+    auto& o = v.opts;
+    with_origin(v.origin, [&] {
+      tasks.push_back(choose_task(model.index(), o.task, !o.image.empty()));
+      if (o.image.empty()) return;
+      distinct.emplace(o.image, std::make_pair(static_cast<int>(distinct.size()), v.origin));
+      // Without explicit sizes the image decides them.
+      if (config::set_by_user(o, "height") || config::set_by_user(o, "width")) return;
+      const auto [ih, iw] = io::image_size(o.image);  // input error naming the file
+      const auto hw = io::derive_size(ih, iw, static_cast<int64_t>(o.height) * o.width, model.spatial_multiple());
+      o.height = static_cast<int>(hw.first);
+      o.width = static_cast<int>(hw.second);
+      if (world.rank() == 0)
+        OMNI_INFO("size ", o.height, "x", o.width, " from the image (", ih, "x", iw, ")",
+                  queue.size() > 1 ? " for " + v.output : "");
+    });
+  }
+  for (const auto& [path, first] : distinct)
+    if (first.first % world.size() == world.rank()) with_origin(first.second, [&] { (void)io::read_image(path); });
+  for (int i = 0; i < static_cast<int>(queue.size()); ++i) {
+    if (queue.status(i) != VideoStatus::kPending) continue;
+    with_origin(queue.video(i).origin, [&] { check_video(model, queue.video(i).params(), decode_ranks); });
+  }
+  return tasks;
 }
 
 }  // namespace omni::job

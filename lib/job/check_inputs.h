@@ -4,8 +4,12 @@
 // the caller's with_origin).
 #pragma once
 
+#include <vector>
+
 #include "config/options.h"
+#include "dist/communicator.h"
 #include "io/model_dir.h"
+#include "job/video_queue.h"
 #include "pipeline/model_spec.h"
 #include "pipeline/pipeline_settings.h"
 #include "pipeline/video_params.h"
@@ -21,5 +25,14 @@ pipeline::Task choose_task(const io::ModelIndex& index, config::TaskChoice task,
 // with --vae-parallel at least one latent row per rank of `decode_ranks`. Warns, as diffusers does, when
 // num_frames is not of the form 4k+1 (the video then has rounded_num_frames()).
 void check_video(const pipeline::ModelSpec& model, const pipeline::VideoParams& video, int decode_ranks);
+
+// Every video of `queue` against the model, before any weight is read (call it agreed: an error is one line on
+// every rank): its task (choose_task), its image's size from the file's header (io::image_size; no pixels),
+// the sizes an image decides when none were given (its aspect ratio within the preset's area, snapped to the
+// model's multiple: Wan2.2's rule, written into the video's options), and each pending video's sizes
+// (check_video). Each distinct image is decoded whole once over `world` (by one rank), so that a file broken
+// past its header is an agreed error now, not an abort mid-run. Returns each video's task.
+std::vector<pipeline::Task> check_inputs(VideoQueue& queue, const pipeline::ModelSpec& model, int decode_ranks,
+                                         const dist::Communicator& world);
 
 }  // namespace omni::job

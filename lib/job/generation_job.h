@@ -18,7 +18,6 @@
 // exactly the missing videos. --overwrite regenerates everything.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,9 +50,9 @@ class GenerationJob {
   ~GenerationJob();
 
   // --dry-run: the model and the video list (configs and headers only), every rank's memory plan against its
-  // device's memory (a warning, or an error with --strict-memory), printed by rank 0 after `print_header`
-  // (once everything is checked) and, with --report, written there alone. Returns the exit code.
-  int dry_run(const std::function<void()>& print_header);
+  // device's memory (a warning, or an error with --strict-memory), printed by rank 0 once everything is checked
+  // (job/run_report.h dry_run_text) and, with --report, written there alone. Returns the exit code.
+  int dry_run();
   void prepare();
   // Whether any video is left to generate (false: every output already exists; nothing needs loading).
   bool has_work() const { return queue_ && queue_->has_work(); }
@@ -62,19 +61,9 @@ class GenerationJob {
   int run();
 
  private:
-  // The videos' images and tasks, the LoRA files and the memory planner: what both a run and a dry run need.
-  void resolve();
-  pipeline::RankWork work_of(int rank) const;
-  // Per world rank, per group kind (shard, ulysses, ring, sp, cfg): the bytes it would send in one denoising step
-  // of the run's largest video to peers on its node and on other nodes (the memory planner's StepTraffic, split
-  // by where this rank's group peers run).
-  struct StepTrafficSplit {
-    std::string kind;
-    int64_t intra_node = 0;
-    int64_t inter_node = 0;
-  };
-  std::vector<std::vector<StepTrafficSplit>> step_traffic_estimate() const;
-  void plan_memory();
+  // The videos' inputs and tasks (job/check_inputs.h), the LoRA records and every rank's memory plan checked
+  // against its device: what both a run and a dry run need.
+  void prepare_inputs();
   // What a signal's handler prints if it ends the run now (core/files.h set_interrupt_message).
   void update_interrupt_message() const;
   // Gathers every video's status and every rank's figures to rank 0, prints the summary, writes the report;

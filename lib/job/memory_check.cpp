@@ -25,6 +25,21 @@ pipeline::MemoryPlanSettings plan_settings(const pipeline::PipelineSettings& set
 
 }  // namespace
 
+pipeline::RankWork rank_work(const VideoQueue& queue, const dist::DeviceMesh& mesh, int rank, bool vae_parallel) {
+  const auto& l = mesh.layout();
+  pipeline::RankWork w;
+  const int position = mesh.position_of(rank);  // the layout's coordinates are the rank's position
+  w.gathers_video = l.writes_video(position);
+  w.decode_group = vae_parallel ? l.video_size() : 1;
+  for (const auto& a : queue.assignments_of(l.dp_index(position), l.dp)) {
+    pipeline::PlannedVideo v;
+    v.video = queue.video(a.video).params();
+    v.decoded = a.real && (w.gathers_video || w.decode_group > 1);
+    w.videos.push_back(v);
+  }
+  return w;
+}
+
 MemoryCheck::MemoryCheck(const pipeline::ModelSpec& model, const pipeline::PipelineSettings& settings,
                          const config::GenerateOptions& run, const dist::Layout& layout)
     : run_(run), layout_(layout), planner_(model, plan_settings(settings, run, layout)) {}

@@ -12,6 +12,7 @@
 #include "config/options.h"
 #include "dist/device.h"
 #include "dist/device_mesh.h"
+#include "job/video_queue.h"
 #include "pipeline/memory_plan.h"
 
 namespace omni::job {
@@ -22,6 +23,10 @@ namespace omni::job {
 // smaller video or more sequence-parallel ranks. One phrase for the warning's "to fit: ...".
 std::string memory_advice(const pipeline::MemoryPlan& plan, const config::GenerateOptions& run,
                           const dist::Layout& layout);
+
+// What rank `rank` of `mesh` does with the queue's pending videos, for its memory plan: the videos its
+// data-parallel group runs (repeats not decoded), whether it gathers the video, its decode group.
+pipeline::RankWork rank_work(const VideoQueue& queue, const dist::DeviceMesh& mesh, int rank, bool vae_parallel);
 
 class MemoryCheck {
  public:

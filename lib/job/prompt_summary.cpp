@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "dist/agreement.h"
 
 namespace omni::job {
 
@@ -14,6 +15,24 @@ std::string truncation_warning(const pipeline::PromptText& p, const std::string&
   return str_cat(origin.empty() ? "" : origin + ": ", "the ", what, " has ", p.tokens,
                  " tokens; --max-sequence-length ", max_sequence_length, " keeps the first ", max_sequence_length - 1,
                  " and eos");
+}
+
+void warn_truncated(const pipeline::PromptText& prompt, const pipeline::PromptText* negative, const std::string& origin,
+                    int max_sequence_length) {
+  const std::string line = truncation_warning(prompt, "prompt", origin, max_sequence_length);
+  if (!line.empty()) OMNI_WARN(line);
+  if (!negative) return;
+  const std::string neg = truncation_warning(*negative, "negative prompt", origin, max_sequence_length);
+  if (!neg.empty()) OMNI_WARN(neg);
+}
+
+std::string agreed_prompt_listing(const io::ModelDir& model, const VideoQueue& queue, const dist::Communicator& world) {
+  std::string out;
+  dist::run_agreed(world, [&] {
+    const auto tokenizer = models::Umt5Tokenizer::of_model(model);
+    if (world.rank() == 0) out = describe_prompts(tokenizer, queue, /*max_videos=*/20);
+  });
+  return out;
 }
 
 std::string describe_prompts(const models::Umt5Tokenizer& tokenizer, const VideoQueue& queue, size_t max_videos) {

@@ -1,8 +1,54 @@
 #include "job/run_report.h"
 
 #include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "core/dtype.h"
+#include "core/log.h"
+#include "core/memory.h"
+#include "dist/topology.h"
 
 namespace omni::job {
+
+void RankStats::add_video(const PhaseTimes& times, int64_t vae_peak, int64_t gathered_per_step, bool real) {
+  gathered_bytes_per_step = gathered_per_step;
+  vae_peak_bytes = std::max(vae_peak_bytes, vae_peak);
+  if (real) {
+    compute_seconds +=
+        times.get("text_encode") + times.get("image_encode") + times.get("denoise") + times.get("decode");
+  }
+}
+
+void RankStats::set_end_of_run(const hsdp::HsdpStats* hsdp, int64_t disk_bytes_read, const c10::Device& device,
+                               const PhaseTimes& times) {
+  if (hsdp) {
+    param_bytes_resident = hsdp->param_bytes_resident;
+    gathered_bytes_peak = hsdp->gathered_bytes_peak;
+    gather_wait_seconds = hsdp->gather_wait_seconds;
+  }
+  this->disk_bytes_read = disk_bytes_read;
+  peak_rss_bytes = omni::peak_rss_bytes();
+  peak_device_bytes = dist::peak_device_bytes(device);
+  decode_seconds = times.get("decode");
+  set_run_traffic(dist::traffic_totals());
+}
+
+void RankStats::set_run_traffic(const dist::TrafficByKind& totals) {
+  for (int k = 0; k < kKinds; ++k) {
+    sent_intra_node[k] = totals[static_cast<size_t>(k)].intra_node_bytes;
+    sent_inter_node[k] = totals[static_cast<size_t>(k)].inter_node_bytes;
+    collectives[k] = totals[static_cast<size_t>(k)].collectives;
+  }
+}
+
+void RankStats::set_step_traffic(const dist::TrafficByKind& now, const dist::TrafficByKind& before) {
+  for (int k = 0; k < kKinds; ++k) {
+    const auto i = static_cast<size_t>(k);
+    step_sent_intra_node[k] = now[i].intra_node_bytes - before[i].intra_node_bytes;
+    step_sent_inter_node[k] = now[i].inter_node_bytes - before[i].inter_node_bytes;
+  }
+}
 
 nlohmann::json RankStats::to_json(bool cuda) const {
   nlohmann::json j = {{"param_bytes_resident", param_bytes_resident},
@@ -22,7 +68,7 @@ nlohmann::json RankStats::to_json(bool cuda) const {
   nlohmann::json traffic = nlohmann::json::object();
   for (int k = 0; k < kKinds; ++k) {
     if (collectives[k] == 0) continue;
-    traffic[dist::DeviceMesh::kinds()[static_cast<size_t>(k)]] = {
+    traffic[dist::name_of(dist::group_kinds()[static_cast<size_t>(k)])] = {
         {"collectives", collectives[k]},
         {"sent_intra_node_bytes", sent_intra_node[k]},
         {"sent_inter_node_bytes", sent_inter_node[k]},
@@ -31,6 +77,14 @@ nlohmann::json RankStats::to_json(bool cuda) const {
   }
   j["traffic"] = traffic;
   return j;
+}
+
+const std::vector<dist::GroupKind>& report_group_kinds() {
+  using dist::GroupKind;
+  static const std::vector<GroupKind> kinds = {GroupKind::kShard, GroupKind::kReplicate, GroupKind::kUlysses,
+                                               GroupKind::kRing,  GroupKind::kCfg,       GroupKind::kDp,
+                                               GroupKind::kVideo};
+  return kinds;
 }
 
 nlohmann::json report_header(const dist::DeviceMesh& mesh, const std::string& device, const std::string& layout_choice,
@@ -56,24 +110,202 @@ nlohmann::json report_header(const dist::DeviceMesh& mesh, const std::string& de
     nodes.push_back({{"host", t.hostnames[static_cast<size_t>(ranks.front())]}, {"ranks", ranks}});
   }
   nlohmann::json groups = nlohmann::json::object();
-  for (const char* kind : {"shard", "replicate", "ulysses", "ring", "cfg", "dp", "video"}) {
-    nlohmann::json list = nlohmann::json::array();
-    int span = 0;
-    for (const auto& g : l.groups(kind)) {
-      std::vector<int> ranks;
-      std::vector<int> seen;
-      for (int pos : g) {
-        const int r = mesh.placement().rank_at[static_cast<size_t>(pos)];
-        ranks.push_back(r);
-        const int node = t.node_of[static_cast<size_t>(r)];
-        if (std::find(seen.begin(), seen.end(), node) == seen.end()) seen.push_back(node);
-      }
-      span = std::max(span, static_cast<int>(seen.size()));
-      list.push_back(ranks);
-    }
-    groups[kind] = {{"groups", list}, {"max_nodes_spanned", span}};
+  for (dist::GroupKind kind : report_group_kinds()) {
+    const auto& placed = mesh.placed(kind);
+    groups[dist::name_of(kind)] = {{"groups", placed.ranks}, {"max_nodes_spanned", placed.max_nodes()}};
   }
   r["topology"] = {{"nodes", nodes}, {"groups", groups}};
+  return r;
+}
+
+}  // namespace omni::job
+
+namespace omni::job {
+namespace {
+
+// The groups of `kind` in world ranks, then how many nodes they span (several nodes only).
+std::string group_listing(const dist::DeviceMesh& mesh, dist::GroupKind kind) {
+  const auto& placed = mesh.placed(kind);
+  std::ostringstream os;
+  std::set<int> spans(placed.nodes.begin(), placed.nodes.end());
+  for (size_t g = 0; g < placed.ranks.size(); ++g) {
+    os << (g ? " " : "") << "[";
+    for (size_t i = 0; i < placed.ranks[g].size(); ++i) os << (i ? "," : "") << placed.ranks[g][i];
+    os << "]";
+  }
+  if (mesh.topology().nodes() > 1) {
+    os << "  (each on ";
+    for (auto it = spans.begin(); it != spans.end(); ++it) os << (it == spans.begin() ? "" : " or ") << *it;
+    os << (*spans.rbegin() == 1 ? " node)" : " nodes)");
+  }
+  return os.str();
+}
+
+const dist::GroupKind kTrafficKinds[] = {dist::GroupKind::kShard, dist::GroupKind::kUlysses, dist::GroupKind::kRing,
+                                         dist::GroupKind::kSp, dist::GroupKind::kCfg};
+
+}  // namespace
+
+nlohmann::json float8_record(const config::GenerateOptions& opts, int64_t stored, int64_t quantized,
+                             int64_t text_encoder) {
+  const bool f8_transformer = opts.weight_format == config::WeightFormat::kFloat8;
+  const bool f8_text = opts.text_encoder_weight_format == config::WeightFormat::kFloat8;
+  auto warn_none = [&](const char* flag, const char* model) {
+    OMNI_WARN(flag, " float8_e4m3fn: no weight of the ", model, " is held in float8; --fp8-layers ",
+              config::name_of(opts.fp8_layers), " takes Linear weights of the blocks between the first and the last ",
+              "only, and everything else stays in ", dtype_name(opts.dtype));
+  };
+  const int64_t all = stored + quantized;
+  if (f8_transformer && all == text_encoder) warn_none("--weight-dtype", "transformer");
+  if (f8_text && text_encoder == 0) warn_none("--text-encoder-weight-dtype", "text encoder");
+  if (all == 0) return nlohmann::json::object();
+  nlohmann::json r = {
+      {"stored", stored}, {"quantized", quantized}, {"text_encoder", text_encoder}, {"matmul", opts.fp8_matmul}};
+  if (f8_transformer || f8_text) r["layers"] = config::name_of(opts.fp8_layers);
+  OMNI_INFO("float8 weights: ", stored, " as the checkpoints store them, ", quantized, " quantized at load (",
+            text_encoder, " of them UMT5's)");
+  return r;
+}
+
+std::string dry_run_text(const config::GenerateOptions& opts, const dist::DeviceMesh& mesh, const RunIdentity& identity,
+                         const pipeline::ModelSpec& model, const std::string& prompts, const MemoryCheck& memory,
+                         const std::vector<std::vector<pipeline::StepTrafficSplit>>& traffic) {
+  const dist::Layout& layout = mesh.layout();
+  std::ostringstream os;
+  os << "omni-generate dry run: configuration is valid\n";
+  os << "layout: " << layout.summary() << "\n";
+  os << "layout choice: " << identity.layout_choice << "\n";
+  if (layout.use_hsdp) {
+    os << "hsdp: replicate " << layout.hsdp_replicate << " x shard " << layout.hsdp_shard << " (each rank holds 1/"
+       << layout.hsdp_shard << " of the sharded weights)\n";
+  }
+  os << "nodes: " << dist::describe_nodes(mesh.topology()) << "\n";
+  os << "groups (world ranks):\n";
+  for (dist::GroupKind kind : report_group_kinds())
+    os << "  " << dist::name_of(kind) << ": " << group_listing(mesh, kind) << "\n";
+  // What --device resolves to on this rank (rank 0), without touching a GPU.
+  const int gpus = dist::visible_gpu_count();
+  const bool auto_kind = opts.device.kind == dist::DeviceRequest::kAuto;
+  os << "device: " << (auto_kind ? (gpus > 0 ? "cuda" : "cpu") : opts.device.str()) << " (--device "
+     << opts.device.str() << "; " << gpus << " GPU(s) visible to this LibTorch)\n";
+  os << "preset: " << identity.preset << "\n";
+  os << "settings:\n" << config::describe(opts, identity.resolved);
+  // Where each component comes from (a diffusers folder, Wan2.2's original layout, single files).
+  os << "model components:\n";
+  for (const auto& kv : model.index().components) os << "  " << kv.first << ": " << model.dir->origin(kv.first) << "\n";
+  os << prompts;
+  os << memory.describe([&](int r) { return layout.writes_video(mesh.position_of(r)); });
+  // What crosses the network: per kind, the largest figure over the ranks.
+  os << "traffic per denoising step (estimate; bytes one rank sends, the most of any rank):\n";
+  bool any = false;
+  for (dist::GroupKind kind : kTrafficKinds) {
+    int64_t intra = -1, inter = -1;
+    for (const auto& rank : traffic)
+      for (const auto& s : rank)
+        if (s.kind == kind) intra = std::max(intra, s.intra_node), inter = std::max(inter, s.inter_node);
+    if (intra < 0) continue;
+    any = true;
+    os << "  " << dist::name_of(kind) << ": " << format_bytes(intra) << " within its node, " << format_bytes(inter)
+       << " across nodes\n";
+  }
+  if (!any) os << "  none (one rank computes each video with whole weights)\n";
+  return os.str();
+}
+
+nlohmann::json dry_run_report(const dist::DeviceMesh& mesh, const RunIdentity& identity, const MemoryCheck& memory,
+                              const std::vector<std::vector<pipeline::StepTrafficSplit>>& traffic) {
+  nlohmann::json r = report_header(mesh, "cpu", identity.layout_choice, memory.budget());
+  r["dry_run"] = true;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (size_t i = 0; i < memory.plans().size(); ++i) {
+    nlohmann::json entry = {{"rank", i}};
+    entry.update(memory.plans()[i].to_json());
+    nlohmann::json est = nlohmann::json::object();
+    for (const auto& s : traffic[i])
+      est[dist::name_of(s.kind)] = {{"step_sent_intra_node_bytes", s.intra_node},
+                                    {"step_sent_inter_node_bytes", s.inter_node}};
+    entry["traffic_estimate"] = est;
+    ranks.push_back(entry);
+  }
+  r["ranks"] = ranks;
+  return r;
+}
+
+void log_run_summary(const config::GenerateOptions& opts, const RunSummary& run, const hsdp::HsdpStats* hsdp,
+                     const RankStats& mine) {
+  const pipeline::StepCacheCounts* c = run.step_cache_counts;
+  if (run.step_cache != pipeline::StepCacheMode::kNone) {
+    OMNI_INFO("step cache (", config::name_of(run.step_cache), "): ", c[0].computed + c[1].computed,
+              " transformer calls computed, ", c[0].skipped + c[1].skipped, " skipped (transformer ", c[0].skipped,
+              ", transformer_2 ", c[1].skipped, ")");
+  }
+  if (hsdp != nullptr) {
+    OMNI_INFO("per step this rank gathered ", format_bytes(mine.gathered_bytes_per_step), "; peak gathered ",
+              format_bytes(hsdp->gathered_bytes_peak), "; waited ", hsdp->gather_wait_seconds,
+              " s on gathers; peak RSS ", format_bytes(mine.peak_rss_bytes));
+  }
+  // A list says how it went; a single video's failure has already said everything in its own line.
+  const bool list = !opts.prompts_file.empty() || run.queue->size() > 1;
+  if (!list) return;
+  int counts[4] = {0, 0, 0, 0};
+  for (VideoStatus s : *run.statuses) ++counts[static_cast<int>(s)];
+  const int failed = counts[static_cast<int>(VideoStatus::kFailed)];
+  OMNI_INFO("summary: ", counts[static_cast<int>(VideoStatus::kGenerated)], " generated, ",
+            counts[static_cast<int>(VideoStatus::kSkipped)], " skipped (already written), ", failed, " failed");
+  if (failed == 0) return;
+  std::string failed_list;
+  for (size_t i = 0; i < run.statuses->size(); ++i)
+    if ((*run.statuses)[i] == VideoStatus::kFailed)
+      failed_list += (failed_list.empty() ? "" : ", ") + run.queue->videos()[i].output;
+  log::write(log::Level::kError, str_cat(failed, " of ", run.queue->size(), " video(s) failed: ", failed_list));
+}
+
+nlohmann::json run_report(const dist::DeviceMesh& mesh, const std::string& device, const RunIdentity& identity,
+                          const MemoryCheck& memory, const RunSummary& run) {
+  const bool cuda = device.rfind("cuda", 0) == 0;
+  nlohmann::json r = report_header(mesh, device, identity.layout_choice, memory.budget());
+  r["param_bytes_total"] = run.param_bytes_total;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (size_t i = 0; i < run.ranks->size(); ++i) {
+    nlohmann::json entry = (*run.ranks)[i].to_json(cuda);
+    entry["rank"] = i;
+    if (i < memory.plans().size()) entry.update(memory.plans()[i].to_json());
+    ranks.push_back(entry);
+  }
+  r["ranks"] = ranks;
+  nlohmann::json timings;
+  for (const char* k : {"load", "text_encode", "image_encode", "denoise", "decode", "write"})
+    timings[k] = run.times->get(k);
+  timings["total"] = run.total_seconds;
+  r["timings"] = timings;
+  nlohmann::json outputs = nlohmann::json::array(), videos = nlohmann::json::array();
+  int counts[4] = {0, 0, 0, 0};
+  for (size_t i = 0; i < run.statuses->size(); ++i) {
+    const VideoStatus status = (*run.statuses)[i];
+    ++counts[static_cast<int>(status)];
+    const VideoSpec& v = run.queue->videos()[i];
+    outputs.push_back(v.output);
+    nlohmann::json entry = {{"output", v.output}, {"status", status_name(status)}};
+    if (v.line > 0) entry["line"] = v.line;
+    videos.push_back(entry);
+  }
+  r["outputs"] = outputs;
+  r["videos"] = videos;
+  r["summary"] = {{"generated", counts[static_cast<int>(VideoStatus::kGenerated)]},
+                  {"skipped", counts[static_cast<int>(VideoStatus::kSkipped)]},
+                  {"failed", counts[static_cast<int>(VideoStatus::kFailed)]}};
+  if (const nlohmann::json lora = run.lora->to_json(); !lora.empty()) r["lora"] = lora;
+  if (!identity.float8_weights.empty()) r["float8_weights"] = identity.float8_weights;
+  if (run.step_cache != pipeline::StepCacheMode::kNone) {
+    // Rank 0's transformer calls over its videos (every rank of its group took the same decisions).
+    const pipeline::StepCacheCounts* c = run.step_cache_counts;
+    r["step_cache"] = {{"mode", config::name_of(run.step_cache)},
+                       {"threshold", run.step_cache_threshold},
+                       {"computed", c[0].computed + c[1].computed},
+                       {"skipped", c[0].skipped + c[1].skipped},
+                       {"transformer", {{"computed", c[0].computed}, {"skipped", c[0].skipped}}},
+                       {"transformer_2", {{"computed", c[1].computed}, {"skipped", c[1].skipped}}}};
+  }
   return r;
 }
 

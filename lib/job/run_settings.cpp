@@ -12,8 +12,8 @@ constexpr const char* kCheckpoint = "checkpoint ";
 // The user's value (flag, --config, prompts-file line), else the checkpoint's, else the option's own (a preset's,
 // or unset).
 void resolve_default(const config::GenerateOptions& opts, const char* key, std::optional<double> option,
-                     std::optional<double> checkpoint, const std::string& checkpoint_file,
-                     std::optional<double>* value, std::string* source) {
+                     std::optional<double> checkpoint, const std::string& checkpoint_file, std::optional<double>* value,
+                     std::string* source) {
   auto it = opts.sources.find(key);
   const std::string option_source = it == opts.sources.end() ? "default" : it->second.str();
   if (!config::set_by_user(opts, key) && checkpoint) {

@@ -35,7 +35,7 @@ std::vector<std::pair<int, std::string>> read_lines(const std::string& path) {
     if (b == std::string::npos || line[b] == '#') continue;
     lines.emplace_back(number, line.substr(b));
   }
-  OMNI_CHECK_INPUT(!lines.empty(), "--prompts-file '", path,
+  OMNI_CHECK_USAGE(!lines.empty(), "--prompts-file '", path,
                    "' holds no prompt (text: one per line, # starts a comment; .jsonl: one JSON object per line)");
   return lines;
 }
@@ -71,7 +71,6 @@ size_t lone_surrogate_at(const std::string& text) {
 // A JSON value as the option layer's raw text.
 std::string raw_text(const nlohmann::json& v) {
   if (v.is_string()) return v.get<std::string>();
-  if (v.is_null()) return "null";
   return v.dump();
 }
 
@@ -93,7 +92,12 @@ void apply_json_line(VideoSpec& video, const std::string& text, const config::Ge
     OMNI_FAIL_USAGE("not valid JSON at column ", e.byte, ": ",
                     colon == std::string::npos ? what : what.substr(colon + 2));
   } catch (const nlohmann::json::exception& e) {
-    OMNI_FAIL_USAGE("not valid JSON (", e.what(), ")");
+    // nlohmann's text without its "[json.exception.out_of_range.406] " prefix ("number overflow parsing '1e400'").
+    const std::string what = e.what();
+    const size_t close = what.find("] ");
+    OMNI_FAIL_USAGE("not valid JSON: ", what.rfind("[json.exception", 0) == 0 && close != std::string::npos
+                                            ? what.substr(close + 2)
+                                            : what);
   }
   OMNI_CHECK_USAGE(obj.is_object(), "expected a JSON object {\"prompt\": ...}, got ", obj.type_name());
   const auto& allowed = per_video_options();
@@ -109,7 +113,9 @@ void apply_json_line(VideoSpec& video, const std::string& text, const config::Ge
                       "' cannot vary per video: data-parallel groups run in lockstep (the same steps and expert "
                       "switches, the same model); set it for the whole run (flag or --config)");
     }
-    OMNI_CHECK_USAGE(it.value().is_string() || it.value().is_number() || it.value().is_null(), "key '", it.key(),
+    // null is a key not given: the run's value (Python writes None so; never the text "null").
+    if (it.value().is_null()) continue;
+    OMNI_CHECK_USAGE(it.value().is_string() || it.value().is_number(), "key '", it.key(),
                      "' must be a string or a number, got ", it.value().type_name());
     values[key] = raw_text(it.value());
   }

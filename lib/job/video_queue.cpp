@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/error.h"
 #include "dist/communicator.h"
 
 namespace omni::job {
@@ -47,6 +48,25 @@ std::vector<Assignment> VideoQueue::assignments_of(int dp_index, int dp) const {
     }
   }
   return out;
+}
+
+std::string VideoQueue::interrupt_message(bool resumable) const {
+  std::string line =
+      str_cat("the video in progress is abandoned (no partial file is left); ", count(VideoStatus::kSkipped),
+              " video(s) written by earlier runs and ", count(VideoStatus::kGenerated), " by this rank are kept");
+  if (resumable) line += "; run the same command again to make the rest (written videos are skipped)";
+  return line;
+}
+
+pipeline::VideoParams VideoQueue::largest_video() const {
+  pipeline::VideoParams largest;
+  int64_t most = -1;
+  for (const auto& v : videos_) {
+    const pipeline::VideoParams p = v.params();
+    const int64_t area = static_cast<int64_t>(p.height) * p.width * p.num_frames;
+    if (area > most) most = area, largest = p;
+  }
+  return largest;
 }
 
 std::vector<VideoStatus> VideoQueue::agreed_statuses(const dist::Communicator& world) const {

@@ -38,6 +38,11 @@ class VideoQueue {
   // group k % dp, and every group runs the same number of rounds (a group out of videos repeats its last one)
   // so that the gathers of shard groups spanning several dp groups stay in step.
   std::vector<Assignment> assignments_of(int dp_index, int dp) const;
+  // What a signal's handler says when it ends the run now: what is kept, and (`resumable`: a prompts file) how
+  // to make the rest.
+  std::string interrupt_message(bool resumable) const;
+  // The sampling of the largest video (height x width x frames): its step sends the most.
+  pipeline::VideoParams largest_video() const;
   // Every video's status as the rank that wrote it knows it (each written by one rank; skipped ones known to
   // all), on every rank of `world`. Collective.
   std::vector<VideoStatus> agreed_statuses(const dist::Communicator& world) const;

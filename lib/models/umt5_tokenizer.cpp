@@ -415,16 +415,28 @@ std::vector<int64_t> Umt5Tokenizer::encode(const std::string& text) const {
   return ids;
 }
 
-std::vector<int64_t> Umt5Tokenizer::encode_with_eos(const std::string& text, int64_t max_length) const {
+namespace {
+// HF truncates the sequence to max_length minus the special tokens it adds, then appends eos.
+std::vector<int64_t> with_eos(std::vector<int64_t> ids, int64_t eos, int64_t max_length) {
   OMNI_CHECK_USAGE(max_length >= 1, "max_sequence_length must be at least 1 (room for eos), got ", max_length);
-  auto ids = encode(text);
-  // HF truncates the sequence to max_length minus the special tokens it adds, then appends eos.
   if (static_cast<int64_t>(ids.size()) > max_length - 1) ids.resize(static_cast<size_t>(max_length - 1));
-  ids.push_back(eos_id_);
+  ids.push_back(eos);
   return ids;
+}
+}  // namespace
+
+std::vector<int64_t> Umt5Tokenizer::encode_with_eos(const std::string& text, int64_t max_length) const {
+  return with_eos(encode(text), eos_id_, max_length);
 }
 
 TokenizedBatch Umt5Tokenizer::operator()(const std::vector<std::string>& texts, int64_t max_length) const {
+  std::vector<std::vector<int64_t>> ids;
+  ids.reserve(texts.size());
+  for (const auto& t : texts) ids.push_back(encode(t));
+  return batch(ids, max_length);
+}
+
+TokenizedBatch Umt5Tokenizer::batch(const std::vector<std::vector<int64_t>>& texts, int64_t max_length) const {
   const auto batch = static_cast<int64_t>(texts.size());
   TokenizedBatch out;
   out.input_ids = at::full({batch, max_length}, pad_id_, at::TensorOptions().dtype(at::kLong));  // [B, L]
@@ -432,7 +444,7 @@ TokenizedBatch Umt5Tokenizer::operator()(const std::vector<std::string>& texts, 
   auto ids_acc = out.input_ids.accessor<int64_t, 2>();
   auto mask_acc = out.attention_mask.accessor<int64_t, 2>();
   for (int64_t b = 0; b < batch; ++b) {
-    const auto ids = encode_with_eos(texts[b], max_length);
+    const auto ids = with_eos(texts[static_cast<size_t>(b)], eos_id_, max_length);
     for (size_t t = 0; t < ids.size(); ++t) {
       ids_acc[b][t] = ids[t];
       mask_acc[b][t] = 1;

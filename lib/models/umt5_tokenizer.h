@@ -76,6 +76,9 @@ class Umt5Tokenizer {
   std::vector<int64_t> encode_with_eos(const std::string& text, int64_t max_length) const;
   // The padded batch; texts are tokenized as given (clean them first, as the pipeline does).
   TokenizedBatch operator()(const std::vector<std::string>& texts, int64_t max_length) const;
+  // The padded batch of texts already encoded (encode's ids): each truncated to `max_length` - 1, eos
+  // appended, padded; what operator() gives for their texts, without tokenizing them again.
+  TokenizedBatch batch(const std::vector<std::vector<int64_t>>& ids, int64_t max_length) const;
 
   int64_t pad_id() const { return pad_id_; }
   int64_t eos_id() const { return eos_id_; }

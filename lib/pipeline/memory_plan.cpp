@@ -234,6 +234,39 @@ StepTraffic MemoryPlanner::step_traffic(const VideoParams& v) const {
   return t;
 }
 
+std::vector<std::vector<StepTrafficSplit>> split_step_traffic(const StepTraffic& t, const dist::DeviceMesh& mesh) {
+  using dist::GroupKind;
+  std::vector<std::vector<StepTrafficSplit>> out(static_cast<size_t>(mesh.world_size()));
+  const auto& node_of = mesh.topology().node_of;
+  for (const auto& [kind, bytes] : std::vector<std::pair<GroupKind, int64_t>>{{GroupKind::kShard, t.shard},
+                                                                              {GroupKind::kUlysses, t.ulysses},
+                                                                              {GroupKind::kRing, t.ring},
+                                                                              {GroupKind::kSp, t.sp},
+                                                                              {GroupKind::kCfg, t.cfg}}) {
+    if (bytes == 0) continue;
+    for (const std::vector<int>& group : mesh.placed(kind).ranks) {  // world ranks, layout order
+      const int n = static_cast<int>(group.size());
+      if (n < 2) continue;
+      for (int me = 0; me < n; ++me) {
+        const int r = group[static_cast<size_t>(me)];
+        const int node = node_of[static_cast<size_t>(r)];
+        StepTrafficSplit split{kind, 0, 0};
+        if (kind == GroupKind::kRing) {  // every hop goes to the next ring rank
+          const int next = group[static_cast<size_t>((me + 1) % n)];
+          (node_of[static_cast<size_t>(next)] == node ? split.intra_node : split.inter_node) = bytes;
+        } else {  // spread evenly over the other ranks of the group
+          int across = 0;
+          for (int peer : group) across += peer != r && node_of[static_cast<size_t>(peer)] != node ? 1 : 0;
+          split.inter_node = bytes * across / (n - 1);
+          split.intra_node = bytes - split.inter_node;
+        }
+        out[static_cast<size_t>(r)].push_back(split);
+      }
+    }
+  }
+  return out;
+}
+
 MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   const auto& s = *shapes_;
   const auto& set = settings_;
@@ -298,6 +331,7 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   // Denoise: the largest video of this rank.
   MemoryPhase denoise{"denoise", plan.resident};
   int64_t best_act = -1;
+  int64_t fp8_input_rows = 0;  // the most token rows one product sees (one batch row, this rank's share)
   std::vector<MemoryPart> best_parts;
   for (const auto& pv : work.videos) {
     const VideoParams& v = pv.video;
@@ -307,6 +341,7 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     // The blocks and finish() run each batch row alone (models::wan::each_batch_row): the batch's input and
     // output tensors are whole, the working set in between one row's.
     const int64_t local = ceil_div(tokens, sp);  // this rank's token rows in a block, per batch row
+    fp8_input_rows = std::max(fp8_input_rows, local);
     const int64_t full = batch * tokens;
     const int64_t other_rows = e * (batch - 1) * local * dim * 2;  // the other rows' block input and output
     const bool per_token = s.expand_timesteps && v.image;          // TI2V's image mode (text mode: one per row)
@@ -358,6 +393,11 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
           {"a float8 weight dequantized for its product", tr.float8_dequant, MemoryKind::kGatheredUnits});
     // LibTorch's CPU _scaled_mm multiplies float32 copies of its float8 operands: the weight's is made twice
     // (measured: 2.2 x the float32 weight with the output, at A14B-like shapes). CUDA's kernels read float8.
+    // --fp8-matmul quantizes each product's input: the float8 copy of the largest (the FFN down-projection's,
+    // this rank's token rows of one batch row) and fp8::quantize_into's float32 row chunk.
+    if (tr.float8_largest > 0 && set.run.fp8_matmul)
+      denoise.parts.push_back({"a float8 product's quantized input",
+                               fp8_input_rows * s.transformer.ffn_dim + 2 * f32 * fp8::kDequantChunkElements});
     if (tr.float8_largest > 0 && set.run.fp8_matmul && host)
       denoise.parts.push_back({"float32 operands of a float8 product (CPU _scaled_mm)", 2 * tr.float8_largest * f32,
                                MemoryKind::kGatheredUnits});

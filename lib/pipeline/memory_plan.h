@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/device_mesh.h"
 #include "pipeline/model_spec.h"
 #include "pipeline/pipeline_settings.h"
 #include "pipeline/video_params.h"
@@ -106,6 +107,17 @@ struct StepTraffic {
   int64_t sp = 0;       // per call: this rank's output tokens to the other sequence-parallel ranks
   int64_t cfg = 0;      // per step: this rank's noise prediction to the other guidance branch
 };
+
+// One rank's share of a step's traffic of one group kind, split by where its group peers run.
+struct StepTrafficSplit {
+  dist::GroupKind kind = dist::GroupKind::kShard;
+  int64_t intra_node = 0;
+  int64_t inter_node = 0;
+};
+// Per world rank of `mesh`, the StepTraffic `t` of each kind it sends (shard, ulysses, ring, sp, cfg) split by
+// where the peers of its group run: a ring hop goes to the next ring rank; the other kinds spread evenly over the
+// group's other ranks (the process groups' direct-exchange model).
+std::vector<std::vector<StepTrafficSplit>> split_step_traffic(const StepTraffic& t, const dist::DeviceMesh& mesh);
 
 // The model's shapes (its spec's configs and safetensors headers; nothing else is read).
 class MemoryPlanner {

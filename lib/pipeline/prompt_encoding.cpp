@@ -48,7 +48,8 @@ PromptText describe_prompt(const models::Umt5Tokenizer& tokenizer, const std::st
   PromptText out;
   out.given = prompt;
   out.cleaned = clean_prompt(prompt);
-  out.tokens = static_cast<int64_t>(tokenizer.encode(out.cleaned).size()) + 1;  // + eos
+  out.ids = tokenizer.encode(out.cleaned);
+  out.tokens = static_cast<int64_t>(out.ids.size()) + 1;  // + eos
   out.truncated = out.tokens > max_sequence_length;
   return out;
 }
@@ -56,10 +57,19 @@ PromptText describe_prompt(const models::Umt5Tokenizer& tokenizer, const std::st
 at::Tensor encode_prompts(const models::Umt5Tokenizer& tokenizer, const models::Umt5Encoder& encoder,
                           const std::vector<std::string>& prompts, int64_t max_sequence_length, at::ScalarType dtype,
                           const at::Device& device, models::UnitHooks* hooks) {
-  std::vector<std::string> cleaned;
-  cleaned.reserve(prompts.size());
-  for (const auto& p : prompts) cleaned.push_back(clean_prompt(p));
-  const auto tokens = tokenizer(cleaned, max_sequence_length);
+  std::vector<PromptText> described;
+  described.reserve(prompts.size());
+  for (const auto& p : prompts) described.push_back(describe_prompt(tokenizer, p, max_sequence_length));
+  return encode_prompts(tokenizer, encoder, described, max_sequence_length, dtype, device, hooks);
+}
+
+at::Tensor encode_prompts(const models::Umt5Tokenizer& tokenizer, const models::Umt5Encoder& encoder,
+                          const std::vector<PromptText>& prompts, int64_t max_sequence_length, at::ScalarType dtype,
+                          const at::Device& device, models::UnitHooks* hooks) {
+  std::vector<std::vector<int64_t>> token_ids;
+  token_ids.reserve(prompts.size());
+  for (const auto& p : prompts) token_ids.push_back(p.ids);
+  const auto tokens = tokenizer.batch(token_ids, max_sequence_length);
   // Added tokens (<extra_id_N>, a bos new to the vocabulary) can lie past a small encoder's embedding table.
   const int64_t max_id = tokens.input_ids.max().item<int64_t>();
   OMNI_CHECK_INPUT(max_id < encoder.config().vocab_size, tokenizer.path(), ": a prompt tokenizes to id ", max_id,

@@ -30,6 +30,7 @@ struct PromptText {
   std::string cleaned;
   int64_t tokens = 0;
   bool truncated = false;
+  std::vector<int64_t> ids;  // the cleaned text's ids, without eos, not truncated: what the encoder is fed
 };
 PromptText describe_prompt(const models::Umt5Tokenizer& tokenizer, const std::string& prompt,
                            int64_t max_sequence_length);
@@ -39,6 +40,11 @@ PromptText describe_prompt(const models::Umt5Tokenizer& tokenizer, const std::st
 // [B, max_sequence_length, d_model] in `dtype` on `device` (where the encoder's parameters live).
 at::Tensor encode_prompts(const models::Umt5Tokenizer& tokenizer, const models::Umt5Encoder& encoder,
                           const std::vector<std::string>& prompts, int64_t max_sequence_length, at::ScalarType dtype,
+                          const at::Device& device = at::kCPU, models::UnitHooks* hooks = nullptr);
+// The same for prompts already described (describe_prompt): each cleaned and tokenized once, for the sidecar and
+// the encoder alike.
+at::Tensor encode_prompts(const models::Umt5Tokenizer& tokenizer, const models::Umt5Encoder& encoder,
+                          const std::vector<PromptText>& prompts, int64_t max_sequence_length, at::ScalarType dtype,
                           const at::Device& device = at::kCPU, models::UnitHooks* hooks = nullptr);
 
 }  // namespace omni::pipeline

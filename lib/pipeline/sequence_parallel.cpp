@@ -344,9 +344,9 @@ at::Tensor UlyssesAttention::attend(const at::Tensor& q, const at::Tensor& k, co
 
 SequenceParallel SequenceParallel::from_groups(const dist::DeviceGroups& groups) {
   SequenceParallel sp;
-  sp.ulysses = groups.get("ulysses");
-  sp.ring = groups.get("ring");
-  sp.sp = groups.get("sp");
+  sp.ulysses = groups.get(dist::GroupKind::kUlysses);
+  sp.ring = groups.get(dist::GroupKind::kRing);
+  sp.sp = groups.get(dist::GroupKind::kSp);
   OMNI_CHECK(!sp.sp || sp.sp->rank() == sp.rank(), "sp group rank ", sp.sp ? sp.sp->rank() : 0,
              " is not ring_i * ulysses + ulysses_i = ", sp.rank());
   return sp;

@@ -33,6 +33,11 @@ namespace omni::pipeline {
 struct StepCacheCounts {
   int computed = 0;
   int skipped = 0;
+  StepCacheCounts& operator+=(const StepCacheCounts& o) {
+    computed += o.computed;
+    skipped += o.skipped;
+    return *this;
+  }
 };
 
 class StepCache : public models::BlockRunner {

@@ -76,20 +76,21 @@ WanPipeline::WanPipeline(const ModelSpec& spec, const PipelineSettings& settings
     // Every device group this run uses, made once. The video group: the ranks of this data-parallel group
     // (cfg x ring x ulysses of them), in layout order; group rank 0 writes the video (Layout::writes_video).
     const auto& l = mesh_->layout();
-    std::vector<std::string> kinds;
-    if (settings_.use_hsdp) kinds.push_back("shard");
-    if (l.cfg == 2) kinds.push_back("cfg");
-    if (l.sp() > 1) kinds.insert(kinds.end(), {"ulysses", "ring", "sp"});
-    if (settings_.vae_parallel || caching) kinds.push_back("video");
+    using dist::GroupKind;
+    std::vector<GroupKind> kinds;
+    if (settings_.use_hsdp) kinds.push_back(GroupKind::kShard);
+    if (l.cfg == 2) kinds.push_back(GroupKind::kCfg);
+    if (l.sp() > 1) kinds.insert(kinds.end(), {GroupKind::kUlysses, GroupKind::kRing, GroupKind::kSp});
+    if (settings_.vae_parallel || caching) kinds.push_back(GroupKind::kVideo);
     groups_ = dist::DeviceGroups(*mesh_, settings_.device, kinds);
-    shard_group_ = groups_.get("shard");
-    cfg_group_ = groups_.get("cfg");
+    shard_group_ = groups_.get(GroupKind::kShard);
+    cfg_group_ = groups_.get(GroupKind::kCfg);
     if (l.sp() > 1) sp_ = std::make_unique<SequenceParallel>(SequenceParallel::from_groups(groups_));
-    if (settings_.vae_parallel) vae_group_ = groups_.get("video").get();
+    if (settings_.vae_parallel) vae_group_ = groups_.get(GroupKind::kVideo).get();
     // The step cache's decisions agree within the video group (its ranks share every transformer collective).
     // When HSDP shard groups (contiguous blocks of hsdp_shard ranks) span several groups, the groups decide
     // apart (each video as on one rank) and a group that skips still joins every gather of the others.
-    agree_group_ = groups_.get("video").get();
+    agree_group_ = groups_.get(GroupKind::kVideo).get();
     keep_gathers = settings_.use_hsdp && l.hsdp_shard > mesh_->video().size();
   }
 
@@ -157,10 +158,10 @@ int WanPipeline::temporal_factor() const {
   return static_cast<int>(vae_->config().scale_factor_temporal);
 }
 
-at::Tensor WanPipeline::encode_text(const std::vector<std::string>& prompts, int max_sequence_length) {
+at::Tensor WanPipeline::encode_text(const PromptText& prompt, int max_sequence_length) {
   models::HsdpHooks hooks(text_encoder_sharded_.get());
-  return encode_prompts(*tokenizer_, *text_encoder_, prompts, max_sequence_length, settings_.dtype, settings_.device,
-                        &hooks);
+  return encode_prompts(*tokenizer_, *text_encoder_, std::vector<PromptText>{prompt}, max_sequence_length,
+                        settings_.dtype, settings_.device, &hooks);
 }
 
 at::Tensor WanPipeline::run_transformer(int expert, const at::Tensor& x, const at::Tensor& timestep,
@@ -379,19 +380,19 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
     if (req.keep_tensors) result.tensors.emplace_back(name, to_float_cpu(t));
   };
 
-  // 1. Encode the prompts (the negative one only with guidance).
+  // 1. Encode the prompts (the negative one only with guidance), each cleaned and tokenized once.
   result.prompt = describe_prompt(*tokenizer_, req.prompt, video.max_sequence_length);
-  result.negative_prompt = describe_prompt(*tokenizer_, req.negative_prompt, video.max_sequence_length);
+  if (do_cfg) result.negative_prompt = describe_prompt(*tokenizer_, req.negative_prompt, video.max_sequence_length);
   at::Tensor prompt_embeds, negative_embeds;
   {
     ScopedPhase phase(result.times, "text_encode", dev);
     {
       debug::DumpScope scope("prompt");
-      prompt_embeds = encode_text({req.prompt}, video.max_sequence_length);
+      prompt_embeds = encode_text(result.prompt, video.max_sequence_length);
     }
     if (do_cfg) {
       debug::DumpScope scope("negative");
-      negative_embeds = encode_text({req.negative_prompt}, video.max_sequence_length);
+      negative_embeds = encode_text(result.negative_prompt, video.max_sequence_length);
     }
     if (text_encoder_sharded_) text_encoder_sharded_->settle_timings();
     pool_->clear();  // UMT5's gathered root (the 256k-row embedding) must not sit in the pool while denoising
@@ -479,7 +480,7 @@ void WanPipeline::decode(const GenerationRequest& req, const at::Tensor& latents
     if (req.keep_tensors) result.tensors.emplace_back("frames", to_float_cpu(frames));  // diffusers' "np" output
   }
   result.vae_peak_bytes = dev.is_cpu() ? std::max<int64_t>(0, peak_rss_since_reset_bytes() - host_before)
-                                       : dist::peak_device_bytes(dev) - device_before;
+                                       : dist::peak_device_bytes_since_reset(dev) - device_before;
 }
 
 }  // namespace omni::pipeline

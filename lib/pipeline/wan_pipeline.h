@@ -65,7 +65,7 @@ struct GenerationResult {
   int64_t vae_peak_bytes = 0;  // the decode's own peak on this rank (device bytes on a GPU, host RSS growth on the CPU)
   StepCacheCounts step_cache[2];  // transformer calls computed / skipped per expert (--step-cache)
   PromptText prompt;              // as given, as cleaned, its tokens
-  PromptText negative_prompt;     // likewise (the encoder reads it only with guidance)
+  PromptText negative_prompt;     // likewise, with guidance only (empty without: never tokenized)
 };
 
 class WanPipeline {
@@ -119,7 +119,7 @@ class WanPipeline {
   };
 
   int temporal_factor() const;
-  at::Tensor encode_text(const std::vector<std::string>& prompts, int max_sequence_length);
+  at::Tensor encode_text(const PromptText& prompt, int max_sequence_length);
   LatentShape latent_shape(const VideoParams& video) const;
   // Step 2: the initial noise, drawn on the CPU from a generator seeded like torch.Generator("cpu").manual_seed.
   at::Tensor prepare_latents(const VideoParams& video, const LatentShape& shape) const;

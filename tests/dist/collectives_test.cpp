@@ -282,16 +282,17 @@ void test_mesh(const MeshCase& mc, int wsize) {
   const auto layout = omni::dist::resolve_layout(mc.pc, wsize);
   DeviceMesh mesh(layout, Communicator::world());
   const std::string label = "mesh[" + mc.name + "]";
-  for (const char* kind : DeviceMesh::kinds()) {
-    const auto& comm = mesh.group(kind);
-    const auto expected = layout.group_of(kind, g_world_rank);
+  for (const char* kind : {"dp", "cfg", "ring", "ulysses", "sp", "shard", "replicate", "video"}) {
+    const auto& comm = mesh.group(omni::dist::group_kind(kind));
+    const auto expected = layout.group_of(omni::dist::group_kind(kind), g_world_rank);
     g_checks.truth(label + " " + kind + " communicator members",
-                   comm.world_ranks() == expected && mesh.group_ranks(kind) == expected);
+                   comm.world_ranks() == expected && mesh.group_ranks(omni::dist::group_kind(kind)) == expected);
   }
   // Collectives on the groups the HSDP engine and sequence parallelism use.
   for (const char* kind : {"shard", "replicate", "ulysses", "cfg"}) {
-    auto pg = omni::dist::make_process_group(mesh.group(kind), at::Device(at::kCPU));
-    run_collectives(*pg, mesh.group_ranks(kind), label + " " + kind, {at::kFloat, at::kBFloat16});
+    auto pg = omni::dist::make_process_group(mesh.group(omni::dist::group_kind(kind)), at::Device(at::kCPU));
+    run_collectives(*pg, mesh.group_ranks(omni::dist::group_kind(kind)), label + " " + kind,
+                    {at::kFloat, at::kBFloat16});
   }
 }
 
@@ -368,13 +369,14 @@ int run_all() {
     const auto layout = omni::dist::resolve_layout(cases[0].pc, 4);
     DeviceMesh mesh(layout, Communicator::world());
     const int r = g_world_rank;
-    g_checks.truth("mesh[ulysses 2 x cfg 2] hand-written groups",
-                   mesh.group_ranks("ulysses") == std::vector<int>{r / 2 * 2, r / 2 * 2 + 1} &&
-                       mesh.group_ranks("cfg") == std::vector<int>{r % 2, r % 2 + 2} &&
-                       mesh.group_ranks("shard") == std::vector<int>{r / 2 * 2, r / 2 * 2 + 1} &&
-                       mesh.group_ranks("replicate") == std::vector<int>{r % 2, r % 2 + 2} &&
-                       mesh.group_ranks("dp") == std::vector<int>{r} &&
-                       mesh.group_ranks("ring") == std::vector<int>{r});
+    g_checks.truth(
+        "mesh[ulysses 2 x cfg 2] hand-written groups",
+        mesh.group_ranks(omni::dist::group_kind("ulysses")) == std::vector<int>{r / 2 * 2, r / 2 * 2 + 1} &&
+            mesh.group_ranks(omni::dist::group_kind("cfg")) == std::vector<int>{r % 2, r % 2 + 2} &&
+            mesh.group_ranks(omni::dist::group_kind("shard")) == std::vector<int>{r / 2 * 2, r / 2 * 2 + 1} &&
+            mesh.group_ranks(omni::dist::group_kind("replicate")) == std::vector<int>{r % 2, r % 2 + 2} &&
+            mesh.group_ranks(omni::dist::group_kind("dp")) == std::vector<int>{r} &&
+            mesh.group_ranks(omni::dist::group_kind("ring")) == std::vector<int>{r});
   }
 
   // Two nodes simulated on this host as mpirun --map-by node lays them out (world ranks 0, 2 on node 0; 1, 3 on
@@ -391,35 +393,39 @@ int run_all() {
     const std::vector<int> pair = r < 2 ? std::vector<int>{0, 1} : std::vector<int>{2, 3};
     g_checks.truth("mesh[by node] position", mesh.position() == (r % 2) * 2 + r / 2);
     g_checks.truth("mesh[by node] shard and ulysses groups are the node's ranks",
-                   mesh.group_ranks("shard") == node_ranks && mesh.group_ranks("ulysses") == node_ranks &&
-                       mesh.group("shard").world_ranks() == node_ranks);
+                   mesh.group_ranks(omni::dist::group_kind("shard")) == node_ranks &&
+                       mesh.group_ranks(omni::dist::group_kind("ulysses")) == node_ranks &&
+                       mesh.group(omni::dist::group_kind("shard")).world_ranks() == node_ranks);
     g_checks.truth("mesh[by node] cfg and replicate groups pair the nodes",
-                   mesh.group_ranks("cfg") == pair && mesh.group_ranks("replicate") == pair &&
-                       mesh.group("cfg").world_ranks() == pair);
+                   mesh.group_ranks(omni::dist::group_kind("cfg")) == pair &&
+                       mesh.group_ranks(omni::dist::group_kind("replicate")) == pair &&
+                       mesh.group(omni::dist::group_kind("cfg")).world_ranks() == pair);
     for (const char* kind : {"shard", "cfg"}) {
-      auto pg = omni::dist::make_process_group(mesh.group(kind), at::Device(at::kCPU), kind);
-      run_collectives(*pg, mesh.group_ranks(kind), std::string("mesh[by node] ") + kind, {at::kFloat});
+      auto pg = omni::dist::make_process_group(mesh.group(omni::dist::group_kind(kind)), at::Device(at::kCPU), kind);
+      run_collectives(*pg, mesh.group_ranks(omni::dist::group_kind(kind)), std::string("mesh[by node] ") + kind,
+                      {at::kFloat});
     }
     // The traffic of one 1,000-float gather on each group, counted as DeviceGroups counts it.
     const auto before = omni::dist::traffic_totals();
-    omni::dist::DeviceGroups groups(mesh, at::Device(at::kCPU), {"shard", "replicate"});
-    for (const char* kind : {"shard", "replicate"}) {
+    using omni::dist::GroupKind;
+    omni::dist::DeviceGroups groups(mesh, at::Device(at::kCPU), {GroupKind::kShard, GroupKind::kReplicate});
+    for (const GroupKind kind : {GroupKind::kShard, GroupKind::kReplicate}) {
       at::Tensor out = at::zeros({2000}, at::kFloat);
       groups.get(kind)->all_gather_into_flat(out, at::ones({1000}, at::kFloat))->wait();
     }
     const auto after = omni::dist::traffic_totals();
-    auto delta = [&](const char* kind) {
-      omni::dist::TrafficCounts d = after.at(kind);
-      if (auto it = before.find(kind); it != before.end()) {
-        d.intra_node_bytes -= it->second.intra_node_bytes;
-        d.inter_node_bytes -= it->second.inter_node_bytes;
-      }
+    auto delta = [&](GroupKind kind) {
+      const size_t k = static_cast<size_t>(kind);
+      omni::dist::TrafficCounts d = after[k];
+      d.intra_node_bytes -= before[k].intra_node_bytes;
+      d.inter_node_bytes -= before[k].inter_node_bytes;
       return d;
     };
     g_checks.truth("traffic[by node] shard gather: 4000 bytes to the node's other rank, none across",
-                   delta("shard").intra_node_bytes == 4000 && delta("shard").inter_node_bytes == 0);
-    g_checks.truth("traffic[by node] replicate gather: 4000 bytes across the nodes, none inside",
-                   delta("replicate").intra_node_bytes == 0 && delta("replicate").inter_node_bytes == 4000);
+                   delta(GroupKind::kShard).intra_node_bytes == 4000 && delta(GroupKind::kShard).inter_node_bytes == 0);
+    g_checks.truth(
+        "traffic[by node] replicate gather: 4000 bytes across the nodes, none inside",
+        delta(GroupKind::kReplicate).intra_node_bytes == 0 && delta(GroupKind::kReplicate).inter_node_bytes == 4000);
   }
 
   // A larger gather (4 MiB of float32 per rank), the size class of a transformer block's shard.

@@ -31,9 +31,9 @@ TEST(ParallelConfig, StandaloneHsdp) {
   EXPECT_EQ(l.hsdp_replicate, 1);
   EXPECT_EQ(l.hsdp_shard, 4);
   EXPECT_EQ(l.dp, 4);
-  EXPECT_EQ(l.groups("shard"), (Groups{{0, 1, 2, 3}}));
-  EXPECT_EQ(l.groups("replicate"), (Groups{{0}, {1}, {2}, {3}}));
-  EXPECT_EQ(l.groups("dp"), (Groups{{0, 1, 2, 3}}));
+  EXPECT_EQ(l.groups(omni::dist::group_kind("shard")), (Groups{{0, 1, 2, 3}}));
+  EXPECT_EQ(l.groups(omni::dist::group_kind("replicate")), (Groups{{0}, {1}, {2}, {3}}));
+  EXPECT_EQ(l.groups(omni::dist::group_kind("dp")), (Groups{{0, 1, 2, 3}}));
 }
 
 TEST(ParallelConfig, AutoShardAndReplicateGroups) {
@@ -45,12 +45,12 @@ TEST(ParallelConfig, AutoShardAndReplicateGroups) {
   Layout l = resolve_layout(pc, 4);
   EXPECT_EQ(l.hsdp_shard, 2);
   EXPECT_EQ(l.dp, 1);
-  EXPECT_EQ(l.groups("shard"), (Groups{{0, 1}, {2, 3}}));      // contiguous blocks
-  EXPECT_EQ(l.groups("replicate"), (Groups{{0, 2}, {1, 3}}));  // strided
-  EXPECT_EQ(l.groups("ulysses"), (Groups{{0, 1}, {2, 3}}));
-  EXPECT_EQ(l.groups("cfg"), (Groups{{0, 2}, {1, 3}}));
-  EXPECT_EQ(l.group_of("cfg", 3), (std::vector<int>{1, 3}));
-  EXPECT_EQ(l.groups("video"), (Groups{{0, 1, 2, 3}}));  // cfg 2 x ulysses 2: one video group
+  EXPECT_EQ(l.groups(omni::dist::group_kind("shard")), (Groups{{0, 1}, {2, 3}}));      // contiguous blocks
+  EXPECT_EQ(l.groups(omni::dist::group_kind("replicate")), (Groups{{0, 2}, {1, 3}}));  // strided
+  EXPECT_EQ(l.groups(omni::dist::group_kind("ulysses")), (Groups{{0, 1}, {2, 3}}));
+  EXPECT_EQ(l.groups(omni::dist::group_kind("cfg")), (Groups{{0, 2}, {1, 3}}));
+  EXPECT_EQ(l.group_of(omni::dist::group_kind("cfg"), 3), (std::vector<int>{1, 3}));
+  EXPECT_EQ(l.groups(omni::dist::group_kind("video")), (Groups{{0, 1, 2, 3}}));  // cfg 2 x ulysses 2: one video group
   for (int r = 0; r < 4; ++r) EXPECT_EQ(l.writes_video(r), r == 0) << "rank " << r;
 }
 
@@ -60,17 +60,17 @@ TEST(ParallelConfig, EightRanksAllAxes) {
   pc.ring_degree = 2;
   Layout l = resolve_layout(pc, 8);
   EXPECT_EQ(l.dp, 2);
-  EXPECT_EQ(l.groups("ulysses"), (Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
-  EXPECT_EQ(l.groups("ring"), (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
-  EXPECT_EQ(l.groups("sp"), (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}}));
-  EXPECT_EQ(l.groups("dp"), (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
-  EXPECT_EQ(l.groups("video"), (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+  EXPECT_EQ(l.groups(omni::dist::group_kind("ulysses")), (Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
+  EXPECT_EQ(l.groups(omni::dist::group_kind("ring")), (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
+  EXPECT_EQ(l.groups(omni::dist::group_kind("sp")), (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+  EXPECT_EQ(l.groups(omni::dist::group_kind("dp")), (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  EXPECT_EQ(l.groups(omni::dist::group_kind("video")), (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}}));
   // One writer per video group: its first rank.
   for (int r = 0; r < 8; ++r) EXPECT_EQ(l.writes_video(r), r == 0 || r == 4) << "rank " << r;
   // Every axis partitions the world.
   for (const char* kind : {"dp", "cfg", "ring", "ulysses", "sp", "shard", "replicate", "video"}) {
     std::vector<int> seen(8, 0);
-    for (const auto& g : l.groups(kind))
+    for (const auto& g : l.groups(omni::dist::group_kind(kind)))
       for (int r : g) seen[r]++;
     for (int r = 0; r < 8; ++r) EXPECT_EQ(seen[r], 1) << kind << " rank " << r;
   }
@@ -124,7 +124,7 @@ TEST(ParallelConfig, WithoutHsdpEveryRankHoldsEverything) {
   Layout l = resolve_layout(ParallelConfig{}, 3);
   EXPECT_FALSE(l.use_hsdp);
   EXPECT_EQ(l.hsdp_shard, 1);
-  EXPECT_EQ(l.groups("shard"), (Groups{{0}, {1}, {2}}));
+  EXPECT_EQ(l.groups(omni::dist::group_kind("shard")), (Groups{{0}, {1}, {2}}));
   EXPECT_EQ(l.dp, 3);
 }
 

@@ -25,7 +25,7 @@ dist::Layout layout_of(int world, int ulysses, int ring, int cfg, bool hsdp, int
 // The nodes (as sets) that the groups of `kind` touch, in world ranks.
 std::vector<std::set<int>> node_sets(const dist::Layout& l, const Topology& t, const Placement& p, const char* kind) {
   std::vector<std::set<int>> out;
-  for (const auto& g : l.groups(kind)) {
+  for (const auto& g : l.groups(omni::dist::group_kind(kind))) {
     std::set<int> nodes;
     for (int pos : g) nodes.insert(t.node_of[static_cast<size_t>(p.rank_at[static_cast<size_t>(pos)])]);
     out.push_back(nodes);
@@ -71,7 +71,7 @@ TEST(Topology, ShardLargerThanANodeTakesWholeNodes) {
   EXPECT_EQ(shard_nodes[1], (std::set<int>{2, 3}));
   EXPECT_EQ(crossing_message(l, t, p), "");
   for (const GroupSpan& s : group_spans(l, t, p)) {
-    if (s.kind != "shard") continue;
+    if (s.kind != omni::dist::GroupKind::kShard) continue;
     EXPECT_EQ(s.max_nodes, 2);
     EXPECT_EQ(s.needed, 2);
     EXPECT_FALSE(s.crosses());

@@ -120,7 +120,8 @@ std::vector<Layout> make_layouts(int world) {
     l.name = "ulysses " + std::to_string(layout.ulysses) + " x ring " + std::to_string(layout.ring) + " (dp " +
              std::to_string(layout.dp) + ", cfg " + std::to_string(layout.cfg) + ")";
     l.mesh = std::make_unique<DeviceMesh>(layout, Communicator::world());
-    l.groups = omni::dist::DeviceGroups(*l.mesh, at::kCPU, {"ulysses", "ring", "sp"});
+    using omni::dist::GroupKind;
+    l.groups = omni::dist::DeviceGroups(*l.mesh, at::kCPU, {GroupKind::kUlysses, GroupKind::kRing, GroupKind::kSp});
     l.sp = SequenceParallel::from_groups(l.groups);
     out.push_back(std::move(l));
   }
