@@ -23,5 +23,4 @@ void maybe_inject_fault(int rank, int step, int video) {
   OMNI_FAIL("injected fault (OMNI_FAULT_INJECT=", spec, ") after step ", step);
 }
 
-
 }  // namespace omni::job
