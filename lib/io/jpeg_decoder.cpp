@@ -46,12 +46,18 @@ struct Decoded {
 
 // The libjpeg part: header, decompression, rows into `rows` (resized by the caller between the two passes through
 // `grow`, which is called once with the image's size). Returns false with err.message set on a libjpeg error.
-bool decode_rows(const uint8_t* data, size_t size, ErrorManager& err, Decoded& out, std::vector<uint8_t>* rows) {
-  jpeg_decompress_struct cinfo;
+// A zeroed decompressor whose errors and warnings go to `err` (each caller then sets its own setjmp point: it
+// must be in the frame that is alive while libjpeg runs).
+void attach_errors(jpeg_decompress_struct& cinfo, ErrorManager& err) {
   std::memset(&cinfo, 0, sizeof(cinfo));
   cinfo.err = jpeg_std_error(&err.pub);
   err.pub.error_exit = on_error;
   err.pub.emit_message = on_message;
+}
+
+bool decode_rows(const uint8_t* data, size_t size, ErrorManager& err, Decoded& out, std::vector<uint8_t>* rows) {
+  jpeg_decompress_struct cinfo;
+  attach_errors(cinfo, err);
   if (setjmp(err.jump)) {
     jpeg_destroy_decompress(&cinfo);
     return false;
@@ -116,10 +122,7 @@ void pillow_cmyk_row_to_rgb(const uint8_t* cmyk, uint8_t* rgb, size_t pixels) {
 std::pair<int, int> jpeg_size(const uint8_t* data, size_t size, const std::string& path) {
   ErrorManager err;
   jpeg_decompress_struct cinfo;
-  std::memset(&cinfo, 0, sizeof(cinfo));
-  cinfo.err = jpeg_std_error(&err.pub);
-  err.pub.error_exit = on_error;
-  err.pub.emit_message = on_message;
+  attach_errors(cinfo, err);
   if (setjmp(err.jump)) {
     jpeg_destroy_decompress(&cinfo);
     OMNI_FAIL_INPUT("image '", path, "' cannot be decoded as JPEG (libjpeg: ", err.message, ")");
