@@ -120,6 +120,13 @@ else
 fi
 [ ! -e "$out/forward_bench.json.tmp" ] && pass "no temporary JSON file left" || flunk "forward_bench.json.tmp left behind"
 
+# The follow-up line: the command for a second run, naming the workloads with a row not measured.
+if [ "$mode" = full ]; then
+  grep -qx 'follow-up: none needed' "$summary" && pass "follow-up: none needed" || flunk "no 'follow-up: none needed'"
+elif [ "$mode" = failrow ]; then
+  grep -q "^  FORWARD_BENCH_ARGS='--only vae21' bash tools/gpu/check.sh" "$summary" &&
+    pass "follow-up: $(grep -A1 '^follow-up' "$summary" | tail -1)" || flunk "no follow-up naming vae21"
+fi
 if [ "$mode" = failrow ]; then
   grep -Eq '^\| vae21 +\| FAILED \(batch 1\): .*--fail-row vae21' "$summary" &&
     pass "the failed row is in the summary: $(grep -E '^\| vae21 ' "$summary" | cut -c1-100)" ||
