@@ -1,0 +1,120 @@
+// OutputWriter's replace rules (job/output_writer.h), each on its own: an existing output is refused without
+// --overwrite; a resumed prompts-file run may replace the partial outputs its own killed run left (a sidecar
+// or tensor file naming the same video, whose MP4 was never written) and its own earlier report, and nothing
+// else that merely sits at those paths.
+#include "job/output_writer.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "config/options.h"
+#include "core/error.h"
+#include "job/video_queue.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+class ReplaceRules : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("output_writer_test." + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  void write(const std::string& name, const std::string& text) const { std::ofstream(path(name)) << text; }
+
+  // The run's options: --prompt, or a prompts file (a list that can be resumed); --overwrite; --report.
+  omni::config::GenerateOptions options(bool prompts_file, bool overwrite, bool report = false) {
+    std::vector<std::string> args{"omni-generate", "--output", path("v.mp4")};
+    if (prompts_file) {
+      write("list.txt", "a cat\n");
+      args.insert(args.end(), {"--prompts-file", path("list.txt")});
+    } else {
+      args.insert(args.end(), {"--prompt", "a cat"});
+    }
+    if (overwrite) args.push_back("--overwrite");
+    if (report) args.insert(args.end(), {"--report", path("report.json")});
+    std::vector<const char*> argv;
+    for (const auto& a : args) argv.push_back(a.c_str());
+    return omni::config::resolve_options(omni::config::parse_command_line(static_cast<int>(argv.size()), argv.data()),
+                                         "wan2.2-t2v-a14b");
+  }
+  omni::job::VideoQueue queue_of(const omni::config::GenerateOptions& o) const {
+    omni::job::VideoSpec v;
+    v.opts = o;
+    v.output = path("v.mp4");
+    return omni::job::VideoQueue({v}, {false});
+  }
+  // The usage error check_paths gives, or "".
+  std::string error_of(omni::job::OutputWriter& w, const omni::job::VideoQueue& q) const {
+    try {
+      w.check_paths(q);
+    } catch (const omni::Error& e) {
+      EXPECT_EQ(e.exit_code(), 2) << e.what();
+      return e.what();
+    }
+    return "";
+  }
+  fs::path dir_;
+};
+
+TEST_F(ReplaceRules, AnExistingVideoIsRefusedWithoutOverwrite) {
+  write("v.mp4", "not ours to replace");
+  auto o = options(/*prompts_file=*/false, /*overwrite=*/false);
+  omni::job::OutputWriter w(o);
+  const std::string e = error_of(w, queue_of(o));
+  EXPECT_NE(e.find(path("v.mp4")), std::string::npos) << e;
+  EXPECT_NE(e.find("--overwrite"), std::string::npos) << e;
+
+  auto ov = options(false, /*overwrite=*/true);
+  omni::job::OutputWriter wo(ov);
+  EXPECT_EQ(error_of(wo, queue_of(ov)), "");
+  EXPECT_TRUE(wo.may_replace(0, path("v.mp4.json")));
+}
+
+TEST_F(ReplaceRules, AResumedListReplacesItsOwnPartialSidecarOnly) {
+  // A killed run of ours left v.mp4.json (it names the video and holds settings) but no v.mp4.
+  write("v.mp4.json", "{\"output\": \"" + path("v.mp4") + "\", \"settings\": {}}");
+  auto o = options(/*prompts_file=*/true, /*overwrite=*/false);
+  omni::job::OutputWriter w(o);
+  EXPECT_EQ(error_of(w, queue_of(o)), "");
+  EXPECT_TRUE(w.may_replace(0, path("v.mp4.json")));
+  EXPECT_FALSE(w.may_replace(0, path("other.json")));
+
+  // The same file from a single --prompt run is not a resumed list's: refused.
+  auto single = options(/*prompts_file=*/false, false);
+  omni::job::OutputWriter ws(single);
+  EXPECT_NE(error_of(ws, queue_of(single)).find(path("v.mp4.json")), std::string::npos);
+}
+
+TEST_F(ReplaceRules, AFileThatOnlySitsAtTheSidecarPathIsNotReplaced) {
+  write("v.mp4.json", "{\"output\": \"" + path("v.mp4") + "\"}");  // no settings: not a sidecar of ours
+  auto o = options(true, false);
+  omni::job::OutputWriter w(o);
+  EXPECT_NE(error_of(w, queue_of(o)).find(path("v.mp4.json")), std::string::npos);
+  write("v.mp4.json", "{\"output\": \"elsewhere.mp4\", \"settings\": {}}");  // another video's
+  omni::job::OutputWriter w2(o);
+  EXPECT_NE(error_of(w2, queue_of(o)).find(path("v.mp4.json")), std::string::npos);
+}
+
+TEST_F(ReplaceRules, AResumedListRewritesItsOwnEarlierReportOnly) {
+  write("report.json", "{\"world_size\": 1, \"layout\": {}, \"videos\": []}");
+  auto o = options(/*prompts_file=*/true, false, /*report=*/true);
+  omni::job::OutputWriter w(o);
+  EXPECT_EQ(error_of(w, queue_of(o)), "");
+  EXPECT_TRUE(w.may_replace_report());
+
+  write("report.json", "{\"something\": \"else\"}");
+  omni::job::OutputWriter w2(o);
+  EXPECT_NE(error_of(w2, queue_of(o)).find(path("report.json")), std::string::npos);
+}
+
+}  // namespace
