@@ -107,21 +107,20 @@ bool debug_requested() {
 namespace {
 
 std::mutex traffic_mutex;
-std::map<std::string, TrafficCounts>& traffic_ledger() {
-  static std::map<std::string, TrafficCounts> ledger;
-  return ledger;
+TrafficByKind traffic_ledger{};  // guarded by traffic_mutex
+
+// The ledger slot of a group's name: its GroupKind's, or -1 for a group of another name (not counted).
+int kind_slot(const std::string& name) {
+  for (size_t k = 0; k < kGroupKinds; ++k)
+    if (name == name_of(group_kinds()[k])) return static_cast<int>(k);
+  return -1;
 }
 
 }  // namespace
 
 TrafficByKind traffic_totals() {
   std::lock_guard<std::mutex> lock(traffic_mutex);
-  TrafficByKind out{};
-  for (size_t k = 0; k < kGroupKinds; ++k) {
-    auto it = traffic_ledger().find(name_of(group_kinds()[k]));
-    if (it != traffic_ledger().end()) out[k] = it->second;
-  }
-  return out;
+  return traffic_ledger;
 }
 
 void ProcessGroup::set_peer_nodes(const std::vector<int>& node_of_group_rank) {
@@ -132,6 +131,7 @@ void ProcessGroup::set_peer_nodes(const std::vector<int>& node_of_group_rank) {
 
 template <typename BytesTo>
 void ProcessGroup::count_traffic(BytesTo bytes_to) {
+  if (kind_slot_ < 0) return;
   TrafficCounts add;
   add.collectives = 1;
   for (int j = 0; j < size_; ++j) {
@@ -141,14 +141,14 @@ void ProcessGroup::count_traffic(BytesTo bytes_to) {
     (local ? add.intra_node_bytes : add.inter_node_bytes) += static_cast<int64_t>(bytes_to(j));
   }
   std::lock_guard<std::mutex> lock(traffic_mutex);
-  TrafficCounts& t = traffic_ledger()[name_];
+  TrafficCounts& t = traffic_ledger[static_cast<size_t>(kind_slot_)];
   t.intra_node_bytes += add.intra_node_bytes;
   t.inter_node_bytes += add.inter_node_bytes;
   t.collectives += add.collectives;
 }
 
 ProcessGroup::ProcessGroup(const Communicator& comm, const std::string& name)
-    : rank_(comm.rank()), size_(comm.size()), name_(name.empty() ? "other" : name) {
+    : rank_(comm.rank()), size_(comm.size()), kind_slot_(kind_slot(name)) {
   const auto members = comm.world_ranks();
   label_ = (name.empty() ? std::string("a") : name) + " group (world ranks ";
   for (size_t i = 0; i < members.size(); ++i) label_ += (i ? "," : "") + std::to_string(members[i]);

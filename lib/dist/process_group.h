@@ -123,14 +123,14 @@ class ProcessGroup {
   // Numbers the collective about to be issued and, in debug mode, checks that every rank issues the same one.
   // `count` is an element count every rank must agree on (-1: none, for all_to_all_v's per-rank splits).
   void begin(const char* op, int64_t count, at::ScalarType dtype);
-  // Adds bytes_to(j) for every peer j to the traffic of this group's name.
+  // Adds bytes_to(j) for every peer j to the traffic of this group's kind (none for a group of another name).
   template <typename BytesTo>
   void count_traffic(BytesTo bytes_to);
 
   int rank_;
   int size_;
   std::string label_;
-  std::string name_;
+  int kind_slot_;                // index of this group's GroupKind in the traffic ledger, -1: not a kind (not counted)
   std::vector<int> peer_nodes_;  // empty: all on this node
   uint64_t seq_ = 0;
   Communicator debug_;  // valid in debug mode: the host channel of the fingerprints

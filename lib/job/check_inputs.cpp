@@ -55,6 +55,7 @@ std::vector<pipeline::Task> check_inputs(VideoQueue& queue, const pipeline::Mode
   std::vector<pipeline::Task> tasks;
   // Image path -> its index among the distinct ones and the origin of its first video (for messages).
   std::map<std::string, std::pair<int, std::string>> distinct;
+  std::map<std::string, std::pair<int64_t, int64_t>> sizes;  // image path -> [H, W] from its header, read once
   for (int i = 0; i < static_cast<int>(queue.size()); ++i) {
     VideoSpec& v = queue.video(i);
     auto& o = v.opts;
@@ -64,7 +65,9 @@ std::vector<pipeline::Task> check_inputs(VideoQueue& queue, const pipeline::Mode
       distinct.emplace(o.image, std::make_pair(static_cast<int>(distinct.size()), v.origin));
       // Without explicit sizes the image decides them.
       if (config::set_by_user(o, "height") || config::set_by_user(o, "width")) return;
-      const auto [ih, iw] = io::image_size(o.image);  // input error naming the file
+      auto known = sizes.find(o.image);
+      if (known == sizes.end()) known = sizes.emplace(o.image, io::image_size(o.image)).first;  // names the file
+      const auto [ih, iw] = known->second;
       const auto hw = io::derive_size(ih, iw, static_cast<int64_t>(o.height) * o.width, model.spatial_multiple());
       o.height = static_cast<int>(hw.first);
       o.width = static_cast<int>(hw.second);

@@ -5,47 +5,30 @@
 #include "job/output_writer.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "config/options.h"
 #include "core/error.h"
 #include "job/video_queue.h"
+#include "job_test_util.h"
 
 namespace {
 
-namespace fs = std::filesystem;
-
-class ReplaceRules : public ::testing::Test {
+class ReplaceRules : public omni::job::test::ScratchTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("output_writer_test." + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  void write(const std::string& name, const std::string& text) const { std::ofstream(path(name)) << text; }
-
   // The run's options: --prompt, or a prompts file (a list that can be resumed); --overwrite; --report.
   omni::config::GenerateOptions options(bool prompts_file, bool overwrite, bool report = false) {
-    std::vector<std::string> args{"omni-generate", "--output", path("v.mp4")};
+    std::vector<std::string> args{"--output", path("v.mp4")};
     if (prompts_file) {
-      write("list.txt", "a cat\n");
-      args.insert(args.end(), {"--prompts-file", path("list.txt")});
+      args.insert(args.end(), {"--prompts-file", write("list.txt", "a cat\n")});
     } else {
       args.insert(args.end(), {"--prompt", "a cat"});
     }
     if (overwrite) args.push_back("--overwrite");
     if (report) args.insert(args.end(), {"--report", path("report.json")});
-    std::vector<const char*> argv;
-    for (const auto& a : args) argv.push_back(a.c_str());
-    return omni::config::resolve_options(omni::config::parse_command_line(static_cast<int>(argv.size()), argv.data()),
-                                         "wan2.2-t2v-a14b");
+    return omni::job::test::resolve_args(args);
   }
   omni::job::VideoQueue queue_of(const omni::config::GenerateOptions& o) const {
     omni::job::VideoSpec v;
@@ -55,15 +38,8 @@ class ReplaceRules : public ::testing::Test {
   }
   // The usage error check_paths gives, or "".
   std::string error_of(omni::job::OutputWriter& w, const omni::job::VideoQueue& q) const {
-    try {
-      w.check_paths(q);
-    } catch (const omni::Error& e) {
-      EXPECT_EQ(e.exit_code(), 2) << e.what();
-      return e.what();
-    }
-    return "";
+    return omni::job::test::usage_error_of([&] { w.check_paths(q); });
   }
-  fs::path dir_;
 };
 
 TEST_F(ReplaceRules, AnExistingVideoIsRefusedWithoutOverwrite) {

@@ -4,52 +4,32 @@
 #include "job/video_list.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "config/options.h"
 #include "core/error.h"
 #include "job/video_queue.h"
+#include "job_test_util.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using omni::job::VideoSpec;
 
-class PromptsFile : public ::testing::Test {
+class PromptsFile : public omni::job::test::ScratchTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("video_list_test." + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
   // The run's options as main resolves them (the T2V preset), with --prompts-file FILE holding `text`.
   omni::config::GenerateOptions run_with(const std::string& name, const std::string& text) {
-    const std::string path = (dir_ / name).string();
-    std::ofstream(path) << text;
-    const std::string out = (dir_ / "out.mp4").string();
-    const char* argv[] = {"omni-generate", "--prompts-file", path.c_str(), "--output", out.c_str()};
-    const auto cli = omni::config::parse_command_line(5, argv);
-    return omni::config::resolve_options(cli, "wan2.2-t2v-a14b");
+    return omni::job::test::resolve_args({"--prompts-file", write(name, text), "--output", path("out.mp4")});
   }
   // The usage error reading `line` as the second line of a .jsonl file (the first is valid).
   std::string error_of(const std::string& line) {
     const auto run = run_with("bad.jsonl", "{\"prompt\": \"a fox\"}\n" + line + "\n");
-    try {
-      omni::job::read_video_list(run);
-    } catch (const omni::Error& e) {
-      EXPECT_EQ(e.exit_code(), 2) << e.what();
-      return e.what();
-    }
-    return "(no error)";
+    return omni::job::test::usage_error_of([&] { omni::job::read_video_list(run); }, "(no error)");
   }
-  fs::path dir_;
 };
 
 TEST_F(PromptsFile, PlainTextSkipsBlankAndCommentLinesAndNumbersOutputs) {
@@ -68,7 +48,7 @@ TEST_F(PromptsFile, JsonLinesKeysOverrideTheRunForThatVideoOnly) {
   const auto run = run_with("list.jsonl",
                             "{\"prompt\": \"a\", \"seed\": 7, \"num_frames\": 33, \"negative-prompt\": \"blur\"}\n"
                             "{\"prompt\": \"b\", \"output\": \"" +
-                                (dir_ / "b.mp4").string() + "\", \"guidance_scale\": 3.5}\n");
+                                path("b.mp4") + "\", \"guidance_scale\": 3.5}\n");
   const auto videos = omni::job::read_video_list(run);
   ASSERT_EQ(videos.size(), 2u);
   EXPECT_EQ(videos[0].opts.seed, 7);
@@ -78,7 +58,7 @@ TEST_F(PromptsFile, JsonLinesKeysOverrideTheRunForThatVideoOnly) {
   EXPECT_EQ(videos[1].opts.num_frames, run.num_frames);
   EXPECT_EQ(videos[1].opts.negative_prompt, run.negative_prompt);
   EXPECT_DOUBLE_EQ(videos[1].opts.guidance_scale, 3.5);
-  EXPECT_EQ(videos[1].output, (dir_ / "b.mp4").string());
+  EXPECT_EQ(videos[1].output, path("b.mp4"));
 }
 
 TEST_F(PromptsFile, JsonNullIsAKeyNotGiven) {
@@ -115,7 +95,7 @@ TEST_F(PromptsFile, BadLinesAreOneUsageErrorNamingTheLine) {
 }
 
 TEST_F(PromptsFile, TwoLinesWritingOnePathAreRefused) {
-  const std::string out = (dir_ / "same.mp4").string();
+  const std::string out = path("same.mp4");
   const auto run = run_with("dup.jsonl", "{\"prompt\": \"a\", \"output\": \"" + out +
                                              "\"}\n{\"prompt\": \"b\", \"output\": \"" + out + "\"}\n");
   try {
