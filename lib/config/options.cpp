@@ -15,7 +15,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/text.h"
-#include "core/utf8.h"
+#include "text/utf8.h"
 
 namespace omni::config {
 
@@ -493,18 +493,19 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   // have taken it as a str with surrogate escapes, which no UTF-8 encoder accepts.)
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (utf8_invalid_at(arg) == std::string::npos) continue;
+    if (text::utf8_invalid_at(arg) == std::string::npos) continue;
     const bool is_flag = arg.rfind("--", 0) == 0;
     const size_t eq = arg.find('=');
     std::string where = "argument " + std::to_string(i), value = arg;
-    if (is_flag && eq != std::string::npos && eq < utf8_invalid_at(arg)) {  // --prompt=TEXT
+    if (is_flag && eq != std::string::npos && eq < text::utf8_invalid_at(arg)) {  // --prompt=TEXT
       where = arg.substr(0, eq);
       value = arg.substr(eq + 1);
     } else if (!is_flag && i > 1 && std::string_view(argv[i - 1]).rfind("--", 0) == 0 &&
-               utf8_invalid_at(argv[i - 1]) == std::string::npos) {  // --prompt TEXT
+               text::utf8_invalid_at(argv[i - 1]) == std::string::npos) {  // --prompt TEXT
       where = argv[i - 1];
     }
-    OMNI_FAIL_USAGE(where, ": not UTF-8 at ", utf8_problem(value), "; text arguments (prompts, paths) must be UTF-8");
+    OMNI_FAIL_USAGE(where, ": not UTF-8 at ", text::utf8_problem(value),
+                    "; text arguments (prompts, paths) must be UTF-8");
   }
 
   CommandLine out;
@@ -599,7 +600,7 @@ std::map<std::string, std::string> read_yaml_file(const std::string& path) {
   OMNI_CHECK_USAGE(in.good(), "--config: cannot open '", path, "'");
   std::stringstream ss;
   ss << in.rdbuf();
-  const std::string problem = text_file_problem(ss.str(), path, "--config " + path);
+  const std::string problem = text::text_file_problem(ss.str(), path, "--config " + path);
   OMNI_CHECK_USAGE(problem.empty(), problem);
   return parse_yaml_options(ss.str(), "config file " + path);
 }

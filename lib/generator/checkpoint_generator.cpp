@@ -23,10 +23,10 @@
 #include "core/log.h"
 #include "io/safetensors.h"
 #include "models/autoencoder_kl_wan.h"
-#include "models/sentencepiece_library.h"
 #include "models/umt5_encoder.h"
 #include "models/wan_transformer.h"
 #include "models/wan_transformer_config.h"
+#include "text/sentencepiece_library.h"
 
 namespace fs = std::filesystem;
 
@@ -504,13 +504,13 @@ std::vector<std::string> tokenizer_corpus(int count) {
 
 namespace {
 
-// ---- libsentencepiece_train, opened privately (models/sentencepiece_library.h) -----------------------------
+// ---- libsentencepiece_train, opened privately (text/sentencepiece_library.h) -----------------------------
 
 struct Trainer {
   using TrainFn = sentencepiece::util::Status (*)(std::string_view args, sentencepiece::SentenceIterator* it,
                                                   std::string* serialized_model);
-  models::SentencePieceLibrary library{{"libsentencepiece_train.so.0", "libsentencepiece_train.so"},
-                                       "tokenizer training needs it"};
+  text::SentencePieceLibrary library{{"libsentencepiece_train.so.0", "libsentencepiece_train.so"},
+                                     "tokenizer training needs it"};
   TrainFn train = nullptr;                         // SentencePieceTrainer::Train(args, it, out)
   void (*set_min_log_level)(int level) = nullptr;  // logging::SetMinLogLevel(int)
 };

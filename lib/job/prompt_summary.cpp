@@ -29,13 +29,13 @@ void warn_truncated(const pipeline::PromptText& prompt, const pipeline::PromptTe
 std::string agreed_prompt_listing(const io::ModelDir& model, const VideoQueue& queue, const dist::Communicator& world) {
   std::string out;
   dist::run_agreed(world, [&] {
-    const auto tokenizer = models::Umt5Tokenizer::of_model(model);
+    const auto tokenizer = text::Umt5Tokenizer::of_model(model);
     if (world.rank() == 0) out = describe_prompts(tokenizer, queue, /*max_videos=*/20);
   });
   return out;
 }
 
-std::string describe_prompts(const models::Umt5Tokenizer& tokenizer, const VideoQueue& queue, size_t max_videos) {
+std::string describe_prompts(const text::Umt5Tokenizer& tokenizer, const VideoQueue& queue, size_t max_videos) {
   std::ostringstream os;
   os << "prompts (as the text encoder gets them: cleaned, and their tokens with eos):\n";
   for (size_t i = 0; i < queue.size(); ++i) {

@@ -7,8 +7,8 @@
 
 #include "io/model_dir.h"
 #include "job/video_queue.h"
-#include "models/umt5_tokenizer.h"
 #include "pipeline/prompt_encoding.h"
+#include "text/umt5_tokenizer.h"
 
 namespace omni::job {
 
@@ -25,6 +25,6 @@ std::string truncation_warning(const pipeline::PromptText& p, const std::string&
 // describe_prompts on rank 0 of `world` ("" elsewhere), with the model's tokenizer read on every rank, so that a
 // bad tokenizer folder is one agreed error. Collective.
 std::string agreed_prompt_listing(const io::ModelDir& model, const VideoQueue& queue, const dist::Communicator& world);
-std::string describe_prompts(const models::Umt5Tokenizer& tokenizer, const VideoQueue& queue, size_t max_videos);
+std::string describe_prompts(const text::Umt5Tokenizer& tokenizer, const VideoQueue& queue, size_t max_videos);
 
 }  // namespace omni::job

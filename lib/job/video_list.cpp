@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
-#include "core/utf8.h"
+#include "text/utf8.h"
 
 namespace omni::job {
 namespace {
@@ -23,7 +23,7 @@ std::vector<std::pair<int, std::string>> read_lines(const std::string& path) {
   std::stringstream bytes;
   bytes << in.rdbuf();
   std::string text = bytes.str();
-  const std::string problem = text_file_problem(text, path, "--prompts-file " + path);
+  const std::string problem = text::text_file_problem(text, path, "--prompts-file " + path);
   OMNI_CHECK_USAGE(problem.empty(), problem);
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);
   std::istringstream lines_in(text);

@@ -6,7 +6,6 @@
 #include "core/tensor_dump.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
-#include "models/umt5_tokenizer.h"
 
 namespace omni::models {
 

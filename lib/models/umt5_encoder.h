@@ -28,8 +28,6 @@ class Checkpoint;
 
 namespace omni::models {
 
-class Umt5Tokenizer;
-
 struct Umt5Config {
   int64_t vocab_size = 0;
   int64_t d_model = 0;

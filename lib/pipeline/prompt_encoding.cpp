@@ -4,35 +4,35 @@
 #include <string>
 
 #include "core/error.h"
-#include "core/fix_text.h"
-#include "core/html_unescape.h"
 #include "core/tensor_dump.h"
-#include "core/utf8.h"
 #include "models/umt5_encoder.h"
-#include "models/umt5_tokenizer.h"
+#include "text/fix_text.h"
+#include "text/html_unescape.h"
+#include "text/umt5_tokenizer.h"
+#include "text/utf8.h"
 
 namespace omni::pipeline {
 namespace {
 
 std::u32string strip32(const std::u32string& s) {
   size_t b = 0, e = s.size();
-  while (b < e && is_py_space(s[b])) ++b;
-  while (e > b && is_py_space(s[e - 1])) --e;
+  while (b < e && text::is_py_space(s[b])) ++b;
+  while (e > b && text::is_py_space(s[e - 1])) --e;
   return s.substr(b, e - b);
 }
 
 }  // namespace
 
-std::string clean_prompt(const std::string& text) {
+std::string clean_prompt(const std::string& prompt) {
   // basic_clean: ftfy.fix_text(text), then html.unescape(html.unescape(text)).strip()
-  std::u32string s = strip32(html_unescape(html_unescape(fix_text(utf8_decode(text)))));
+  std::u32string s = strip32(text::html_unescape(text::html_unescape(text::fix_text(text::utf8_decode(prompt)))));
   // whitespace_clean: re.sub(r"\s+", " ", text).strip(), with the `regex` module, whose \s is str.isspace()
   // less U+001C..U+001F; fix_text has removed those, so is_py_space serves for both.
   std::u32string folded;
   folded.reserve(s.size());
   bool in_space = false;
   for (char32_t c : s) {
-    if (is_py_space(c)) {
+    if (text::is_py_space(c)) {
       if (!in_space) folded.push_back(' ');
       in_space = true;
     } else {
@@ -40,10 +40,10 @@ std::string clean_prompt(const std::string& text) {
       in_space = false;
     }
   }
-  return utf8_encode(strip32(folded));
+  return text::utf8_encode(strip32(folded));
 }
 
-PromptText describe_prompt(const models::Umt5Tokenizer& tokenizer, const std::string& prompt,
+PromptText describe_prompt(const text::Umt5Tokenizer& tokenizer, const std::string& prompt,
                            int64_t max_sequence_length) {
   PromptText out;
   out.given = prompt;
@@ -54,7 +54,7 @@ PromptText describe_prompt(const models::Umt5Tokenizer& tokenizer, const std::st
   return out;
 }
 
-at::Tensor encode_prompts(const models::Umt5Tokenizer& tokenizer, const models::Umt5Encoder& encoder,
+at::Tensor encode_prompts(const text::Umt5Tokenizer& tokenizer, const models::Umt5Encoder& encoder,
                           const std::vector<std::string>& prompts, int64_t max_sequence_length, at::ScalarType dtype,
                           const at::Device& device, models::UnitHooks* hooks) {
   std::vector<PromptText> described;
@@ -63,7 +63,7 @@ at::Tensor encode_prompts(const models::Umt5Tokenizer& tokenizer, const models::
   return encode_prompts(tokenizer, encoder, described, max_sequence_length, dtype, device, hooks);
 }
 
-at::Tensor encode_prompts(const models::Umt5Tokenizer& tokenizer, const models::Umt5Encoder& encoder,
+at::Tensor encode_prompts(const text::Umt5Tokenizer& tokenizer, const models::Umt5Encoder& encoder,
                           const std::vector<PromptText>& prompts, int64_t max_sequence_length, at::ScalarType dtype,
                           const at::Device& device, models::UnitHooks* hooks) {
   std::vector<std::vector<int64_t>> token_ids;

@@ -17,10 +17,10 @@
 #include "models/hsdp_sharding.h"
 #include "models/lora.h"
 #include "models/umt5_encoder.h"
-#include "models/umt5_tokenizer.h"
 #include "models/wan_transformer.h"
 #include "pipeline/prompt_encoding.h"
 #include "sched/scheduler.h"
+#include "text/umt5_tokenizer.h"
 
 namespace omni::pipeline {
 namespace {
@@ -112,7 +112,7 @@ WanPipeline::WanPipeline(const ModelSpec& spec, const PipelineSettings& settings
   OMNI_CHECK(spec.experts.size() == 1 || settings_.boundary_ratio, "two transformers and no boundary ratio");
 
   // Text: tokenizer and UMT5, the encoder sharded block by block like the transformers.
-  tokenizer_ = std::make_unique<models::Umt5Tokenizer>(models::Umt5Tokenizer::of_model(model));
+  tokenizer_ = std::make_unique<text::Umt5Tokenizer>(text::Umt5Tokenizer::of_model(model));
   {
     const auto& ckpt = model.checkpoint("text_encoder");
     text_encoder_ = std::make_unique<models::Umt5Encoder>(spec.text_encoder, settings_.dtype);

@@ -29,8 +29,10 @@
 #include "pipeline/step_cache.h"
 #include "pipeline/video_params.h"
 
-namespace omni::models {
+namespace omni::text {
 class Umt5Tokenizer;
+}  // namespace omni::text
+namespace omni::models {
 class Umt5Encoder;
 class WanTransformer3DModel;
 class AutoencoderKLWan;
@@ -148,7 +150,7 @@ class WanPipeline {
   std::shared_ptr<hsdp::BufferPool> pool_;
   std::shared_ptr<hsdp::HsdpStats> stats_;
 
-  std::unique_ptr<models::Umt5Tokenizer> tokenizer_;
+  std::unique_ptr<text::Umt5Tokenizer> tokenizer_;
   std::unique_ptr<models::Umt5Encoder> text_encoder_;
   std::unique_ptr<hsdp::ShardedModel> text_encoder_sharded_;
   std::vector<std::unique_ptr<models::WanTransformer3DModel>> experts_;  // transformer, transformer_2

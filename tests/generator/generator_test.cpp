@@ -25,13 +25,14 @@
 #include "io/safetensors.h"
 #include "models/autoencoder_kl_wan.h"
 #include "models/umt5_encoder.h"
-#include "models/umt5_tokenizer.h"
 #include "models/wan_transformer.h"
 #include "tensor_check.h"
 #include "test_util.h"
+#include "text/umt5_tokenizer.h"
 
 namespace fs = std::filesystem;
 using namespace omni::models;
+using omni::text::Umt5Tokenizer;
 using namespace omni::generator;
 
 namespace {

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The layer rule (docs/DESIGN.md section 1), checked on the sources: each lib/ layer includes only layers below
-# it (core < dist < hsdp < io < models < generator < sched < pipeline < config < job), and links exactly the layers it includes
+# it (core < dist < hsdp < io < text < models < generator < sched < pipeline < config < job), and links exactly the layers it includes
 # (its omni_add_layer line in lib/<layer>/CMakeLists.txt).
 #   layers.sh SOURCE_DIR
 set -euo pipefail
 src=$1
-order=(core dist hsdp io models generator sched pipeline config job)
+order=(core dist hsdp io text models generator sched pipeline config job)
 fails=0
 for ((i = 0; i < ${#order[@]}; i++)); do
   layer=${order[$i]}

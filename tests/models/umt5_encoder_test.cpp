@@ -15,14 +15,15 @@
 
 #include "io/json_file.h"
 #include "io/safetensors.h"
-#include "models/umt5_tokenizer.h"
 #include "pipeline/prompt_encoding.h"
+#include "text/umt5_tokenizer.h"
 #include "text_test_util.h"
 
 namespace omni::models {
 namespace {
 
 using omni::pipeline::encode_prompts;
+using text::Umt5Tokenizer;
 using namespace text_testing;  // fixture paths and tensors, expect_error, TempDir
 
 constexpr double kFloat32Tol = 1e-5;

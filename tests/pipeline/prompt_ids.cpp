@@ -7,13 +7,13 @@
 #include <string>
 
 #include "core/error.h"
-#include "models/umt5_tokenizer.h"
 #include "pipeline/prompt_encoding.h"
+#include "text/umt5_tokenizer.h"
 
 namespace {
 int run(int argc, char** argv) {
   OMNI_CHECK_USAGE(argc == 3, "usage: prompt_ids TOKENIZER_DIR MAX_LEN < corpus.jsonl");
-  const auto tok = omni::models::Umt5Tokenizer::from_dir(argv[1]);
+  const auto tok = omni::text::Umt5Tokenizer::from_dir(argv[1]);
   const int64_t max_len = std::stoll(argv[2]);
   std::string line;
   while (std::getline(std::cin, line)) {

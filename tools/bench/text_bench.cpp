@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "models/umt5_tokenizer.h"
 #include "pipeline/prompt_encoding.h"
+#include "text/umt5_tokenizer.h"
 
 namespace {
 
@@ -23,7 +23,7 @@ int run(int argc, char** argv) {
   OMNI_CHECK_USAGE(argc == 2 || argc == 3, "usage: text_bench TOKENIZER_DIR [ITERATIONS]");
   const int iterations = argc == 3 ? std::stoi(argv[2]) : 200;
   auto t0 = std::chrono::steady_clock::now();
-  const auto tok = omni::models::Umt5Tokenizer::from_dir(argv[1]);
+  const auto tok = omni::text::Umt5Tokenizer::from_dir(argv[1]);
   std::printf("text_bench: load %s: %.1f ms\n", tok.path().c_str(), ms_since(t0));
 
   // Prompt-extension style English (curly quotes, em dashes, ellipses), Chinese, and a mix with emoji and

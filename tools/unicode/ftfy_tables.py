@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Writes lib/core/fix_text_tables.inc: the character data core/fix_text.cpp and core/fix_encoding.cpp (through core/ftfy_tables.h) need to behave as ftfy 6.3.1.
+"""Writes lib/text/fix_text_tables.inc: the character data text/fix_text.cpp and text/fix_encoding.cpp (through text/ftfy_tables.h) need to behave as ftfy 6.3.1.
 
 Run it with the reference environment, which has ftfy installed:
 
-    tools/reference/.venv/bin/python tools/unicode/ftfy_tables.py > lib/core/fix_text_tables.inc
+    tools/reference/.venv/bin/python tools/unicode/ftfy_tables.py > lib/text/fix_text_tables.inc
 
 Why generated rather than written out: ftfy defines its mojibake heuristics as regex character classes
 spelled with character names and ranges, and its width fix as "whatever NFKC does to U+FF01..U+FFEF" under

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Writes lib/core/html5_entities.inc: Python's html.entities.html5 table (the one html.unescape uses).
+"""Writes lib/text/html5_entities.inc: Python's html.entities.html5 table (the one html.unescape uses).
 
 Each row is a name exactly as Python keys it ("amp;" and, for the legacy references, also "amp") and the one
 or two code points it stands for. The table is a fixed part of the HTML5 standard, so it is committed; rerun
 this script only to check it:
 
-    python3 tools/unicode/html5_entities.py > lib/core/html5_entities.inc
+    python3 tools/unicode/html5_entities.py > lib/text/html5_entities.inc
 """
 import html.entities
 import sys

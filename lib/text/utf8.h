@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace omni {
+namespace omni::text {
 
 // Decodes UTF-8 into code points; a malformed sequence becomes U+FFFD (Python would have refused the bytes
 // when the prompt was read, so any consistent choice does).
@@ -40,4 +40,4 @@ size_t utf8_count(std::string_view s);
 // Python's str.isspace() (which is also what `\s` and str.strip() use for str patterns).
 bool is_py_space(char32_t c);
 
-}  // namespace omni
+}  // namespace omni::text

@@ -1,9 +1,9 @@
-#include "core/utf8.h"
+#include "text/utf8.h"
 
 #include <algorithm>
 #include <cstdio>
 
-namespace omni {
+namespace omni::text {
 
 std::u32string utf8_decode(const std::string& s) {
   std::u32string out;
@@ -209,4 +209,4 @@ bool is_py_space(char32_t c) {
          (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
-}  // namespace omni
+}  // namespace omni::text

@@ -1,22 +1,22 @@
 // The UMT5 tokenizer against the fixtures' ids and masks (HF T5TokenizerFast output), and the pipeline's
 // prompt cleaning against diffusers' prompt_clean (ftfy.fix_text, html.unescape twice, str.strip,
 // re.sub(r"\s+", " ")) as it behaves on these texts; tests/e2e/text/text_corpus.sh checks thousands more.
-#include "models/umt5_tokenizer.h"
+#include "text/umt5_tokenizer.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <vector>
 
-#include "core/html_unescape.h"
 #include "pipeline/prompt_encoding.h"
+#include "text/html_unescape.h"
 #include "text_test_util.h"
 
-namespace omni::models {
+namespace omni::text {
 namespace {
 
-using omni::html_unescape;
 using omni::pipeline::clean_prompt;
+using omni::text::html_unescape;
 using namespace text_testing;  // fixture paths and tensors, expect_error, TempDir
 
 std::vector<int64_t> json_ids(const nlohmann::json& j) {
@@ -169,4 +169,4 @@ TEST(PromptClean, TwiceUnescapedStrippedAndWhitespaceFolded) {
 }
 
 }  // namespace
-}  // namespace omni::models
+}  // namespace omni::text

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "models/precompiled_charsmap.h"
+#include "text/precompiled_charsmap.h"
 
 namespace {
 
@@ -45,14 +45,14 @@ std::string load_charsmap(const std::string& path) {
   OMNI_CHECK_INPUT(entry != nullptr, path, ": no Precompiled normalizer");
   OMNI_CHECK_INPUT(entry->contains("precompiled_charsmap") && (*entry)["precompiled_charsmap"].is_string(), path,
                    ": Precompiled normalizer without a precompiled_charsmap string");
-  return omni::models::PrecompiledCharsmap::base64_decode((*entry)["precompiled_charsmap"].get<std::string>(),
-                                                          path + " (normalizer precompiled_charsmap)");
+  return omni::text::PrecompiledCharsmap::base64_decode((*entry)["precompiled_charsmap"].get<std::string>(),
+                                                        path + " (normalizer precompiled_charsmap)");
 }
 
 int run(int argc, char** argv) {
   OMNI_CHECK_USAGE(argc == 2, "usage: precompiled_check CHARSMAP_BLOB_OR_TOKENIZER_JSON < texts.jsonl");
   const std::string path = argv[1];
-  const omni::models::PrecompiledCharsmap charsmap(load_charsmap(path), path);
+  const omni::text::PrecompiledCharsmap charsmap(load_charsmap(path), path);
   std::string line;
   size_t line_no = 0;
   while (std::getline(std::cin, line)) {

@@ -1,4 +1,4 @@
-#include "models/umt5_tokenizer.h"
+#include "text/umt5_tokenizer.h"
 
 #include <dlfcn.h>
 #include <sentencepiece_processor.h>
@@ -19,10 +19,10 @@
 #include "io/json_file.h"
 #include "io/model_dir.h"
 #include "io/safetensors.h"
-#include "models/sentencepiece_library.h"
-#include "models/tokenizer_json.h"
+#include "text/sentencepiece_library.h"
+#include "text/tokenizer_json.h"
 
-namespace omni::models {
+namespace omni::text {
 
 namespace {
 
@@ -454,4 +454,4 @@ TokenizedBatch Umt5Tokenizer::batch(const std::vector<std::vector<int64_t>>& tex
   return out;
 }
 
-}  // namespace omni::models
+}  // namespace omni::text

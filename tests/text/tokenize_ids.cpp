@@ -5,12 +5,12 @@
 #include <string>
 
 #include "core/error.h"
-#include "models/umt5_tokenizer.h"
+#include "text/umt5_tokenizer.h"
 
 namespace {
 int run(int argc, char** argv) {
   OMNI_CHECK_USAGE(argc == 2, "usage: tokenize_ids TOKENIZER_DIR < texts");
-  const auto tok = omni::models::Umt5Tokenizer::from_dir(argv[1]);
+  const auto tok = omni::text::Umt5Tokenizer::from_dir(argv[1]);
   std::cout << "pad " << tok.pad_id() << "\n";
   std::string line;
   while (std::getline(std::cin, line)) {

@@ -1,5 +1,5 @@
-// core/utf8.h's checks of text inputs: what a user is told about bytes that are not UTF-8 (issue 39).
-#include "core/utf8.h"
+// text/utf8.h's checks of text inputs: what a user is told about bytes that are not UTF-8 (issue 39).
+#include "text/utf8.h"
 
 #include <gtest/gtest.h>
 
@@ -7,9 +7,9 @@
 
 namespace {
 
-using omni::text_file_problem;
-using omni::utf16_or_32_encoding;
-using omni::utf8_problem;
+using omni::text::text_file_problem;
+using omni::text::utf16_or_32_encoding;
+using omni::text::utf8_problem;
 
 // s encoded as UTF-16 or UTF-32 code units of ASCII, in the given byte order.
 std::string wide(const std::string& s, int unit, bool little, bool bom) {

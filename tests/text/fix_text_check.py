@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Compares omni::fix_text (lib/core/fix_text.cpp) with ftfy.fix_text, and omni::html_unescape with
+"""Compares omni::fix_text (lib/text/fix_text.cpp) with ftfy.fix_text, and omni::html_unescape with
 html.unescape, on a generated corpus; exits 1 on any difference.
 
-    tools/reference/.venv/bin/python tests/core/fix_text_check.py            # builds the driver with g++
-    tools/reference/.venv/bin/python tests/core/fix_text_check.py --driver /tmp/fix_text_check
+    tools/reference/.venv/bin/python tests/text/fix_text_check.py            # builds the driver with g++
+    tools/reference/.venv/bin/python tests/text/fix_text_check.py --driver /tmp/fix_text_check
 
 Needs the reference environment (ftfy 6.3.1); run with another Python it re-runs itself under
 tools/reference/.venv/bin/python. The corpus is deterministic (seeded): prompt-style prose in many scripts,
@@ -245,8 +245,8 @@ def build_driver() -> str:
     exe = os.path.join(out_dir, "fix_text_check")
     lib = os.path.join(ROOT, "lib")
     cmd = ["g++", "-std=c++17", "-O2", "-I" + lib, os.path.join(ROOT, "tests", "text", "fix_text_check.cpp"),
-           os.path.join(lib, "core", "fix_text.cpp"), os.path.join(lib, "core", "html_unescape.cpp"),
-           os.path.join(lib, "core", "utf8.cpp"), "-o", exe, "-licuuc"]
+           *(os.path.join(lib, "text", f + ".cpp") for f in ("fix_text", "fix_encoding", "html_unescape", "utf8")),
+           "-o", exe, "-licuuc"]
     print(" ".join(cmd))
     subprocess.run(cmd, check=True)
     return exe
@@ -254,7 +254,7 @@ def build_driver() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--driver", help="a built tests/core/fix_text_check (default: build one with g++)")
+    parser.add_argument("--driver", help="a built tests/text/fix_text_check (default: build one with g++)")
     parser.add_argument("--seed", type=int, default=20250601)
     args = parser.parse_args()
     driver = args.driver or build_driver()

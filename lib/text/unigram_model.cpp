@@ -1,12 +1,12 @@
-#include "models/unigram_model.h"
+#include "text/unigram_model.h"
 
 #include <algorithm>
 #include <iterator>
 
 #include "core/error.h"
-#include "core/utf8.h"
+#include "text/utf8.h"
 
-namespace omni::models {
+namespace omni::text {
 
 void UnigramModel::Trie::build(const std::unordered_map<std::string_view, int64_t>& ids) {
   std::vector<std::string_view> keys;
@@ -166,4 +166,4 @@ void UnigramModel::encode(const std::string& s, std::vector<int64_t>& out) const
   }
 }
 
-}  // namespace omni::models
+}  // namespace omni::text

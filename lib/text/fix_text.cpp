@@ -1,8 +1,8 @@
 // ftfy.fix_text with the default configuration; see fix_text.h for the contract. The mojibake repair is
-// core/fix_encoding; the width map comes from ftfy through fix_text_tables.inc (core/ftfy_tables.h); ICU supplies
+// text/fix_encoding; the width map comes from ftfy through fix_text_tables.inc (text/ftfy_tables.h); ICU supplies
 // NFC and the properties behind \d and str.upper (for ftfy's all-caps entities).
 
-#include "core/fix_text.h"
+#include "text/fix_text.h"
 
 #include <unicode/locid.h>
 #include <unicode/normalizer2.h>
@@ -14,12 +14,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/fix_encoding.h"
-#include "core/ftfy_tables.h"
-#include "core/html_unescape.h"
-#include "core/utf8.h"
+#include "text/fix_encoding.h"
+#include "text/ftfy_tables.h"
+#include "text/html_unescape.h"
+#include "text/utf8.h"
 
-namespace omni {
+namespace omni::text {
 namespace {
 
 using ftfy::kWidthMap;
@@ -323,4 +323,4 @@ std::string fix_text(const std::string& utf8) {
   return utf8_encode(fix_text(utf8_decode(utf8)));
 }
 
-}  // namespace omni
+}  // namespace omni::text

@@ -1,8 +1,8 @@
-// Standalone check driver for models/tokenizer_json.h: reads one JSON string per line from stdin, writes the
+// Standalone check driver for text/tokenizer_json.h: reads one JSON string per line from stdin, writes the
 // ids of each (add_special_tokens=True unless --no-special) as one JSON list per line.
 //   tokenizer_json_check [--loader tokenizers|t5|pretrained] [--extra-ids N] [--no-special] [--time] TOKENIZER_JSON <
 //   texts
-// tests/models/tokenizer_json_check.py compares its output with transformers.
+// tests/text/tokenizer_json_check.py compares its output with transformers.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "core/error.h"
-#include "models/tokenizer_json.h"
+#include "text/tokenizer_json.h"
 
 namespace {
 
 int run(int argc, char** argv) {
-  using omni::models::TokenizerJson;
+  using omni::text::TokenizerJson;
   TokenizerJson::Loader loader = TokenizerJson::Loader::kT5TokenizerFile;
   bool special = true, timing = false;
   int extra_ids = 100;

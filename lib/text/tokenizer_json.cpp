@@ -1,4 +1,4 @@
-#include "models/tokenizer_json.h"
+#include "text/tokenizer_json.h"
 
 #include <unicode/uchar.h>
 
@@ -12,12 +12,12 @@
 #include <utility>
 
 #include "core/error.h"
-#include "core/utf8.h"
 #include "io/json_file.h"
-#include "models/precompiled_charsmap.h"
-#include "models/unigram_model.h"
+#include "text/precompiled_charsmap.h"
+#include "text/unigram_model.h"
+#include "text/utf8.h"
 
-namespace omni::models {
+namespace omni::text {
 
 namespace {
 
@@ -769,4 +769,4 @@ const std::string& TokenizerJson::path() const {
   return impl_->path;
 }
 
-}  // namespace omni::models
+}  // namespace omni::text

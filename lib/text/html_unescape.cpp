@@ -1,10 +1,10 @@
-#include "core/html_unescape.h"
+#include "text/html_unescape.h"
 
 #include <cstdint>
 
-#include "core/utf8.h"
+#include "text/utf8.h"
 
-namespace omni {
+namespace omni::text {
 namespace {
 
 struct EntityRow {
@@ -14,7 +14,7 @@ struct EntityRow {
 };
 
 constexpr EntityRow kHtml5Entities[] = {
-#include "core/html5_entities.inc"
+#include "text/html5_entities.inc"
 };
 
 // HTML5 maps numeric references to these numbers to other characters (mostly the windows-1252 reading of
@@ -157,4 +157,4 @@ std::string html_unescape(const std::string& text) {
   return utf8_encode(html_unescape(utf8_decode(text)));
 }
 
-}  // namespace omni
+}  // namespace omni::text

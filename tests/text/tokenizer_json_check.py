@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Compares models/tokenizer_json.{h,cpp} (through the tokenizer_json_check driver) with transformers.
+"""Compares text/tokenizer_json.{h,cpp} (through the tokenizer_json_check driver) with transformers.
 
-    tools/reference/.venv/bin/python tests/models/tokenizer_json_check.py --driver BUILD/tokenizer_json_check \
+    tools/reference/.venv/bin/python tests/text/tokenizer_json_check.py --driver BUILD/tokenizer_json_check \
         [--umt5 /tmp/umt5/tokenizer.json] [--spiece tests/data/reference/t2v-headdim16/model/tokenizer/spiece.model] \
         [--workdir /tmp/tokenizer_json_check] [--tokenizer EXTRA.json ...]
 

@@ -2,7 +2,7 @@
 // cleaning before it is the pipeline's (pipeline/prompt_encoding.h).
 //
 // tokenizer/tokenizer.json, when the folder has one, rules the ids (the Wan2.2 and Diffusers folders carry it,
-// and transformers' fast tokenizer loads it): models/tokenizer_json.h encodes it as
+// and transformers' fast tokenizer loads it): text/tokenizer_json.h encodes it as
 // T5TokenizerFast(tokenizer_file=...) does - its Unigram model with the file's unk_id (UMT5: <unk> is 3) and
 // byte_fallback, normalizers, pre-tokenizer and added tokens (<extra_id_N> written in a prompt is its id).
 //
@@ -16,7 +16,7 @@
 // id; padding to max_length with the pad id, mask 0.
 //
 // libsentencepiece is opened at run time, privately (RTLD_LOCAL | RTLD_DEEPBIND), never linked: Debian's copy
-// exports the protobuf it bundles, and so does LibTorch's libtorch_cpu.so (see models/sentencepiece_library.h). An
+// exports the protobuf it bundles, and so does LibTorch's libtorch_cpu.so (see text/sentencepiece_library.h). An
 // executable must therefore not have libsentencepiece among its start-up libraries.
 #pragma once
 
@@ -36,7 +36,7 @@ namespace omni::io {
 class ModelDir;
 }
 
-namespace omni::models {
+namespace omni::text {
 
 class TokenizerJson;
 
@@ -103,4 +103,4 @@ class Umt5Tokenizer {
   std::vector<std::pair<std::string, int64_t>> special_;
 };
 
-}  // namespace omni::models
+}  // namespace omni::text

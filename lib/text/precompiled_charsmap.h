@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-namespace omni::models {
+namespace omni::text {
 
 class PrecompiledCharsmap {
  public:
@@ -57,4 +57,4 @@ class PrecompiledCharsmap {
   std::string source_;
 };
 
-}  // namespace omni::models
+}  // namespace omni::text

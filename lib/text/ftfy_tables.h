@@ -1,10 +1,10 @@
-// The data of the ftfy reimplementation (core/fix_text, core/fix_encoding): the record types and the tables
+// The data of the ftfy reimplementation (text/fix_text, text/fix_encoding): the record types and the tables
 // tools/unicode/ftfy_tables.py generates from ftfy into fix_text_tables.inc. Internal to those two files.
 #pragma once
 
 #include <cstdint>
 
-namespace omni::ftfy {
+namespace omni::text::ftfy {
 namespace {  // each including file keeps its own copy of what it uses (the unused tables cost nothing)
 
 struct ClassRange {
@@ -23,7 +23,7 @@ struct WidthPair {
   char32_t to2;  // 0, or the second code point of a two-character replacement
 };
 
-#include "core/fix_text_tables.inc"
+#include "text/fix_text_tables.inc"
 
 }  // namespace
-}  // namespace omni::ftfy
+}  // namespace omni::text::ftfy

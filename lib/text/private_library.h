@@ -1,12 +1,12 @@
 // A shared library opened privately: dlopen(RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND), so that its symbols stay
 // out of the global scope and it binds to its own dependencies first. This is how SentencePiece is used
-// (models/sentencepiece_library.h has why).
+// (text/sentencepiece_library.h has why).
 #pragma once
 
 #include <initializer_list>
 #include <string>
 
-namespace omni::models {
+namespace omni::text {
 
 class PrivateLibrary {
  public:
@@ -24,4 +24,4 @@ class PrivateLibrary {
   std::string error_;
 };
 
-}  // namespace omni::models
+}  // namespace omni::text

@@ -1,6 +1,6 @@
 // See precompiled_charsmap.h. Written from the behaviour of the spm_precompiled crate (0.1.4) and of
 // tokenizers' normalizers/precompiled.rs, checked text by text against tokenizers' Python binding by
-// tests/models/precompiled_check.py.
+// tests/text/precompiled_check.py.
 //
 // Grapheme clusters. tokenizers 0.23 segments with the unicode-segmentation crate 1.13 (Unicode 17 data; seen
 // from the Python binding: U+1ACF, new in 17.0, extends a cluster there); ICU 72 implements Unicode 15.0 with
@@ -23,7 +23,7 @@
 //   code-point lookup, or consonant + virama, 6 bytes).
 // The check runs every code point of Unicode in sequence, and after 2-byte keys ("½", NBSP), without a
 // difference.
-#include "models/precompiled_charsmap.h"
+#include "text/precompiled_charsmap.h"
 
 #include <unicode/brkiter.h>
 #include <unicode/locid.h>
@@ -35,9 +35,9 @@
 #include <memory>
 
 #include "core/error.h"
-#include "core/utf8.h"
+#include "text/utf8.h"
 
-namespace omni::models {
+namespace omni::text {
 namespace {
 
 uint32_t read_le32(const std::string& blob, size_t offset) {
@@ -248,4 +248,4 @@ std::string PrecompiledCharsmap::base64_decode(const std::string& text, const st
   return bytes;
 }
 
-}  // namespace omni::models
+}  // namespace omni::text

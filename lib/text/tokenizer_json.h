@@ -43,7 +43,7 @@
 #include <string>
 #include <vector>
 
-namespace omni::models {
+namespace omni::text {
 
 class TokenizerJson {
  public:
@@ -77,4 +77,4 @@ class TokenizerJson {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace omni::models
+}  // namespace omni::text

@@ -1,10 +1,10 @@
-#include "models/private_library.h"
+#include "text/private_library.h"
 
 #include <dlfcn.h>
 
 #include "core/error.h"
 
-namespace omni::models {
+namespace omni::text {
 namespace {
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -36,4 +36,4 @@ void* PrivateLibrary::symbol(const char* name) {
   return p;
 }
 
-}  // namespace omni::models
+}  // namespace omni::text

@@ -1,8 +1,8 @@
-#include "models/sentencepiece_library.h"
+#include "text/sentencepiece_library.h"
 
 #include "core/error.h"
 
-namespace omni::models {
+namespace omni::text {
 
 SentencePieceLibrary::SentencePieceLibrary(std::initializer_list<const char*> names, const char* purpose)
     : library_(names), name_(*names.begin()), purpose_(purpose) {
@@ -16,4 +16,4 @@ void SentencePieceLibrary::check() const {
              "): ", library_.error());
 }
 
-}  // namespace omni::models
+}  // namespace omni::text

@@ -1,6 +1,6 @@
 // ftfy.fix_text (ftfy 6.3.1, default TextFixerConfig), reimplemented: what diffusers' Wan pipelines run on
 // every prompt before html.unescape (pipeline/prompt_encoding.h). The output must be exactly ftfy's, code
-// point for code point; tests/core/fix_text_check.py compares the two on a corpus.
+// point for code point; tests/text/fix_text_check.py compares the two on a corpus.
 //
 // What it does, per line (ftfy's segments), repeated until a pass changes nothing:
 //   - HTML entities (ftfy's own rule: only names ending in ';', plus all-caps forms such as &EACUTE;),
@@ -16,16 +16,16 @@
 
 #include <string>
 
-namespace omni {
+namespace omni::text {
 
-// `utf8` must be UTF-8 (a malformed byte is read as U+FFFD, see core/utf8.h).
+// `utf8` must be UTF-8 (a malformed byte is read as U+FFFD, see text/utf8.h).
 std::string fix_text(const std::string& utf8);
 std::u32string fix_text(const std::u32string& text);
 
 // A piece of fix_text that tests compare with ftfy's function of the same name (the mojibake repair's are in
-// core/fix_encoding.h).
+// text/fix_encoding.h).
 namespace ftfy_detail {
 std::u32string unescape_html(const std::u32string& text);  // ftfy.fixes.unescape_html
 }  // namespace ftfy_detail
 
-}  // namespace omni
+}  // namespace omni::text

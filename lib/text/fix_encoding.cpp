@@ -10,7 +10,7 @@
 // Python's engine returns for that pattern (leftmost match, alternatives in order, greedy repetition), with
 // the pattern quoted above it.
 
-#include "core/fix_encoding.h"
+#include "text/fix_encoding.h"
 
 #include <unicode/uchar.h>
 
@@ -20,10 +20,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/ftfy_tables.h"
-#include "core/utf8.h"
+#include "text/ftfy_tables.h"
+#include "text/utf8.h"
 
-namespace omni::ftfy {
+namespace omni::text::ftfy {
 namespace {
 
 constexpr size_t kNumCharmaps = sizeof(kCharmaps) / sizeof(kCharmaps[0]);
@@ -590,4 +590,4 @@ std::u32string fix_c1_controls_1252(const std::u32string& text) {
   return fix_c1_controls(text);
 }
 
-}  // namespace omni::ftfy
+}  // namespace omni::text::ftfy

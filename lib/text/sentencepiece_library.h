@@ -17,9 +17,9 @@
 #include <new>
 #include <string>
 
-#include "models/private_library.h"
+#include "text/private_library.h"
 
-namespace omni::models {
+namespace omni::text {
 
 class SentencePieceLibrary {
  public:
@@ -56,4 +56,4 @@ class SentencePieceLibrary {
   const char* (*status_message_)(const void* status) = nullptr;  // util::Status::error_message() const
 };
 
-}  // namespace omni::models
+}  // namespace omni::text

@@ -1,4 +1,4 @@
-// The Unigram model of a HF tokenizers tokenizer.json (models/tokenizer_json.h), encoding one pre-tokenized piece
+// The Unigram model of a HF tokenizers tokenizer.json (text/tokenizer_json.h), encoding one pre-tokenized piece
 // as tokenizers' Unigram::encode_optimized does: a Viterbi pass over the byte trie of the vocabulary, best total
 // score wins and, on a tie, the path reached first (the piece that starts earliest); a character without a
 // single-character piece gets an <unk> node scored min_score - 10; consecutive <unk> nodes are fused into one
@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-namespace omni::models {
+namespace omni::text {
 
 class UnigramModel {
  public:
@@ -53,4 +53,4 @@ class UnigramModel {
   Trie trie_;
 };
 
-}  // namespace omni::models
+}  // namespace omni::text
