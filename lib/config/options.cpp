@@ -274,6 +274,10 @@ const std::vector<Binding>& bindings() {
         "are skipped (resume), unless --overwrite",
         "", &G::prompts_file);
     str("image", "conditioning image for image-to-video (PNG, JPEG, ...)", "", &G::image);
+    str("last-image",
+        "the video's last frame, with --image its first (first-last-frame video, as diffusers' "
+        "WanImageToVideoPipeline last_image; I2V models)",
+        "", &G::last_image);
     lora_list("lora",
               "LoRA file merged into `transformer` (A14B: the high-noise expert; TI2V-5B: the model) at load, with "
               "strength SCALE (default 1); repeatable, applied in order",
@@ -667,6 +671,8 @@ void validate_options(const GenerateOptions& o) {
   OMNI_CHECK_USAGE(o.height > 0 && o.height % 16 == 0, "--height must be a positive multiple of 16, got ", o.height);
   OMNI_CHECK_USAGE(o.width > 0 && o.width % 16 == 0, "--width must be a positive multiple of 16, got ", o.width);
   OMNI_CHECK_USAGE(o.num_frames >= 1, "--num-frames must be at least 1, got ", o.num_frames);
+  OMNI_CHECK_USAGE(o.last_image.empty() || !o.image.empty(),
+                   "--last-image needs --image: the first frame of a first-last-frame video");
   OMNI_CHECK_USAGE(o.num_inference_steps >= 1, "--num-inference-steps must be at least 1, got ", o.num_inference_steps);
   OMNI_CHECK_USAGE(o.guidance_scale >= 0, "--guidance-scale must be non-negative, got ", o.guidance_scale);
   OMNI_CHECK_USAGE(!o.guidance_scale_2 || *o.guidance_scale_2 >= 0, "--guidance-scale-2 must be non-negative, got ",

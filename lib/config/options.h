@@ -72,6 +72,7 @@ struct GenerateOptions {
   std::string negative_prompt;
   std::string prompts_file;
   std::string image;
+  std::string last_image;        // --last-image: the last frame (first-last-frame video on an I2V model)
   std::vector<LoraSpec> lora;    // --lora (repeatable): merged into `transformer`
   std::vector<LoraSpec> lora_2;  // --lora-2 (repeatable): merged into `transformer_2`
 

@@ -9,7 +9,7 @@
 
 namespace omni::job {
 
-pipeline::Task choose_task(const io::ModelIndex& index, config::TaskChoice task, bool has_image) {
+pipeline::Task choose_task(const io::ModelIndex& index, config::TaskChoice task, bool has_image, bool has_last_image) {
   using config::TaskChoice;
   const char* flag = config::name_of(task);
   if (index.image_to_video) {
@@ -17,8 +17,14 @@ pipeline::Task choose_task(const io::ModelIndex& index, config::TaskChoice task,
                      " does not fit this model: its "
                      "model_index.json names WanImageToVideoPipeline (image-to-video); use --task i2v");
     OMNI_CHECK_USAGE(has_image, "this model is image-to-video (WanImageToVideoPipeline) and needs --image");
-    return pipeline::Task::kImageToVideo;
+    return has_last_image ? pipeline::Task::kFirstLastFrameToVideo : pipeline::Task::kImageToVideo;
   }
+  // The last frame is conditioned through I2V's mask channels, which the other models' transformers do not take.
+  // (diffusers' WanImageToVideoPipeline ignores last_image on TI2V-5B without a word.)
+  OMNI_CHECK_USAGE(!has_last_image, "--last-image: this model (", index.class_name,
+                   index.expand_timesteps ? " with expand_timesteps: TI2V-5B" : ", text-to-video",
+                   ") has no last-frame conditioning; first-last-frame video needs an image-to-video model "
+                   "(WanImageToVideoPipeline: I2V-A14B)");
   if (index.expand_timesteps) {
     // TI2V-5B: image mode with --image, text mode without.
     OMNI_CHECK_USAGE(!(task == TaskChoice::kI2V && !has_image), "--task i2v needs --image");
@@ -35,6 +41,11 @@ pipeline::Task choose_task(const io::ModelIndex& index, config::TaskChoice task,
 }
 
 void check_video(const pipeline::ModelSpec& model, const pipeline::VideoParams& v, int decode_ranks) {
+  const int tf = model.temporal_factor();
+  // The last image is the last frame of the last latent frame, after the first one's: two latent frames at least.
+  OMNI_CHECK_USAGE(!v.last_image || v.latent_frames(tf) >= 2, "--last-image needs at least ", tf + 1,
+                   " frames (the first and the last frame in latent frames of their own); --num-frames ", v.num_frames,
+                   " makes ", v.rounded_num_frames(tf));
   const int m = model.spatial_multiple();
   OMNI_CHECK_USAGE(v.height % m == 0 && v.width % m == 0, "--height and --width must be multiples of ", m,
                    " for this model (VAE factor ", model.vae.scale_factor_spatial, " x patch size), got ", v.height,
@@ -43,7 +54,6 @@ void check_video(const pipeline::ModelSpec& model, const pipeline::VideoParams& 
   OMNI_CHECK_USAGE(latent_rows >= decode_ranks, "--vae-parallel: ", decode_ranks,
                    " ranks per data-parallel group cannot split a ", v.height, "-pixel height (", latent_rows,
                    " latent rows, at least one each); use a larger --height or leave --vae-parallel off");
-  const int tf = model.temporal_factor();
   if (v.rounded_num_frames(tf) != v.num_frames) {
     OMNI_WARN("--num-frames ", v.num_frames, " is not of the form ", tf, "k+1; using ", v.rounded_num_frames(tf),
               " (as diffusers)");
@@ -60,9 +70,13 @@ std::vector<pipeline::Task> check_inputs(VideoQueue& queue, const pipeline::Mode
     VideoSpec& v = queue.video(i);
     auto& o = v.opts;
     with_origin(v.origin, [&] {
-      tasks.push_back(choose_task(model.index(), o.task, !o.image.empty()));
+      tasks.push_back(choose_task(model.index(), o.task, !o.image.empty(), !o.last_image.empty()));
       if (o.image.empty()) return;
       distinct.emplace(o.image, std::make_pair(static_cast<int>(distinct.size()), v.origin));
+      if (!o.last_image.empty()) {
+        (void)io::image_size(o.last_image);  // names the file: missing, unreadable, not an image
+        distinct.emplace(o.last_image, std::make_pair(static_cast<int>(distinct.size()), v.origin));
+      }
       // Without explicit sizes the image decides them.
       if (config::set_by_user(o, "height") || config::set_by_user(o, "width")) return;
       auto known = sizes.find(o.image);

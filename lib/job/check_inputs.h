@@ -16,12 +16,14 @@
 
 namespace omni::job {
 
-// The task a checkpoint runs given whether an image is supplied (and --task): its model_index.json's class
-// decides (WanImageToVideoPipeline: i2v; expand_timesteps: TI2V-5B's ti2v, image mode with --image; else t2v);
-// --task only confirms it. One error naming the flag when they do not fit (an I2V checkpoint without --image, ...).
-pipeline::Task choose_task(const io::ModelIndex& index, config::TaskChoice task, bool has_image);
+// The task a checkpoint runs given whether an image and a last image are supplied (and --task): its
+// model_index.json's class decides (WanImageToVideoPipeline: i2v, flf2v with --last-image; expand_timesteps:
+// TI2V-5B's ti2v, image mode with --image; else t2v); --task only confirms it. One error naming the flag when
+// they do not fit (an I2V checkpoint without --image, --last-image on TI2V-5B, ...).
+pipeline::Task choose_task(const io::ModelIndex& index, config::TaskChoice task, bool has_image, bool has_last_image);
 
-// A video's sizes against the model: height and width multiples of its spatial multiple (usage error), and
+// A video's sizes against the model: height and width multiples of its spatial multiple (usage error), with
+// --last-image at least two latent frames, and
 // with --vae-parallel at least one latent row per rank of `decode_ranks`. Warns, as diffusers does, when
 // num_frames is not of the form 4k+1 (the video then has rounded_num_frames()).
 void check_video(const pipeline::ModelSpec& model, const pipeline::VideoParams& video, int decode_ranks);

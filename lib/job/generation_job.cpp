@@ -143,6 +143,13 @@ void GenerationJob::load() {
                                            pipeline_->text_encoder_float8_weights());
 }
 
+const at::Tensor& GenerationJob::CachedImage::load(const std::string& path, int height, int width) {
+  const std::string wanted = str_cat(path, "@", height, "x", width);
+  if (wanted != key) image = io::load_conditioning_image(path, height, width);
+  key = wanted;
+  return image;
+}
+
 int GenerationJob::run() {
   const bool writer = mesh_.layout().writes_video(mesh_.position());
   const auto& l = mesh_.layout();
@@ -153,13 +160,8 @@ int GenerationJob::run() {
     pipeline::GenerationRequest req;
     req.prompt = o.prompt;
     req.negative_prompt = o.negative_prompt;
-    if (!o.image.empty()) {
-      // One --image over a whole list is read and resized once.
-      const std::string key = str_cat(o.image, "@", o.height, "x", o.width);
-      if (key != image_key_) image_ = io::load_conditioning_image(o.image, o.height, o.width);  // [1, 3, H, W]
-      image_key_ = key;
-      req.image = image_;
-    }
+    if (!o.image.empty()) req.image = images_[0].load(o.image, o.height, o.width);
+    if (!o.last_image.empty()) req.last_image = images_[1].load(o.last_image, o.height, o.width);
     req.video = v.params();
     req.decode = writer && a.real;
     req.decode_band = opts_.vae_parallel && a.real;  // a repeat run's whole group skips the decode together

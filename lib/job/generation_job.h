@@ -84,8 +84,14 @@ class GenerationJob {
   std::unique_ptr<MemoryCheck> memory_;
   at::Device device_ = at::kCPU;  // what --device resolved to on this rank
   std::unique_ptr<pipeline::WanPipeline> pipeline_;
-  std::string image_key_;  // path@HxW of image_, the last conditioning image loaded (one --image for a list)
-  at::Tensor image_;
+  // The first and the last frame's conditioning images, each the one loaded last: one --image over a whole list
+  // is read and resized once.
+  struct CachedImage {
+    std::string key;  // path@HxW
+    at::Tensor image;
+    const at::Tensor& load(const std::string& path, int height, int width);  // [1, 3, H, W]
+  };
+  CachedImage images_[2];
   PhaseTimes times_;
   Timer total_;
   RankStats stats_;                                 // this rank's figures, filled as the run goes

@@ -147,6 +147,7 @@ pipeline::VideoParams video_params(const config::GenerateOptions& o) {
   v.seed = o.seed;
   v.max_sequence_length = o.max_sequence_length;
   v.image = !o.image.empty();
+  v.last_image = !o.last_image.empty();
   return v;
 }
 
@@ -159,6 +160,7 @@ const std::vector<std::string>& per_video_options() {
                                                 "negative-prompt",
                                                 "seed",
                                                 "image",
+                                                "last-image",
                                                 "output",
                                                 "height",
                                                 "width",

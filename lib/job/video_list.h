@@ -2,7 +2,8 @@
 //
 // A prompts file is plain text (one prompt per line; blank lines and lines starting with # are skipped) or,
 // when its name ends in .jsonl, JSON Lines: one object per line,
-//   {"prompt": "...", "negative_prompt": "...", "seed": 7, "image": "a.png", "output": "a.mp4", "num_frames": 33}
+//   {"prompt": "...", "negative_prompt": "...", "seed": 7, "image": "a.png", "last_image": "b.png", "output": "a.mp4",
+//   "num_frames": 33}
 // whose keys (snake_case or the flags' kebab-case) override the run's options for that video only (a key whose
 // value is null is not given: the run's value). Only the
 // options that keep data-parallel groups in lockstep may vary per video (prompts, seed, image, output, sizes,

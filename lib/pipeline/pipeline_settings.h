@@ -21,7 +21,8 @@ enum class StepCacheMode { kNone, kTeaCache, kFirstBlock };
 // The threshold a mode uses when none is given.
 double default_step_cache_threshold(StepCacheMode mode);
 
-enum class Task { kTextToVideo, kImageToVideo, kTextImageToVideo };
+// kFirstLastFrameToVideo: image-to-video with the last frame given too (WanImageToVideoPipeline's last_image).
+enum class Task { kTextToVideo, kImageToVideo, kTextImageToVideo, kFirstLastFrameToVideo };
 const char* task_name(Task task);
 
 struct PipelineSettings {

@@ -17,7 +17,8 @@ struct VideoParams {
   std::optional<double> guidance_scale_2;  // the second expert's scale; unset: guidance_scale
   int64_t seed = 0;
   int max_sequence_length = 512;
-  bool image = false;  // image-conditioned (I2V, TI2V's image mode): the VAE encodes a clip first
+  bool image = false;       // image-conditioned (I2V, TI2V's image mode): the VAE encodes a clip first
+  bool last_image = false;  // with `image`, the last frame too (first-last-frame video; I2V models)
 
   // diffusers' do_classifier_free_guidance: the first scale above 1 (the second expert follows the first's
   // decision, with its own scale).

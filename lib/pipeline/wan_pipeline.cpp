@@ -60,6 +60,8 @@ const char* task_name(Task task) {
       return "i2v";
     case Task::kTextImageToVideo:
       return "ti2v";
+    case Task::kFirstLastFrameToVideo:
+      return "flf2v";
   }
   return "?";
 }
@@ -262,10 +264,19 @@ WanPipeline::ImageCondition WanPipeline::prepare_image_condition(const Generatio
                "]");
     at::Tensor image = req.image.to(dev).to(at::kFloat).unsqueeze(2);  // [1, 3, 1, H, W] in [-1, 1]
     at::Tensor clip = image;
+    const bool last = req.last_image.defined();
     if (!expand) {
-      // I2V-A14B: the image then num_frames - 1 zero frames.
+      // I2V-A14B: the image then num_frames - 1 zero frames; first-last-frame: the image, num_frames - 2 zero
+      // frames, the last image.
       const int num_frames = video.rounded_num_frames(temporal_factor());
-      clip = at::cat({image, at::zeros({1, 3, num_frames - 1, video.height, video.width}, image.options())}, 2);
+      std::vector<at::Tensor> frames = {
+          image, at::zeros({1, 3, num_frames - (last ? 2 : 1), video.height, video.width}, image.options())};
+      if (last) {
+        OMNI_CHECK(req.last_image.sizes() == req.image.sizes(), "last image of shape ", req.last_image.sizes(),
+                   " is not the first image's ", req.image.sizes());
+        frames.push_back(req.last_image.to(dev).to(at::kFloat).unsqueeze(2));  // [1, 3, 1, H, W]
+      }
+      clip = at::cat(frames, 2);  // [1, 3, num_frames, H, W]
     }
     at::Tensor z = vae_->encode(clip.to(settings_.vae_dtype)).to(at::kFloat);  // [1, z, T or 1, h, w]
     debug::dump("vae_encode.in", clip);
@@ -275,9 +286,14 @@ WanPipeline::ImageCondition WanPipeline::prepare_image_condition(const Generatio
     if (expand) {
       out.condition = z;
     } else {
-      // 4-channel first-frame mask: 1 on latent frame 0 (the image), 0 after.
-      at::Tensor mask = at::zeros({1, 4, shape.frames, shape.height, shape.width}, z.options());
+      // diffusers' mask_lat_size: a mask over the pixel frames (1 on the given ones), the first frame repeated
+      // temporal_factor times, each latent frame's temporal_factor pixel frames as its channels. So latent frame
+      // 0 (the image) is 1 on every channel, and with a last image the last latent frame is 1 on its last
+      // channel alone (the last of its frames). [1, tf, T, h, w]
+      const int tf = temporal_factor();
+      at::Tensor mask = at::zeros({1, tf, shape.frames, shape.height, shape.width}, z.options());
       mask.narrow(2, 0, 1).fill_(1.0);
+      if (last) mask.narrow(1, tf - 1, 1).narrow(2, shape.frames - 1, 1).fill_(1.0);
       out.condition = at::cat({mask, z}, 1);  // [1, 4 + z, T, h, w]
     }
   }
@@ -374,6 +390,9 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   const VideoParams& video = req.video;
   OMNI_CHECK(video.image == req.image.defined(), "GenerationRequest: video.image is ", video.image,
              " but the image tensor is ", req.image.defined() ? "given" : "missing");
+  OMNI_CHECK(video.last_image == req.last_image.defined() && (!video.last_image || index_.image_to_video),
+             "GenerationRequest: video.last_image is ", video.last_image, " but the last image tensor is ",
+             req.last_image.defined() ? "given" : "missing", " (image-to-video models only)");
   const bool do_cfg = video.guidance_on();
   if (step_cache_) step_cache_->reset();
   auto keep = [&](const std::string& name, const at::Tensor& t) {

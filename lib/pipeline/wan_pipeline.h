@@ -45,6 +45,7 @@ struct GenerationRequest {
   std::string negative_prompt;
   VideoParams video;          // video.image: `image` is given
   at::Tensor image;           // [1, 3, H, W] float32 in [-1, 1] at the output size, or undefined (text mode)
+  at::Tensor last_image;      // likewise, the last frame (video.last_image: first-last-frame), or undefined
   bool decode = true;         // this rank gets the frames (the writing rank)
   bool decode_band = false;   // --vae-parallel: this rank decodes its band (every rank of the group, together)
   bool keep_tensors = false;  // collect the --save-tensors intermediates
@@ -99,8 +100,9 @@ class WanPipeline {
   struct LatentShape {
     int64_t channels = 0, frames = 0, height = 0, width = 0;
   };
-  // Image conditioning (step 3): i2v's mask-and-latents condition [1, 4 + z, T, h, w] or ti2v's image latent
-  // [1, z, 1, h, w]; ti2v's first-frame mask [1, 1, T, h, w] (0 on the image's frame in image mode).
+  // Image conditioning (step 3): i2v's mask-and-latents condition [1, 4 + z, T, h, w] (the mask 1 on the given
+  // frames: the first, and the last with a last image) or ti2v's image latent [1, z, 1, h, w]; ti2v's
+  // first-frame mask [1, 1, T, h, w] (0 on the image's frame in image mode).
   struct ImageCondition {
     at::Tensor condition;
     at::Tensor first_frame_mask;

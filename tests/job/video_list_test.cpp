@@ -61,6 +61,26 @@ TEST_F(PromptsFile, JsonLinesKeysOverrideTheRunForThatVideoOnly) {
   EXPECT_EQ(videos[1].output, path("b.mp4"));
 }
 
+TEST_F(PromptsFile, JsonLinesTakeTheFirstAndLastImages) {
+  // First-last-frame per line (snake_case and kebab-case alike); a line without them has none.
+  const auto run = run_with("flf.jsonl",
+                            "{\"prompt\": \"a\", \"image\": \"first.jpg\", \"last_image\": \"last.png\"}\n"
+                            "{\"prompt\": \"b\", \"image\": \"x.jpg\", \"last-image\": \"y.png\"}\n"
+                            "{\"prompt\": \"c\"}\n");
+  const auto videos = omni::job::read_video_list(run);
+  ASSERT_EQ(videos.size(), 3u);
+  EXPECT_EQ(videos[0].opts.image, "first.jpg");
+  EXPECT_EQ(videos[0].opts.last_image, "last.png");
+  EXPECT_TRUE(videos[0].params().last_image);
+  EXPECT_EQ(videos[1].opts.last_image, "y.png");
+  EXPECT_EQ(videos[2].opts.last_image, "");
+  EXPECT_FALSE(videos[2].params().last_image);
+  // The last frame without the first is refused on its line.
+  const std::string e = error_of("{\"prompt\": \"a\", \"last_image\": \"last.png\"}");
+  EXPECT_NE(e.find("line 2"), std::string::npos) << e;
+  EXPECT_NE(e.find("--last-image needs --image"), std::string::npos) << e;
+}
+
 TEST_F(PromptsFile, JsonNullIsAKeyNotGiven) {
   // null is "not set on this line": the run's value, never the text "null".
   const auto run = run_with("null.jsonl", "{\"prompt\": \"a\", \"negative_prompt\": null, \"seed\": null}\n");

@@ -14,7 +14,7 @@
 #                                                 remake, in place, the committed inputs that these tools made:
 #                                                 the generated checkpoints (tests/data/reference/<case>/model)
 #                                                 and the conditioning images of ti2v-5b-tiny-image,
-#                                                 i2v-jpeg and ti2v-jpeg
+#                                                 i2v-jpeg, ti2v-jpeg and i2v-flf2v
 #
 # CASE is one of the names below (default: all). OUT_ROOT=tests/data/reference rewrites the committed
 # references in place. The inputs stay where they are: the checkpoints (tests/data/reference/<model>, see
@@ -28,7 +28,7 @@ venv=${REFERENCE_VENV:-$here/.venv}
 # The fixtures the project started with (their checkpoints and image were made elsewhere), then the cases made here.
 fixture_cases=(t2v-a14b-tiny i2v-a14b-tiny ti2v-5b-tiny)
 new_cases=(ti2v-5b-tiny-image t2v-headdim16 t2v-headdim64 t2v-portrait t2v-euler ti2v-guidance-off
-           t2v-vae-blocks2 ti2v-vae-blocks2 t2v-lora i2v-jpeg ti2v-jpeg)
+           t2v-vae-blocks2 ti2v-vae-blocks2 t2v-lora i2v-jpeg ti2v-jpeg i2v-flf2v)
 all_cases=("${fixture_cases[@]}" "${new_cases[@]}")
 
 # model_of CASE: the checkpoint folder a case runs, relative to tests/data/reference. The new cases name it in
@@ -37,7 +37,7 @@ model_of() {
   case $1 in
     t2v-portrait | t2v-euler | t2v-lora) echo t2v-a14b-tiny/model ;;
     ti2v-5b-tiny-image | ti2v-guidance-off | ti2v-jpeg) echo ti2v-5b-tiny/model ;;
-    i2v-jpeg) echo i2v-a14b-tiny/model ;;
+    i2v-jpeg | i2v-flf2v) echo i2v-a14b-tiny/model ;;
     *) echo "$1/model" ;;
   esac
 }
@@ -188,6 +188,18 @@ run_case() {
         --height 32 --width 64 --num-frames 5 --num-inference-steps 3 \
         --guidance-scale 5 --seed 12 --max-sequence-length 16
       ;;
+    i2v-flf2v)
+      # First-last-frame (WanImageToVideoPipeline's last_image) on the two-expert I2V checkpoint: a camera JPEG
+      # stored 40 x 64 with EXIF orientation 8 (upright 64 x 40) as the first frame, the 88 x 56 PNG as the last,
+      # both resized (LANCZOS) to 32 x 48. 9 frames: the last image is latent frame 2's last pixel frame.
+      copy_image "$name" "$out" first.jpg
+      copy_image "$name" "$out" last.png
+      record "$name" "$out" --image "$out/first.jpg" --last-image "$out/last.png" \
+        --prompt "A hot air balloon rises over a valley at sunrise" \
+        --negative-prompt "blurry, low quality" \
+        --height 32 --width 48 --num-frames 9 --num-inference-steps 3 \
+        --guidance-scale 3.5 --guidance-scale-2 2 --seed 17 --max-sequence-length 16
+      ;;
     t2v-headdim16)
       # The generated head-dim checkpoints (see checkpoint_flags), both experts used.
       record "$name" "$out" \
@@ -286,6 +298,12 @@ make_inputs() {
     mkdir -p "$ref/$name"
     make_jpeg "$ref/$name/image.jpg" 6 45 72 2 90
     echo "cases.sh: $name/image.jpg made"
+  fi
+  if [[ $name == i2v-flf2v ]]; then
+    mkdir -p "$ref/$name"
+    make_jpeg "$ref/$name/first.jpg" 8 64 40 2 88
+    make_image "$ref/$name/last.png"
+    echo "cases.sh: $name/first.jpg and last.png made"
   fi
   if [[ $name == ti2v-jpeg ]]; then
     mkdir -p "$ref/$name"

@@ -8,7 +8,8 @@ and the schedule) to a safetensors file, under the key names of tests/data/refer
 A case.json beside it lists the run's inputs, the order of the transformer calls and the schedule.
 
 Which pipeline runs:
-  model_index.json WanImageToVideoPipeline            -> WanImageToVideoPipeline (--image required)
+  model_index.json WanImageToVideoPipeline            -> WanImageToVideoPipeline (--image required; --last-image:
+                                                         first-last-frame, its last_image)
   model_index.json WanPipeline                        -> WanPipeline (text to video; TI2V-5B: expand_timesteps)
   model_index.json WanPipeline, expand_timesteps, --image
                                                       -> WanImageToVideoPipeline on the same folder: diffusers'
@@ -65,6 +66,8 @@ def parse_args(argv):
     p.add_argument("--seed", type=int, default=42, help="seed of the CPU generator that draws the initial noise")
     p.add_argument("--max-sequence-length", type=int, default=512)
     p.add_argument("--image", type=Path, default=None, help="conditioning image (image-to-video)")
+    p.add_argument("--last-image", type=Path, default=None,
+                   help="the last frame (WanImageToVideoPipeline's last_image: first-last-frame video)")
     p.add_argument("--solver", choices=("unipc", "euler"), default="unipc")
     p.add_argument("--flow-shift", type=float, default=None, help="replaces the scheduler config's flow_shift")
     p.add_argument("--boundary-ratio", type=float, default=None,
@@ -369,6 +372,11 @@ def main(argv):
     if args.image is not None:
         # As a user's script loads it: Image.open, ImageOps.exif_transpose, convert("RGB").
         call["image"] = load_image(str(args.image))
+    if args.last_image is not None:
+        if args.image is None or type(pipe).__name__ != "WanImageToVideoPipeline" or pipe.config.expand_timesteps:
+            sys.exit("record.py: --last-image needs --image and an image-to-video model without expand_timesteps "
+                     "(where diffusers would ignore it)")
+        call["last_image"] = load_image(str(args.last_image))
 
     rec = Recorder(pipe)
     unwrap = rec.wrap_pipeline(pipe)
@@ -397,6 +405,7 @@ def main(argv):
         "width": args.width,
         "frames": args.num_frames,
         "image": image,
+        **({"last_image": relative_to_case(args.last_image, args.case_json)} if args.last_image is not None else {}),
         "pipeline": type(pipe).__name__,
         "solver": args.solver,
         "num_inference_steps": args.num_inference_steps,

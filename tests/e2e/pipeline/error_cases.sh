@@ -26,6 +26,23 @@ expect truncated_jpeg_np2 2 3 "$work/cut.jpg" -- "${i2v[@]}" --image "$work/cut.
 printf 'II*\0\010\0\0\0\0\0' > "$work/photo.tif"
 expect tiff_image_np2 2 3 "supported: JPEG, PNG, WebP" -- "${i2v[@]}" --image "$work/photo.tif" --output "$work/a.mp4"
 expect t2v_with_image 1 2 "takes no --image" -- "${t2v[@]}" --image "$ref/i2v-a14b-tiny/image.png" --output "$work/a.mp4"
+# --last-image (first-last-frame): only with --image, only on an image-to-video model (diffusers ignores it on
+# TI2V-5B), a file read like --image (a bad one found at prepare by the rank that decodes it, agreed), and enough
+# frames for the last image to have a latent frame of its own.
+first=$ref/i2v-flf2v/first.jpg last=$ref/i2v-flf2v/last.png
+expect last_image_without_image 1 2 "--last-image needs --image" -- "${i2v[@]}" --last-image "$last" \
+  --output "$work/a.mp4"
+expect t2v_with_last_image 1 2 "--last-image: this model (WanPipeline, text-to-video)" -- "${t2v[@]}" \
+  --image "$first" --last-image "$last" --output "$work/a.mp4"
+expect ti2v_with_last_image_np2 2 2 "--last-image: this model (WanPipeline with expand_timesteps: TI2V-5B)" -- \
+  --model "$ref/ti2v-5b-tiny/model" --prompt x --height 32 --width 64 --num-frames 9 --image "$first" \
+  --last-image "$last" --output "$work/a.mp4"
+expect missing_last_image 1 3 "$work/nope.png" -- "${i2v[@]}" --image "$first" --last-image "$work/nope.png" \
+  --output "$work/a.mp4"
+expect truncated_last_image_np2 2 3 "$work/cut.jpg" -- "${i2v[@]}" --image "$first" --last-image "$work/cut.jpg" \
+  --output "$work/a.mp4"
+expect last_image_one_frame 2 2 "--last-image needs at least 5 frames" -- "${i2v[@]}" --image "$first" \
+  --last-image "$last" --num-frames 1 --output "$work/a.mp4"
 expect output_folder_missing 2 2 "$work/no/such/dir" -- "${t2v[@]}" --output "$work/no/such/dir/a.mp4"
 echo "a file" > "$work/plainfile"
 expect output_parent_is_file 1 2 "$work/plainfile" -- "${t2v[@]}" --output "$work/plainfile/a.mp4"
