@@ -10,5 +10,7 @@ bash tools/check-format.sh
 bash tools/build.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cd "${BUILD_DIR:-build}"
-# Label gpu: tests that need a GPU, run by tools/gpu/check.sh on a GPU machine.
-ctest --output-on-failure --timeout 900 -LE gpu ${CTEST_ARGS:-}
+# Label gpu: tests that need a GPU, run by tools/gpu/check.sh on a GPU machine. As many tests at once as the
+# machine has cores ($CTEST_JOBS to change it): the suite's many 4-rank runs wait on each other's collectives
+# more than on a core, and the tests that must not share the machine (the memory plan, the cluster) are RUN_SERIAL.
+ctest --output-on-failure --timeout 900 -LE gpu -j "${CTEST_JOBS:-$(nproc)}" ${CTEST_ARGS:-}

@@ -278,6 +278,14 @@ const std::vector<Binding>& bindings() {
         "the video's last frame, with --image its first (first-last-frame video, as diffusers' "
         "WanImageToVideoPipeline last_image; I2V models)",
         "", &G::last_image);
+    str("video",
+        "video-to-video: the clip to start from (MP4, MOV, MKV, WebM, GIF, ...; its first --num-frames frames), "
+        "as diffusers' WanVideoToVideoPipeline; T2V and TI2V-5B models",
+        "", &G::video);
+    f64("strength",
+        "with --video: how much of the clip is remade, in (0, 1]; the last int(steps x strength) of the "
+        "--num-inference-steps steps run, from the clip noised to the first of them",
+        "0.8", &G::strength);
     lora_list("lora",
               "LoRA file merged into `transformer` (A14B: the high-noise expert; TI2V-5B: the model) at load, with "
               "strength SCALE (default 1); repeatable, applied in order",
@@ -673,6 +681,12 @@ void validate_options(const GenerateOptions& o) {
   OMNI_CHECK_USAGE(o.num_frames >= 1, "--num-frames must be at least 1, got ", o.num_frames);
   OMNI_CHECK_USAGE(o.last_image.empty() || !o.image.empty(),
                    "--last-image needs --image: the first frame of a first-last-frame video");
+  OMNI_CHECK_USAGE(o.video.empty() || o.image.empty(),
+                   "--video and --image together: video-to-video starts from the clip alone (drop one of them)");
+  OMNI_CHECK_USAGE(o.strength > 0 && o.strength <= 1, "--strength must lie in (0, 1], got ", o.strength);
+  OMNI_CHECK_USAGE(o.video.empty() || o.num_inference_steps * o.strength >= 1, "--strength ", o.strength, " with ",
+                   o.num_inference_steps, " --num-inference-steps runs no step (int(steps x strength) is 0); ",
+                   "raise either");
   OMNI_CHECK_USAGE(o.num_inference_steps >= 1, "--num-inference-steps must be at least 1, got ", o.num_inference_steps);
   OMNI_CHECK_USAGE(o.guidance_scale >= 0, "--guidance-scale must be non-negative, got ", o.guidance_scale);
   OMNI_CHECK_USAGE(!o.guidance_scale_2 || *o.guidance_scale_2 >= 0, "--guidance-scale-2 must be non-negative, got ",

@@ -73,6 +73,8 @@ struct GenerateOptions {
   std::string prompts_file;
   std::string image;
   std::string last_image;        // --last-image: the last frame (first-last-frame video on an I2V model)
+  std::string video;             // --video: the clip a video-to-video run starts from (T2V and TI2V-5B models)
+  double strength{};             // --strength: the fraction of the schedule a video-to-video run denoises
   std::vector<LoraSpec> lora;    // --lora (repeatable): merged into `transformer`
   std::vector<LoraSpec> lora_2;  // --lora-2 (repeatable): merged into `transformer_2`
 

@@ -172,7 +172,11 @@ at::Tensor image_to_float(const at::Tensor& image) {
 }
 
 at::Tensor load_conditioning_image(const std::string& path, int64_t height, int64_t width, ResizeFilter filter) {
-  at::Tensor image = read_image(path);  // [h, w, 3]
+  return conditioning_image(read_image(path), height, width, filter);
+}
+
+at::Tensor conditioning_image(const at::Tensor& read, int64_t height, int64_t width, ResizeFilter filter) {
+  at::Tensor image = read;  // [h, w, 3]
   if (image.size(0) != height || image.size(1) != width) image = resize_image(image, height, width, filter);
   // VaeImageProcessor: np.float32(x) / 255, then normalize: 2 * x - 1, both in float32
   at::Tensor x = map_levels(image, [](float v) { return 2.0f * v - 1.0f; });  // [H, W, 3]

@@ -33,6 +33,9 @@ at::Tensor image_to_float(const at::Tensor& image);
 // processor's default), x / 255, 2x - 1, as [1, 3, height, width] float32 in [-1, 1] on the CPU.
 at::Tensor load_conditioning_image(const std::string& path, int64_t height, int64_t width,
                                    ResizeFilter filter = ResizeFilter::kLanczos);
+// The same for an image already read: [h, w, 3] uint8 -> [1, 3, height, width] float32 in [-1, 1].
+at::Tensor conditioning_image(const at::Tensor& image, int64_t height, int64_t width,
+                              ResizeFilter filter = ResizeFilter::kLanczos);
 
 // Applies an EXIF orientation (1..8) to [H, W, C], as Pillow's ImageOps.exif_transpose.
 at::Tensor apply_exif_orientation(const at::Tensor& image, int orientation);

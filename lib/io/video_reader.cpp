@@ -4,6 +4,7 @@ extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 #include <libavutil/dict.h>
+#include <libavutil/display.h>
 #include <libavutil/frame.h>
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
@@ -12,10 +13,12 @@ extern "C" {
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "core/error.h"
+#include "io/image_reader.h"
 #include "io/video_common.h"
 
 namespace omni::io {
@@ -66,9 +69,22 @@ bool is_full_range(const AVFrame* frame) {
   }
 }
 
+// The rotation FFmpeg's command line applies to `stream` (fftools' get_rotation: the display matrix's angle,
+// negated, rounded and brought into [0, 360)), snapped to a quarter turn; 0 without a matrix.
+int display_rotation(const AVStream* stream) {
+  const uint8_t* matrix = av_stream_get_side_data(stream, AV_PKT_DATA_DISPLAYMATRIX, nullptr);
+  if (matrix == nullptr) return 0;
+  double theta = -std::round(av_display_rotation_get(reinterpret_cast<const int32_t*>(matrix)));
+  theta -= 360 * std::floor(theta / 360 + 0.9 / 360);
+  for (int quarter : {90, 180, 270})
+    if (std::fabs(theta - quarter) < 1.0) return quarter;
+  return 0;  // another angle: the command line would rotate by it (with black corners); not applied here
+}
+
 class FrameConverter {
  public:
-  FrameConverter(Decoder& dec, const std::string& path) : dec_(dec), path_(path) {}
+  FrameConverter(Decoder& dec, const std::string& path, RgbConversion conversion)
+      : dec_(dec), path_(path), conversion_(conversion) {}
 
   // Appends `frame` as packed RGB24 to `out`.
   void convert(const AVFrame* frame, std::vector<uint8_t>& out, VideoInfo& info) {
@@ -76,14 +92,20 @@ class FrameConverter {
       width_ = frame->width;
       height_ = frame->height;
       format_ = frame->format;
-      // Full chroma interpolation and accurate rounding: the closest RGB to what was encoded.
+      const bool accurate = conversion_ == RgbConversion::kAccurate;
+      // kAccurate: full chroma interpolation and accurate rounding, the closest RGB to what was encoded.
+      // kAsFfmpeg: the command line's scale filter (its sws_flags default, bicubic; the fast converters).
+      const int flags = accurate ? SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT : SWS_BICUBIC;
       dec_.sws = sws_getContext(width_, height_, static_cast<AVPixelFormat>(format_), width_, height_, AV_PIX_FMT_RGB24,
-                                SWS_BICUBIC | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, nullptr, nullptr, nullptr);
+                                flags, nullptr, nullptr, nullptr);
       OMNI_CHECK_INPUT(dec_.sws, path_, ": cannot convert pixel format ",
                        av_get_pix_fmt_name(static_cast<AVPixelFormat>(format_)), " to RGB");
       const int* table = sws_getCoefficients(sws_colorspace(frame->colorspace));
-      // Y'CbCr -> RGB: the source range from the frame, full-range RGB out (srcRange, dstRange).
-      sws_setColorspaceDetails(dec_.sws, table, is_full_range(frame) ? 1 : 0, table, 1, 0, 1 << 16, 1 << 16);
+      // Y'CbCr -> RGB: the source range from the frame (srcRange). The scale filter leaves dstRange at the
+      // context's own 0 for an RGB output, where kAccurate asks for full range; swscale's RGB output is full
+      // range either way.
+      sws_setColorspaceDetails(dec_.sws, table, is_full_range(frame) ? 1 : 0, table, accurate ? 1 : 0, 0, 1 << 16,
+                               1 << 16);
       info.color_space = av_color_space_name(frame->colorspace) ? av_color_space_name(frame->colorspace) : "unknown";
       info.color_range = av_color_range_name(frame->color_range) ? av_color_range_name(frame->color_range) : "unknown";
     }
@@ -103,27 +125,49 @@ class FrameConverter {
  private:
   Decoder& dec_;
   const std::string& path_;
+  RgbConversion conversion_;
   int width_ = 0, height_ = 0, format_ = -1;
 };
 
-}  // namespace
-
-Video read_video(const std::string& path, int64_t max_frames) {
+// Opens `path` into `dec` and finds its best video stream (its index; `codec` its decoder).
+int open_video(const std::string& path, Decoder& dec, const AVCodec** codec) {
   struct stat st;
   OMNI_CHECK_INPUT(::stat(path.c_str(), &st) == 0, "video '", path, "' cannot be read: ", std::strerror(errno));
   OMNI_CHECK_INPUT(!S_ISDIR(st.st_mode), "video '", path, "' is a folder, not a video file");
   quiet_libav_logs();
-
-  Decoder dec;
   int rc = avformat_open_input(&dec.fmt, path.c_str(), nullptr, nullptr);
   OMNI_CHECK_INPUT(rc >= 0, "video '", path, "' cannot be opened: ", av_error_string(rc));
   rc = avformat_find_stream_info(dec.fmt, nullptr);
   OMNI_CHECK_INPUT(rc >= 0, "video '", path, "': cannot read stream information: ", av_error_string(rc));
-  const AVCodec* codec = nullptr;
-  const int index = av_find_best_stream(dec.fmt, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
+  const int index = av_find_best_stream(dec.fmt, AVMEDIA_TYPE_VIDEO, -1, -1, codec, 0);
   OMNI_CHECK_INPUT(index >= 0, "'", path, "' has no video stream",
                    index == AVERROR_DECODER_NOT_FOUND ? " this FFmpeg build can decode" : "");
+  return index;
+}
+
+// [F, H, W, 3] turned `degrees` clockwise, as the command line's transpose=clock / hflip,vflip /
+// transpose=cclock.
+at::Tensor rotate_frames(const at::Tensor& frames, int degrees) {
+  switch (degrees) {
+    case 90:
+      return frames.transpose(1, 2).flip({2}).contiguous();  // out[i][j] = in[H - 1 - j][i]
+    case 180:
+      return frames.flip({1, 2}).contiguous();
+    case 270:
+      return frames.transpose(1, 2).flip({1}).contiguous();  // out[i][j] = in[j][W - 1 - i]
+    default:
+      return frames;
+  }
+}
+
+}  // namespace
+
+VideoLevels read_video_levels(const std::string& path, int64_t max_frames, RgbConversion conversion) {
+  Decoder dec;
+  const AVCodec* codec = nullptr;
+  const int index = open_video(path, dec, &codec);
   AVStream* stream = dec.fmt->streams[index];
+  int rc = 0;
 
   dec.codec = avcodec_alloc_context3(codec);
   OMNI_CHECK(dec.codec, "avcodec_alloc_context3 failed");
@@ -133,7 +177,7 @@ Video read_video(const std::string& path, int64_t max_frames) {
   rc = avcodec_open2(dec.codec, codec, nullptr);
   OMNI_CHECK_INPUT(rc >= 0, "video '", path, "': cannot open the ", codec->name, " decoder: ", av_error_string(rc));
 
-  Video video;
+  VideoLevels video;
   VideoInfo& info = video.info;
   info.codec = avcodec_get_name(stream->codecpar->codec_id);
   const char* pix = av_get_pix_fmt_name(static_cast<AVPixelFormat>(stream->codecpar->format));
@@ -149,7 +193,7 @@ Video read_video(const std::string& path, int64_t max_frames) {
   dec.frame = av_frame_alloc();
   dec.packet = av_packet_alloc();
   OMNI_CHECK(dec.frame && dec.packet, "av_frame_alloc / av_packet_alloc failed");
-  FrameConverter converter(dec, path);
+  FrameConverter converter(dec, path, conversion);
   std::vector<uint8_t> rgb;
   auto done = [&] { return max_frames >= 0 && info.frame_count >= max_frames; };
   auto receive_all = [&] {
@@ -191,10 +235,41 @@ Video read_video(const std::string& path, int64_t max_frames) {
     info.width = converter.width();
     info.height = converter.height();
   }
-  // [F, H, W, 3] uint8 -> float in [0, 1]
-  at::Tensor bytes = at::from_blob(rgb.data(), {info.frame_count, info.height, info.width, 3}, at::kByte);
-  video.frames = bytes.to(at::kFloat).div_(255.0);
+  video.frames = at::from_blob(rgb.data(), {info.frame_count, info.height, info.width, 3}, at::kByte).clone();
+  if (conversion == RgbConversion::kAsFfmpeg) {
+    info.rotation = display_rotation(stream);
+    video.frames = rotate_frames(video.frames, info.rotation);  // [F, H, W, 3] upright
+    if (info.rotation % 180 != 0) std::swap(info.width, info.height);
+  }
   return video;
+}
+
+Video read_video(const std::string& path, int64_t max_frames) {
+  VideoLevels levels = read_video_levels(path, max_frames, RgbConversion::kAccurate);
+  Video video;
+  video.info = levels.info;
+  video.frames = levels.frames.to(at::kFloat).div_(255.0);  // [F, H, W, 3] in [0, 1]
+  return video;
+}
+
+std::pair<int64_t, int64_t> video_size(const std::string& path) {
+  Decoder dec;
+  const AVCodec* codec = nullptr;
+  const int index = open_video(path, dec, &codec);
+  const AVStream* stream = dec.fmt->streams[index];
+  const int64_t h = stream->codecpar->height, w = stream->codecpar->width;
+  OMNI_CHECK_INPUT(h > 0 && w > 0, "video '", path, "': its stream has no picture size");
+  return display_rotation(stream) % 180 != 0 ? std::make_pair(w, h) : std::make_pair(h, w);
+}
+
+at::Tensor load_conditioning_video(const std::string& path, int64_t num_frames, int64_t height, int64_t width) {
+  const VideoLevels video = read_video_levels(path, num_frames, RgbConversion::kAsFfmpeg);
+  OMNI_CHECK_INPUT(video.info.frame_count >= num_frames, "video '", path, "' has ", video.info.frame_count,
+                   " frames; the video asks for ", num_frames, " (--num-frames)");
+  std::vector<at::Tensor> frames;
+  for (int64_t f = 0; f < num_frames; ++f)
+    frames.push_back(conditioning_image(video.frames[f], height, width));  // [1, 3, H, W]
+  return at::stack(frames, 2);                                             // [1, 3, F, H, W]
 }
 
 }  // namespace omni::io

@@ -1,4 +1,10 @@
 // Video input through libavformat / libavcodec: any video FFmpeg can read, decoded to RGB frames.
+//
+// Two conversions to RGB. kAccurate (omni-compare): full chroma interpolation and accurate rounding, the
+// closest RGB to what was encoded. kAsFfmpeg (video-to-video input): what `ffmpeg -i FILE -pix_fmt rgb24` gives,
+// the bytes diffusers' load_video reads through imageio: the scale filter's defaults (bicubic flags, the frame's
+// matrix and range, BT.601 when unspecified) and the stream's display rotation applied as the CLI's autorotate
+// does (90, 180, 270 degrees).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -6,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 
 namespace omni::io {
 
@@ -21,6 +28,7 @@ struct VideoInfo {
   double fps() const { return fps_den ? static_cast<double>(fps_num) / fps_den : 0.0; }
   std::string color_space;  // "bt709", "bt470bg", "unknown", ... (what the decoder used for Y'CbCr -> RGB)
   std::string color_range;  // "tv" (limited) or "pc" (full); "unknown" is decoded as limited
+  int rotation = 0;         // degrees clockwise the display matrix turns the picture (0, 90, 180, 270)
   std::map<std::string, std::string> metadata;  // container-level tags (title, comment, custom keys, encoder)
 };
 
@@ -29,8 +37,28 @@ struct Video {
   VideoInfo info;
 };
 
+enum class RgbConversion { kAccurate, kAsFfmpeg };
+
+struct VideoLevels {
+  at::Tensor frames;  // [F, H, W, 3] uint8, RGB, CPU
+  VideoInfo info;
+};
+
 // Decodes the best video stream of `path` (at most `max_frames` frames when >= 0). A missing, unreadable or
 // undecodable file, or one without a video stream, is an input error (exit 3) naming the file.
+VideoLevels read_video_levels(const std::string& path, int64_t max_frames = -1,
+                              RgbConversion conversion = RgbConversion::kAccurate);
+// The same as float32 in [0, 1] (kAccurate).
 Video read_video(const std::string& path, int64_t max_frames = -1);
+
+// The {height, width} of read_video_levels(path, ..., kAsFfmpeg)'s frames (the display rotation applied), from
+// the stream's parameters: no frame is converted. Input errors as read_video's.
+std::pair<int64_t, int64_t> video_size(const std::string& path);
+
+// The conditioning clip of a video-to-video run as diffusers' VideoProcessor.preprocess_video(load_video(path)
+// [:num_frames], height, width) gives it: the first `num_frames` frames (kAsFfmpeg), each resized as
+// load_conditioning_image resizes an image, as [1, 3, num_frames, height, width] float32 in [-1, 1] on the CPU.
+// A video with fewer frames is an input error naming both numbers.
+at::Tensor load_conditioning_video(const std::string& path, int64_t num_frames, int64_t height, int64_t width);
 
 }  // namespace omni::io

@@ -16,11 +16,12 @@
 
 namespace omni::job {
 
-// The task a checkpoint runs given whether an image and a last image are supplied (and --task): its
-// model_index.json's class decides (WanImageToVideoPipeline: i2v, flf2v with --last-image; expand_timesteps:
-// TI2V-5B's ti2v, image mode with --image; else t2v); --task only confirms it. One error naming the flag when
-// they do not fit (an I2V checkpoint without --image, --last-image on TI2V-5B, ...).
-pipeline::Task choose_task(const io::ModelIndex& index, config::TaskChoice task, bool has_image, bool has_last_image);
+// The task a checkpoint runs given the conditioning inputs a video has (`in`: image, last image, video) and
+// --task: its model_index.json's class decides (WanImageToVideoPipeline: i2v, flf2v with --last-image;
+// expand_timesteps: TI2V-5B's ti2v, image mode with --image; else t2v; v2v with --video on T2V and TI2V-5B);
+// --task only confirms it. One error naming the flag when they do not fit (an I2V checkpoint without --image,
+// --last-image on TI2V-5B, --video on I2V, ...).
+pipeline::Task choose_task(const io::ModelIndex& index, config::TaskChoice task, const pipeline::VideoParams& in);
 
 // A video's sizes against the model: height and width multiples of its spatial multiple (usage error), with
 // --last-image at least two latent frames, and
@@ -32,8 +33,9 @@ void check_video(const pipeline::ModelSpec& model, const pipeline::VideoParams& 
 // every rank): its task (choose_task), its image's size from the file's header (io::image_size; no pixels),
 // the sizes an image decides when none were given (its aspect ratio within the preset's area, snapped to the
 // model's multiple: Wan2.2's rule, written into the video's options), and each pending video's sizes
-// (check_video). Each distinct image is decoded whole once over `world` (by one rank), so that a file broken
-// past its header is an agreed error now, not an abort mid-run. Returns each video's task.
+// (check_video). Each distinct image and clip is decoded once over `world` (by one rank; a clip its first
+// frames), so that a file broken past its header or a clip too short is an agreed error now, not an abort
+// mid-run. A clip's picture decides the sizes as an image's does. Returns each video's task.
 std::vector<pipeline::Task> check_inputs(VideoQueue& queue, const pipeline::ModelSpec& model, int decode_ranks,
                                          const dist::Communicator& world);
 

@@ -15,7 +15,6 @@
 #include "dist/device.h"
 #include "dist/process_group.h"
 #include "dist/watchdog.h"
-#include "io/image_reader.h"
 #include "io/model_dir.h"
 #include "io/video_writer.h"
 #include "job/check_inputs.h"
@@ -39,7 +38,8 @@ GenerationJob::GenerationJob(config::GenerateOptions options, ResolvedRun run, s
                 std::move(run.checkpoint),
                 nlohmann::json::object()},
       queue_(std::make_unique<VideoQueue>(std::move(run.videos), run.written)),
-      writer_(opts_) {
+      writer_(opts_),
+      inputs_(model_->temporal_factor()) {
   // Before any kernel, and before a dry run's report says what ran.
   dist::set_float32_math(opts_.tf32            ? dist::Float32Math::kTf32
                          : opts_.exact_float32 ? dist::Float32Math::kIeee
@@ -143,13 +143,6 @@ void GenerationJob::load() {
                                            pipeline_->text_encoder_float8_weights());
 }
 
-const at::Tensor& GenerationJob::CachedImage::load(const std::string& path, int height, int width) {
-  const std::string wanted = str_cat(path, "@", height, "x", width);
-  if (wanted != key) image = io::load_conditioning_image(path, height, width);
-  key = wanted;
-  return image;
-}
-
 int GenerationJob::run() {
   const bool writer = mesh_.layout().writes_video(mesh_.position());
   const auto& l = mesh_.layout();
@@ -160,9 +153,8 @@ int GenerationJob::run() {
     pipeline::GenerationRequest req;
     req.prompt = o.prompt;
     req.negative_prompt = o.negative_prompt;
-    if (!o.image.empty()) req.image = images_[0].load(o.image, o.height, o.width);
-    if (!o.last_image.empty()) req.last_image = images_[1].load(o.last_image, o.height, o.width);
     req.video = v.params();
+    inputs_.fill(o, req);
     req.decode = writer && a.real;
     req.decode_band = opts_.vae_parallel && a.real;  // a repeat run's whole group skips the decode together
     req.keep_tensors = writer && a.real && !v.tensors_path.empty();
@@ -172,7 +164,7 @@ int GenerationJob::run() {
     // collective of the sequence-parallel group. The others drop theirs after the video.
     const bool dumps = a.real && !v.dump_path.empty();
     debug::enable_dumps(dumps);
-    Progress progress("generate", req.video.num_inference_steps, mesh_.rank() == 0 && a.real);
+    Progress progress("generate", req.video.steps_run(), mesh_.rank() == 0 && a.real);
     Timer t;
     dist::TrafficByKind traffic_before = dist::traffic_totals();
     pipeline::GenerationResult result = pipeline_->generate(req, [&](const pipeline::StepInfo& s) {

@@ -25,6 +25,7 @@
 #include "config/options.h"
 #include "core/timer.h"
 #include "dist/device_mesh.h"
+#include "job/conditioning_inputs.h"
 #include "job/output_writer.h"
 #include "job/resolved_run.h"
 #include "job/run_report.h"
@@ -80,18 +81,11 @@ class GenerationJob {
   std::unique_ptr<VideoQueue> queue_;
   std::vector<pipeline::Task> tasks_;  // per video (TI2V-5B: image mode where the video has an image)
   OutputWriter writer_;
+  ConditioningInputs inputs_;  // each video's images and clip, read as run() reaches it
   LoraRecords lora_;
   std::unique_ptr<MemoryCheck> memory_;
   at::Device device_ = at::kCPU;  // what --device resolved to on this rank
   std::unique_ptr<pipeline::WanPipeline> pipeline_;
-  // The first and the last frame's conditioning images, each the one loaded last: one --image over a whole list
-  // is read and resized once.
-  struct CachedImage {
-    std::string key;  // path@HxW
-    at::Tensor image;
-    const at::Tensor& load(const std::string& path, int height, int width);  // [1, 3, H, W]
-  };
-  CachedImage images_[2];
   PhaseTimes times_;
   Timer total_;
   RankStats stats_;                                 // this rank's figures, filled as the run goes

@@ -148,6 +148,8 @@ pipeline::VideoParams video_params(const config::GenerateOptions& o) {
   v.max_sequence_length = o.max_sequence_length;
   v.image = !o.image.empty();
   v.last_image = !o.last_image.empty();
+  v.video = !o.video.empty();
+  v.strength = o.strength;
   return v;
 }
 
@@ -161,6 +163,8 @@ const std::vector<std::string>& per_video_options() {
                                                 "seed",
                                                 "image",
                                                 "last-image",
+                                                "video",
+                                                "strength",
                                                 "output",
                                                 "height",
                                                 "width",
@@ -244,6 +248,15 @@ std::vector<VideoSpec> read_video_list(const config::GenerateOptions& run) {
     OMNI_CHECK_USAGE(fresh, "--prompts-file ", run.prompts_file, ": lines ",
                      videos[static_cast<size_t>(it->second)].line, " and ", v.line, " both write '", v.output,
                      "'; give each video its own \"output\"");
+    // The steps a video runs (video-to-video: its strength's share of the schedule) decide the transformer's
+    // gathers, which groups sharing shards run in lockstep: one count for the whole run.
+    const VideoSpec& first = videos.front();
+    OMNI_CHECK_USAGE(v.params().steps_run() == first.params().steps_run(), "--prompts-file ", run.prompts_file,
+                     ": line ", v.line, " runs ", v.params().steps_run(), " steps",
+                     v.params().video ? " (strength)" : "", " but line ", first.line, " runs ",
+                     first.params().steps_run(),
+                     "; every video of a run must run the same number of steps (video-to-video runs "
+                     "int(steps x strength) of them): give the videos one strength, or run them apart");
   }
   return videos;
 }

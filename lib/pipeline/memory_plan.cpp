@@ -409,18 +409,19 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   const auto& vc = s.vae;
   const int64_t levels = static_cast<int64_t>(vc.dim_mult.size());
   // Image encode: the conditioning clip through the encoder (I2V: the image and num_frames - 1 zero frames;
-  // TI2V: the image alone), chunks of 4 frames at full resolution, halved per level.
+  // TI2V: the image alone; video-to-video: the clip's num_frames frames), chunks of 4 frames at full
+  // resolution, halved per level.
   MemoryPhase encode{"image_encode", {}};
   for (const auto& pv : work.videos) {
     const VideoParams& v = pv.video;
-    if (!v.image) continue;
+    if (!v.image && !v.video) continue;
     std::vector<VaeLevel> enc;
     int64_t frames = 4;
     for (int64_t l = 0; l < levels; ++l) {
       enc.push_back({vc.base_dim * vc.dim_mult[static_cast<size_t>(l)], frames, int64_t{1} << l});
       if (l + 1 < levels && vc.temperal_downsample[static_cast<size_t>(l)]) frames = std::max<int64_t>(1, frames / 2);
     }
-    const int64_t clip_frames = s.image_to_video ? v.rounded_num_frames(tf) : 1;
+    const int64_t clip_frames = s.image_to_video || v.video ? v.rounded_num_frames(tf) : 1;
     MemoryPhase p{"image_encode", plan.resident};
     p.parts.push_back({"conditioning clip", (f32 + ev) * 3 * clip_frames * v.height * v.width});
     p.parts.push_back({"vae encode working set",

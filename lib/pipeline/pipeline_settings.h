@@ -22,7 +22,9 @@ enum class StepCacheMode { kNone, kTeaCache, kFirstBlock };
 double default_step_cache_threshold(StepCacheMode mode);
 
 // kFirstLastFrameToVideo: image-to-video with the last frame given too (WanImageToVideoPipeline's last_image).
-enum class Task { kTextToVideo, kImageToVideo, kTextImageToVideo, kFirstLastFrameToVideo };
+// kVideoToVideo: a text-to-video model (T2V, TI2V-5B in text mode) started from a noised clip
+// (WanVideoToVideoPipeline).
+enum class Task { kTextToVideo, kImageToVideo, kTextImageToVideo, kFirstLastFrameToVideo, kVideoToVideo };
 const char* task_name(Task task);
 
 struct PipelineSettings {

@@ -3,6 +3,7 @@
 // how many frames and latent frames the video has.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 
@@ -19,6 +20,8 @@ struct VideoParams {
   int max_sequence_length = 512;
   bool image = false;       // image-conditioned (I2V, TI2V's image mode): the VAE encodes a clip first
   bool last_image = false;  // with `image`, the last frame too (first-last-frame video; I2V models)
+  bool video = false;       // video-to-video: the denoising starts from the VAE-encoded clip, noised
+  double strength = 1.0;    // with `video`: the fraction of the schedule that runs
 
   // diffusers' do_classifier_free_guidance: the first scale above 1 (the second expert follows the first's
   // decision, with its own scale).
@@ -29,6 +32,13 @@ struct VideoParams {
     const auto t = static_cast<int>(temporal_factor);
     return num_frames % t == 1 ? num_frames : num_frames / t * t + 1;
   }
+  // The first step of the schedule that runs: diffusers' get_timesteps, N - min(int(N * strength), N) with a
+  // video (the truncation in double, as Python's int()), else 0. The steps before it are never run.
+  int first_step() const {
+    if (!video) return 0;
+    return num_inference_steps - std::min(static_cast<int>(num_inference_steps * strength), num_inference_steps);
+  }
+  int steps_run() const { return num_inference_steps - first_step(); }
   // Latent frames: the first frame alone, then one per temporal_factor frames.
   int64_t latent_frames(int64_t temporal_factor) const {
     return (rounded_num_frames(temporal_factor) - 1) / temporal_factor + 1;

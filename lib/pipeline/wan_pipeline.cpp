@@ -62,6 +62,8 @@ const char* task_name(Task task) {
       return "ti2v";
     case Task::kFirstLastFrameToVideo:
       return "flf2v";
+    case Task::kVideoToVideo:
+      return "v2v";
   }
   return "?";
 }
@@ -305,6 +307,29 @@ WanPipeline::ImageCondition WanPipeline::prepare_image_condition(const Generatio
   return out;
 }
 
+at::Tensor WanPipeline::encode_clip(const GenerationRequest& req, const LatentShape& shape,
+                                    GenerationResult& result) const {
+  // The conditioning encode's phase (the report's image_encode: what the VAE encoder spends before the loop).
+  ScopedPhase phase(result.times, "image_encode", settings_.device);
+  const VideoParams& video = req.video;
+  const int num_frames = video.rounded_num_frames(temporal_factor());
+  OMNI_CHECK(req.clip.dim() == 5 && req.clip.size(2) == num_frames && req.clip.size(3) == video.height &&
+                 req.clip.size(4) == video.width,
+             "clip of shape ", req.clip.sizes(), " is not [1, 3, ", num_frames, ", ", video.height, ", ", video.width,
+             "]");
+  const at::Tensor clip = req.clip.to(settings_.device).to(at::kFloat);      // [1, 3, F, H, W] in [-1, 1]
+  at::Tensor z = vae_->encode(clip.to(settings_.vae_dtype)).to(at::kFloat);  // [1, z, T, h, w]
+  debug::dump("vae_encode.in", clip);
+  debug::dump("vae_encode.mean", z);
+  z = vae_->normalize_latents(z);
+  OMNI_CHECK(
+      z.size(1) == shape.channels && z.size(2) == shape.frames && z.size(3) == shape.height && z.size(4) == shape.width,
+      "the clip's latents ", z.sizes(), " are not the video's [1, ", shape.channels, ", ", shape.frames, ", ",
+      shape.height, ", ", shape.width, "]");
+  if (req.keep_tensors) result.tensors.emplace_back("video_latents", to_float_cpu(z));  // normalized VAE mean
+  return z;
+}
+
 WanPipeline::ModelInput WanPipeline::model_input(const at::Tensor& latents, const ImageCondition& image, int64_t t,
                                                  const LatentShape& shape) const {
   const at::Device dev = settings_.device;
@@ -390,6 +415,9 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   const VideoParams& video = req.video;
   OMNI_CHECK(video.image == req.image.defined(), "GenerationRequest: video.image is ", video.image,
              " but the image tensor is ", req.image.defined() ? "given" : "missing");
+  OMNI_CHECK(video.video == req.clip.defined() && (!video.video || (!index_.image_to_video && !video.image)),
+             "GenerationRequest: video.video is ", video.video, " but the clip is ",
+             req.clip.defined() ? "given" : "missing", " (text-to-video models, without an image)");
   OMNI_CHECK(video.last_image == req.last_image.defined() && (!video.last_image || index_.image_to_video),
              "GenerationRequest: video.last_image is ", video.last_image, " but the last image tensor is ",
              req.last_image.defined() ? "given" : "missing", " (image-to-video models only)");
@@ -419,19 +447,22 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   keep("prompt_embeds", prompt_embeds);
   if (do_cfg) keep("negative_prompt_embeds", negative_embeds);
 
-  // 2. Prepare the latents.
+  // 2. Prepare the latents: the noise; video-to-video (WanVideoToVideoPipeline.prepare_latents): the clip's
+  // latents noised to the first timestep that runs (get_timesteps: the last int(steps x strength) of them).
   const LatentShape shape = latent_shape(video);
   at::Tensor latents = prepare_latents(video, shape);
   keep("init_latents", latents);
+  auto scheduler =
+      sched::make_scheduler(scheduler_config_, settings_.sample_solver, settings_.flow_shift, scheduler_source_);
+  scheduler->set_timesteps(video.num_inference_steps, dev);
+  const std::vector<int64_t> timesteps(scheduler->timestep_values().begin() + video.first_step(),
+                                       scheduler->timestep_values().end());  // the steps that run
+  if (req.clip.defined()) latents = scheduler->add_noise(encode_clip(req, shape, result), latents, timesteps[0]);
 
   // 3. Image conditioning (I2V; TI2V with an image).
   const ImageCondition image = prepare_image_condition(req, shape, result);
 
   // 4. Denoise: the expert by boundary_ratio (the second takes the low-noise steps, with its own scale).
-  auto scheduler =
-      sched::make_scheduler(scheduler_config_, settings_.sample_solver, settings_.flow_shift, scheduler_source_);
-  scheduler->set_timesteps(video.num_inference_steps, dev);
-  const auto& timesteps = scheduler->timestep_values();
   const std::optional<double> ratio = boundary_ratio();
   const double boundary = ratio ? *ratio * scheduler->config().num_train_timesteps : 0.0;
   {
@@ -440,7 +471,7 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
     CallState state;
     state.num_steps = static_cast<int>(timesteps.size());
     for (size_t i = 0; i < timesteps.size(); ++i) {
-      const int64_t t = timesteps[i];
+      const int64_t t = timesteps[i];  // step i of those that run (diffusers' callback numbers them so)
       const int64_t received_before = stats_->received_bytes_total;
       const int expert = experts_.size() == 2 && ratio && static_cast<double>(t) < boundary ? 1 : 0;
       const double scale = expert == 1 ? video.guidance_scale_2.value_or(video.guidance_scale) : video.guidance_scale;

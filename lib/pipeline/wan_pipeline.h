@@ -46,6 +46,7 @@ struct GenerationRequest {
   VideoParams video;          // video.image: `image` is given
   at::Tensor image;           // [1, 3, H, W] float32 in [-1, 1] at the output size, or undefined (text mode)
   at::Tensor last_image;      // likewise, the last frame (video.last_image: first-last-frame), or undefined
+  at::Tensor clip;            // video-to-video (video.video): [1, 3, F, H, W] float32 in [-1, 1], or undefined
   bool decode = true;         // this rank gets the frames (the writing rank)
   bool decode_band = false;   // --vae-parallel: this rank decodes its band (every rank of the group, together)
   bool keep_tensors = false;  // collect the --save-tensors intermediates
@@ -129,6 +130,8 @@ class WanPipeline {
   at::Tensor prepare_latents(const VideoParams& video, const LatentShape& shape) const;
   ImageCondition prepare_image_condition(const GenerationRequest& req, const LatentShape& shape,
                                          GenerationResult& result) const;
+  // Video-to-video: the clip's normalized latents [1, z, T, h, w] (the VAE's mean, as diffusers' argmax).
+  at::Tensor encode_clip(const GenerationRequest& req, const LatentShape& shape, GenerationResult& result) const;
   ModelInput model_input(const at::Tensor& latents, const ImageCondition& image, int64_t t,
                          const LatentShape& shape) const;
   // Step 5: the frames on the writing rank (the whole group decodes with --vae-parallel).

@@ -174,6 +174,27 @@ void Scheduler::set_timesteps(int num_inference_steps, const at::Device& device)
   reset();
 }
 
+int64_t Scheduler::index_for_timestep(int64_t timestep) const {
+  // diffusers' index_for_timestep: the first match, or the second where the timestep repeats (so a schedule
+  // entered mid-way never skips a sigma), or the last step if the timestep is not in the schedule.
+  const int64_t n = static_cast<int64_t>(schedule_.timesteps.size());
+  std::vector<int64_t> matches;
+  for (int64_t i = 0; i < n; ++i) {
+    if (schedule_.timesteps[i] == timestep) matches.push_back(i);
+  }
+  return matches.empty() ? n - 1 : (matches.size() > 1 ? matches[1] : matches[0]);
+}
+
+at::Tensor Scheduler::add_noise(const at::Tensor& original, const at::Tensor& noise, int64_t timestep) const {
+  OMNI_CHECK(!schedule_.timesteps.empty(), name(), " scheduler: add_noise() called before set_timesteps()");
+  OMNI_CHECK(original.sizes() == noise.sizes(), name(), " scheduler: add_noise() of ", original.sizes(), " and ",
+             noise.sizes());
+  // _sigma_to_alpha_sigma_t on flow sigmas: alpha = 1 - sigma, in float32 like the reference's sigma tensor.
+  const float sigma = schedule_.sigmas[static_cast<size_t>(index_for_timestep(timestep))];
+  const float alpha = 1.0f - sigma;
+  return original.mul(static_cast<double>(alpha)).add(noise.mul(static_cast<double>(sigma)));
+}
+
 int64_t Scheduler::begin_step(const at::Tensor& model_output, int64_t timestep, const at::Tensor& sample) {
   const int64_t n = static_cast<int64_t>(schedule_.timesteps.size());
   OMNI_CHECK(n > 0, name(), " scheduler: step() called before set_timesteps()");
@@ -184,15 +205,7 @@ int64_t Scheduler::begin_step(const at::Tensor& model_output, int64_t timestep, 
              " but sample on ", sample.device());
   OMNI_CHECK(at::isFloatingType(model_output.scalar_type()) && at::isFloatingType(sample.scalar_type()), name(),
              " scheduler: model output and sample must be floating point");
-  if (step_index_ < 0) {
-    // diffusers' index_for_timestep: the first match, or the second where the timestep repeats (so a
-    // schedule entered mid-way never skips a sigma), or the last step if the timestep is not in the schedule.
-    std::vector<int64_t> matches;
-    for (int64_t i = 0; i < n; ++i) {
-      if (schedule_.timesteps[i] == timestep) matches.push_back(i);
-    }
-    step_index_ = matches.empty() ? n - 1 : (matches.size() > 1 ? matches[1] : matches[0]);
-  }
+  if (step_index_ < 0) step_index_ = index_for_timestep(timestep);
   OMNI_CHECK(step_index_ < n, name(), " scheduler: step ", step_index_, " is past the last of the ", n,
              " steps (set_timesteps() or reset() starts a new run)");
   return step_index_;

@@ -75,10 +75,17 @@ class Scheduler {
   // is taken from `timestep` on the first call (diffusers' index_for_timestep) and then counts up.
   virtual at::Tensor step(const at::Tensor& model_output, int64_t timestep, const at::Tensor& sample) = 0;
 
+  // UniPC's add_noise (flow-match Euler's scale_noise computes the same): `original` moved toward `noise` to
+  // the sigma of `timestep` (found as step() finds its first one), (1 - sigma) * original + sigma * noise in
+  // float32. Video-to-video's starting latents.
+  at::Tensor add_noise(const at::Tensor& original, const at::Tensor& noise, int64_t timestep) const;
+
   // Forgets the step index and any multistep history; the schedule stays.
   virtual void reset() { step_index_ = -1; }
 
  protected:
+  // diffusers' index_for_timestep on this schedule.
+  int64_t index_for_timestep(int64_t timestep) const;
   // Checks the arguments and the state, sets the step index on the first call; returns the index.
   int64_t begin_step(const at::Tensor& model_output, int64_t timestep, const at::Tensor& sample);
 

@@ -347,5 +347,69 @@ TEST(VideoReader, BadInputsNameTheFile) {
   }
 }
 
+// kAsFfmpeg is what `ffmpeg -i FILE -pix_fmt rgb24` gives (the bytes diffusers' load_video reads through imageio's
+// ffmpeg): the scale filter's default conversion and the command line's autorotation, on the encodings phones and
+// editors write. Each clip is made by the ffmpeg program, and its RGB24 decode is the reference, byte for byte.
+TEST(VideoReader, AsFfmpegIsTheCommandLinesRgb24) {
+  TempDir dir;
+  const std::string src = "-f lavfi -i 'testsrc2=size=%SIZE%:rate=16,noise=alls=20:allf=t' -frames:v 6 ";
+  const struct {
+    const char* name;
+    const char* size;  // as stored; rotation 90 shows it turned
+    const char* encode;
+    int64_t height, width;  // upright
+    int rotation;
+  } clips[] = {
+      {"h264.mp4", "64x40", "-c:v libx264 -pix_fmt yuv420p -colorspace bt709", 40, 64, 0},
+      {"odd.mp4", "61x35", "-c:v libx264 -pix_fmt yuv420p", 35, 61, 0},  // unspecified matrix: BT.601
+      {"full.mp4", "48x32", "-c:v libx264 -pix_fmt yuvj420p", 32, 48, 0},
+      {"x265.mkv", "48x32", "-c:v libx265 -x265-params log-level=none -pix_fmt yuv422p10le", 32, 48, 0},
+      {"vp9.webm", "48x32", "-c:v libvpx-vp9 -pix_fmt yuv444p -colorspace bt470bg", 32, 48, 0},
+      {"turned.mp4", "64x40", "-c:v libx264 -pix_fmt yuv420p -metadata:s:v rotate=90", 64, 40, 90},
+      {"upside.mov", "48x32", "-c:v libx264 -pix_fmt yuv420p -metadata:s:v rotate=180", 32, 48, 180},
+  };
+  for (const auto& c : clips) {
+    SCOPED_TRACE(c.name);
+    std::string cmd = "ffmpeg -v error -y " + src + c.encode + " '" + (dir / c.name) + "'";
+    cmd.replace(cmd.find("%SIZE%"), 6, c.size);
+    std::string log;
+    ASSERT_EQ(run_command(cmd, &log), 0) << log;
+    const io::VideoLevels ours = io::read_video_levels(dir / c.name, -1, io::RgbConversion::kAsFfmpeg);
+    ASSERT_EQ(ours.frames.sizes(), (std::vector<int64_t>{6, c.height, c.width, 3}));
+    EXPECT_EQ(ours.info.rotation, c.rotation);
+    EXPECT_EQ(io::video_size(dir / c.name), std::make_pair(c.height, c.width));
+    std::string raw;
+    ASSERT_EQ(run_command("ffmpeg -v error -i '" + (dir / c.name) + "' -f rawvideo -pix_fmt rgb24 -", &raw, false), 0);
+    ASSERT_EQ(raw.size(), static_cast<size_t>(ours.frames.numel()));
+    const at::Tensor theirs = at::from_blob(raw.data(), ours.frames.sizes(), at::kByte);
+    const int64_t worst = (theirs.to(at::kInt) - ours.frames.to(at::kInt)).abs().max().item<int64_t>();
+    EXPECT_EQ(worst, 0) << "levels apart from ffmpeg's rgb24";
+  }
+}
+
+// The conditioning clip: the first frames, each resized and mapped as an image is; too few frames is an input
+// error naming both numbers.
+TEST(VideoReader, ConditioningClipTakesTheFirstFramesResized) {
+  TempDir dir;
+  const std::string path = dir / "clip.mp4";
+  std::string log;
+  ASSERT_EQ(run_command("ffmpeg -v error -y -f lavfi -i 'testsrc2=size=64x40:rate=16' -frames:v 7 -c:v libx264 "
+                        "-pix_fmt yuv420p '" +
+                            path + "'",
+                        &log),
+            0)
+      << log;
+  const at::Tensor clip = io::load_conditioning_video(path, 5, 32, 48);  // [1, 3, 5, 32, 48]
+  ASSERT_EQ(clip.sizes(), (std::vector<int64_t>{1, 3, 5, 32, 48}));
+  const io::VideoLevels levels = io::read_video_levels(path, -1, io::RgbConversion::kAsFfmpeg);
+  for (int64_t f = 0; f < 5; ++f) {
+    const at::Tensor one = io::conditioning_image(levels.frames[f], 32, 48);  // [1, 3, 32, 48]
+    EXPECT_TRUE(at::equal(clip.select(2, f), one)) << "frame " << f;
+  }
+  EXPECT_GE(clip.min().item<float>(), -1.0f);
+  EXPECT_LE(clip.max().item<float>(), 1.0f);
+  expect_error([&] { io::load_conditioning_video(path, 9, 32, 48); }, ExitCode::kInput, {path, "has 7 frames", "9"});
+}
+
 }  // namespace
 }  // namespace omni::media_test

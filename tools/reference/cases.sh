@@ -14,7 +14,8 @@
 #                                                 remake, in place, the committed inputs that these tools made:
 #                                                 the generated checkpoints (tests/data/reference/<case>/model)
 #                                                 and the conditioning images of ti2v-5b-tiny-image,
-#                                                 i2v-jpeg, ti2v-jpeg and i2v-flf2v
+#                                                 i2v-jpeg, ti2v-jpeg and i2v-flf2v, and the clip of
+#                                                 t2v-v2v and ti2v-v2v
 #
 # CASE is one of the names below (default: all). OUT_ROOT=tests/data/reference rewrites the committed
 # references in place. The inputs stay where they are: the checkpoints (tests/data/reference/<model>, see
@@ -28,15 +29,15 @@ venv=${REFERENCE_VENV:-$here/.venv}
 # The fixtures the project started with (their checkpoints and image were made elsewhere), then the cases made here.
 fixture_cases=(t2v-a14b-tiny i2v-a14b-tiny ti2v-5b-tiny)
 new_cases=(ti2v-5b-tiny-image t2v-headdim16 t2v-headdim64 t2v-portrait t2v-euler ti2v-guidance-off
-           t2v-vae-blocks2 ti2v-vae-blocks2 t2v-lora i2v-jpeg ti2v-jpeg i2v-flf2v)
+           t2v-vae-blocks2 ti2v-vae-blocks2 t2v-lora i2v-jpeg ti2v-jpeg i2v-flf2v t2v-v2v ti2v-v2v)
 all_cases=("${fixture_cases[@]}" "${new_cases[@]}")
 
 # model_of CASE: the checkpoint folder a case runs, relative to tests/data/reference. The new cases name it in
 # their case.json ("model"); those with a checkpoint of their own also say how it was made ("model_made_by").
 model_of() {
   case $1 in
-    t2v-portrait | t2v-euler | t2v-lora) echo t2v-a14b-tiny/model ;;
-    ti2v-5b-tiny-image | ti2v-guidance-off | ti2v-jpeg) echo ti2v-5b-tiny/model ;;
+    t2v-portrait | t2v-euler | t2v-lora | t2v-v2v) echo t2v-a14b-tiny/model ;;
+    ti2v-5b-tiny-image | ti2v-guidance-off | ti2v-jpeg | ti2v-v2v) echo ti2v-5b-tiny/model ;;
     i2v-jpeg | i2v-flf2v) echo i2v-a14b-tiny/model ;;
     *) echo "$1/model" ;;
   esac
@@ -96,6 +97,14 @@ if undo[int(orientation)] is not None:
     img = img.transpose(undo[int(orientation)])
 img.save(path, quality=int(quality), subsampling=int(subsampling), exif=exif_with_orientation(int(orientation)))
 PY
+}
+
+# make_clip PATH: the video-to-video cases' clip, as a phone or an editor writes one: H.264 (x264, 4:2:0, CRF 18)
+# in MP4, tagged BT.709, 64 x 40 at 16 fps, 12 frames of moving test pattern with grain. Debian's ffmpeg.
+make_clip() {
+  ffmpeg -v error -y -f lavfi -i "testsrc2=size=64x40:rate=16,noise=alls=24:allf=t" -frames:v 12 \
+    -c:v libx264 -preset medium -crf 18 -pix_fmt yuv420p -colorspace bt709 -color_primaries bt709 -color_trc bt709 \
+    -fflags +bitexact -flags:v +bitexact -movflags +faststart "$1"
 }
 
 # record CASE OUT_DIR [record.py flags...]: the case's checkpoint in, OUT_DIR/{expected.safetensors,case.json} out.
@@ -199,6 +208,26 @@ run_case() {
         --negative-prompt "blurry, low quality" \
         --height 32 --width 48 --num-frames 9 --num-inference-steps 3 \
         --guidance-scale 3.5 --guidance-scale-2 2 --seed 17 --max-sequence-length 16
+      ;;
+    t2v-v2v)
+      # Video-to-video on the two-expert T2V checkpoint (WanVideoToVideoPipeline with WanPipeline's expert rule,
+      # record.py): an H.264 MP4 (64 x 40, BT.709, 12 frames) read by load_video, its first 9 frames resized to
+      # 32 x 48. strength 0.75 of 4 steps: the last 3 run, the first on transformer, the others on transformer_2.
+      copy_image "$name" "$out" clip.mp4
+      record "$name" "$out" --video "$out/clip.mp4" --strength 0.75 \
+        --prompt "A red fox runs through the snow, cinematic lighting" \
+        --negative-prompt "blurry, low quality" \
+        --height 32 --width 48 --num-frames 9 --num-inference-steps 4 \
+        --guidance-scale 4 --seed 23 --max-sequence-length 16
+      ;;
+    ti2v-v2v)
+      # Video-to-video on TI2V-5B (text mode, z 48): the same clip, 5 frames at 32 x 64; strength 0.6 of 5 steps.
+      copy_image "$name" "$out" clip.mp4
+      record "$name" "$out" --video "$out/clip.mp4" --strength 0.6 \
+        --prompt "Waves roll onto a sandy beach at sunset" \
+        --negative-prompt "blurry, low quality" \
+        --height 32 --width 64 --num-frames 5 --num-inference-steps 5 \
+        --guidance-scale 5 --seed 24 --max-sequence-length 16
       ;;
     t2v-headdim16)
       # The generated head-dim checkpoints (see checkpoint_flags), both experts used.
@@ -304,6 +333,11 @@ make_inputs() {
     make_jpeg "$ref/$name/first.jpg" 8 64 40 2 88
     make_image "$ref/$name/last.png"
     echo "cases.sh: $name/first.jpg and last.png made"
+  fi
+  if [[ $name == t2v-v2v || $name == ti2v-v2v ]]; then
+    mkdir -p "$ref/$name"
+    make_clip "$ref/$name/clip.mp4"
+    echo "cases.sh: $name/clip.mp4 made"
   fi
   if [[ $name == ti2v-jpeg ]]; then
     mkdir -p "$ref/$name"

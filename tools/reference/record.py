@@ -14,6 +14,11 @@ Which pipeline runs:
   model_index.json WanPipeline, expand_timesteps, --image
                                                       -> WanImageToVideoPipeline on the same folder: diffusers'
                                                          TI2V image mode (the image latent replaces latent frame 0)
+  model_index.json WanPipeline, --video               -> WanVideoToVideoPipeline on the same folder (the clip as
+                                                         load_video reads it, its first --num-frames frames); on
+                                                         a two-expert folder with WanPipeline's expert rule (t >=
+                                                         boundary_ratio * T: transformer, else transformer_2)
+                                                         and one guidance scale, which is all it takes
 
 Run it in the environment that tools/reference/setup.sh makes, for example
   tools/reference/.venv/bin/python tools/reference/record.py --model DIR --out expected.safetensors \
@@ -41,9 +46,11 @@ from diffusers import (  # noqa: E402
     UniPCMultistepScheduler,
     WanImageToVideoPipeline,
     WanPipeline,
+    WanTransformer3DModel,
+    WanVideoToVideoPipeline,
 )
 from diffusers.pipelines.wan.pipeline_wan import prompt_clean  # noqa: E402
-from diffusers.utils import load_image  # noqa: E402
+from diffusers.utils import load_image, load_video  # noqa: E402
 from transformers import T5TokenizerFast  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 
@@ -68,6 +75,9 @@ def parse_args(argv):
     p.add_argument("--image", type=Path, default=None, help="conditioning image (image-to-video)")
     p.add_argument("--last-image", type=Path, default=None,
                    help="the last frame (WanImageToVideoPipeline's last_image: first-last-frame video)")
+    p.add_argument("--video", type=Path, default=None,
+                   help="video-to-video: the clip to start from (WanVideoToVideoPipeline)")
+    p.add_argument("--strength", type=float, default=0.8, help="with --video: the pipeline's strength")
     p.add_argument("--solver", choices=("unipc", "euler"), default="unipc")
     p.add_argument("--flow-shift", type=float, default=None, help="replaces the scheduler config's flow_shift")
     p.add_argument("--boundary-ratio", type=float, default=None,
@@ -82,11 +92,41 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
-def load_pipeline(model_dir: Path, image: Path | None):
+class ExpertSwitch(torch.nn.Module):
+    """WanPipeline's expert rule inside WanVideoToVideoPipeline, which has one transformer: each call goes to
+    `high` (transformer) while the timestep is at or above boundary_ratio * num_train_timesteps, else to `low`
+    (transformer_2), exactly as WanPipeline.__call__ chooses. The experts' own forward hooks see every call."""
+
+    def __init__(self, high, low, boundary_timestep: float):
+        super().__init__()
+        self.high, self.low, self.boundary_timestep = high, low, boundary_timestep
+
+    @property
+    def config(self):
+        return self.high.config
+
+    @property
+    def dtype(self):
+        return self.high.dtype
+
+    @property
+    def device(self):
+        return self.high.device
+
+    def forward(self, hidden_states, timestep, **kwargs):
+        expert = self.high if timestep[0] >= self.boundary_timestep else self.low
+        return expert(hidden_states=hidden_states, timestep=timestep, **kwargs)
+
+
+def load_pipeline(model_dir: Path, image: Path | None, video: Path | None = None):
     """The pipeline for model_dir, in float32 on the CPU (see the module docstring for the choice)."""
     index = json.loads((model_dir / "model_index.json").read_text())
     name = index["_class_name"]
-    if name == "WanImageToVideoPipeline":
+    if video is not None:
+        if name != "WanPipeline" or image is not None:
+            sys.exit(f"record.py: --video needs a text-to-video folder (WanPipeline) and no --image")
+        cls = WanVideoToVideoPipeline
+    elif name == "WanImageToVideoPipeline":
         if image is None:
             sys.exit(f"record.py: {model_dir} is an image-to-video model: pass --image")
         cls = WanImageToVideoPipeline
@@ -109,6 +149,16 @@ def load_pipeline(model_dir: Path, image: Path | None):
         config_path = model_dir / "tokenizer" / "tokenizer_config.json"
         config = json.loads(config_path.read_text()) if config_path.exists() else {}
         pipe.tokenizer = T5TokenizerFast(tokenizer_file=str(tokenizer_json), extra_ids=config.get("extra_ids", 100))
+    if video is not None:
+        # WanVideoToVideoPipeline takes the spatial factor as 2 ** len(vae.temperal_downsample), 8, where the Wan2.2
+        # VAE (TI2V-5B: patch 2) has 16: its noise would be twice the latents' size and add_noise would fail.
+        # WanPipeline reads vae.config.scale_factor_spatial; so does omni-generate.
+        pipe.vae_scale_factor_spatial = pipe.vae.config.scale_factor_spatial
+    if video is not None and index.get("transformer_2", [None])[0] is not None:
+        # The second expert, which WanVideoToVideoPipeline does not load, behind WanPipeline's switch.
+        low = WanTransformer3DModel.from_pretrained(model_dir / "transformer_2", torch_dtype=torch.float32)
+        boundary = index["boundary_ratio"] * pipe.scheduler.config.num_train_timesteps
+        object.__setattr__(pipe, "transformer", ExpertSwitch(pipe.transformer, low, boundary))
     pipe.to("cpu")
     pipe.set_progress_bar_config(disable=True)
     return pipe
@@ -193,8 +243,10 @@ class Recorder:
         self.steps = []  # [{"index": i, "timestep": t}]
         self.text_calls = 0
         self.handles = [pipe.text_encoder.register_forward_hook(self.on_text_encoder, with_kwargs=True)]
-        for name in ("transformer", "transformer_2"):
-            model = getattr(pipe, name, None)
+        experts = {"transformer": getattr(pipe, "transformer", None), "transformer_2": getattr(pipe, "transformer_2", None)}
+        if isinstance(experts["transformer"], ExpertSwitch):
+            experts = {"transformer": experts["transformer"].high, "transformer_2": experts["transformer"].low}
+        for name, model in experts.items():
             if model is not None:
                 self.handles.append(model.register_forward_hook(self.expert_hook(name), with_kwargs=True))
 
@@ -241,6 +293,12 @@ class Recorder:
 
         def recorded_prepare_latents(*args, **kwargs):
             out = prepare_latents(*args, **kwargs)
+            if isinstance(pipe, WanVideoToVideoPipeline):
+                # The clip's latents noised to the first timestep; init_latents stays the noise, as in the other
+                # pipelines: the generator's first draw (the VAE's argmax draws nothing), checked to give `out`.
+                self.put("noised_latents", out)
+                self.put("init_latents", self.video_noise(pipe, out, args))
+                return out
             # WanPipeline returns the noise; WanImageToVideoPipeline (noise, condition[, first-frame mask]).
             self.put("init_latents", out[0] if isinstance(out, tuple) else out)
             return out
@@ -270,6 +328,21 @@ class Recorder:
                 delattr(obj, attr)
 
         return unwrap
+
+    def video_noise(self, pipe, noised, args):
+        """WanVideoToVideoPipeline.prepare_latents(video, batch, channels, h, w, dtype, device, generator, latents,
+        timestep)'s noise: redrawn from the seed, and held to reproduce `noised` bit for bit with the scheduler's
+        add_noise on the recorded (normalized) VAE mean."""
+        noise = torch.randn(noised.shape, generator=torch.Generator("cpu").manual_seed(self.seed), dtype=torch.float32)
+        vae = pipe.vae
+        mean = torch.tensor(vae.config.latents_mean).view(1, vae.config.z_dim, 1, 1, 1)
+        inv_std = 1.0 / torch.tensor(vae.config.latents_std).view(1, vae.config.z_dim, 1, 1, 1)
+        z = (self.tensors["vae_encode.mean"] - mean) * inv_std
+        again = pipe.scheduler.add_noise(z, noise, args[9]) if hasattr(pipe.scheduler, "add_noise") else \
+            pipe.scheduler.scale_noise(z, args[9], noise)
+        if not torch.equal(again, noised):
+            sys.exit("record.py: the video-to-video latents are not the seed's noise added to the clip's latents")
+        return noise
 
     def on_step_end(self, pipe, i, t, callback_kwargs):
         self.put(f"step{i:02d}.latents", callback_kwargs["latents"])
@@ -340,9 +413,11 @@ def produced_by():
 
 def main(argv):
     args = parse_args(argv)
-    pipe = load_pipeline(args.model, args.image)
+    pipe = load_pipeline(args.model, args.image, args.video)
     check_geometry(pipe, args)
     if args.boundary_ratio is not None:
+        if args.video is not None:
+            sys.exit("record.py: --boundary-ratio with --video is not supported (the folder's is used)")
         if getattr(pipe, "transformer_2", None) is None:
             sys.exit(f"record.py: {args.model} has one expert: --boundary-ratio does not apply")
         pipe.register_to_config(boundary_ratio=args.boundary_ratio)
@@ -350,7 +425,8 @@ def main(argv):
     load_loras(pipe, args.lora, args.lora_2)
 
     guidance = args.guidance_scale > 1.0  # the pipelines' do_classifier_free_guidance
-    boundary_ratio = pipe.config.boundary_ratio
+    index = json.loads((args.model / "model_index.json").read_text())
+    boundary_ratio = index.get("boundary_ratio") if args.video is not None else pipe.config.boundary_ratio
     # The pipelines fall back to guidance_scale for the low-noise expert.
     guidance_2 = args.guidance_scale_2
     if boundary_ratio is not None and guidance_2 is None:
@@ -378,7 +454,18 @@ def main(argv):
                      "(where diffusers would ignore it)")
         call["last_image"] = load_image(str(args.last_image))
 
+    if args.video is not None:
+        # WanVideoToVideoPipeline: one guidance scale for both experts; the clip as a user's script loads it.
+        if args.guidance_scale_2 not in (None, args.guidance_scale):
+            sys.exit("record.py: --video takes one guidance scale (--guidance-scale-2 equal to it or unset)")
+        del call["guidance_scale_2"]
+        call["video"] = load_video(str(args.video))[: args.num_frames]
+        if len(call["video"]) < args.num_frames:
+            sys.exit(f"record.py: {args.video} has {len(call['video'])} frames, fewer than --num-frames")
+        call["strength"] = args.strength
+        del call["num_frames"]
     rec = Recorder(pipe)
+    rec.seed = args.seed
     unwrap = rec.wrap_pipeline(pipe)
     with torch.no_grad():
         frames = pipe(**call, callback_on_step_end=rec.on_step_end).frames
@@ -405,6 +492,8 @@ def main(argv):
         "width": args.width,
         "frames": args.num_frames,
         "image": image,
+        **({"video": relative_to_case(args.video, args.case_json), "strength": args.strength}
+           if args.video is not None else {}),
         **({"last_image": relative_to_case(args.last_image, args.case_json)} if args.last_image is not None else {}),
         "pipeline": type(pipe).__name__,
         "solver": args.solver,
@@ -415,7 +504,7 @@ def main(argv):
         "flow_shift": flow_shift,
         "seed": args.seed,
         "max_sequence_length": args.max_sequence_length,
-        "expand_timesteps": bool(pipe.config.expand_timesteps),
+        "expand_timesteps": bool(index.get("expand_timesteps", False)),
         "unit_seed": args.unit_seed,
         "latent_shape": latent_shape,
         "frames_shape": list(rec.tensors["frames"].shape),

@@ -43,6 +43,25 @@ expect truncated_last_image_np2 2 3 "$work/cut.jpg" -- "${i2v[@]}" --image "$fir
   --output "$work/a.mp4"
 expect last_image_one_frame 2 2 "--last-image needs at least 5 frames" -- "${i2v[@]}" --image "$first" \
   --last-image "$last" --num-frames 1 --output "$work/a.mp4"
+# --video (video-to-video): a file read as load_video reads it, on a text-to-video model, without --image, with a
+# strength in (0, 1] that runs a step, and enough frames for --num-frames.
+clip=$ref/t2v-v2v/clip.mp4
+expect missing_video_np2 2 3 "$work/nope.mp4" -- "${t2v[@]}" --video "$work/nope.mp4" --output "$work/a.mp4"
+echo "not a video" > "$work/bad.mp4"
+expect unreadable_video 1 3 "$work/bad.mp4" -- "${t2v[@]}" --video "$work/bad.mp4" --output "$work/a.mp4"
+ffmpeg -v error -y -f lavfi -i "sine=frequency=440:duration=0.5" -c:a aac "$work/sound.m4a"
+expect audio_only_video_np2 2 3 "has no video stream" -- "${t2v[@]}" --video "$work/sound.m4a" --output "$work/a.mp4"
+expect strength_zero 1 2 "--strength must lie in (0, 1], got 0" -- "${t2v[@]}" --video "$clip" --strength 0 \
+  --output "$work/a.mp4"
+expect strength_too_big 1 2 "--strength must lie in (0, 1], got 1.5" -- "${t2v[@]}" --video "$clip" --strength 1.5 \
+  --output "$work/a.mp4"
+expect strength_no_step 1 2 "runs no step" -- "${t2v[@]}" --video "$clip" --strength 0.4 --output "$work/a.mp4"
+expect video_and_image 1 2 "--video and --image together" -- "${t2v[@]}" --video "$clip" --image "$first" \
+  --output "$work/a.mp4"
+expect i2v_with_video_np2 2 2 "--video: this model is image-to-video" -- "${i2v[@]}" --video "$clip" \
+  --output "$work/a.mp4"
+expect clip_too_short_np2 2 3 "has 12 frames; the video needs 17" -- "${t2v[@]}" --video "$clip" --num-frames 17 \
+  --output "$work/a.mp4"
 expect output_folder_missing 2 2 "$work/no/such/dir" -- "${t2v[@]}" --output "$work/no/such/dir/a.mp4"
 echo "a file" > "$work/plainfile"
 expect output_parent_is_file 1 2 "$work/plainfile" -- "${t2v[@]}" --output "$work/plainfile/a.mp4"

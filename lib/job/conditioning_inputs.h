@@ -1,0 +1,34 @@
+// The conditioning inputs of each video read into its request: the first and the last image (I2V, first-last
+// frame, TI2V's image mode) and the video-to-video clip, each resized to the video's size as diffusers'
+// processors resize them (io/image_reader.h, io/video_reader.h). A file consecutive videos share (one --image
+// over a whole list) is read and resized once.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <string>
+
+#include "config/options.h"
+#include "pipeline/wan_pipeline.h"
+
+namespace omni::job {
+
+class ConditioningInputs {
+ public:
+  // `temporal_factor`: the VAE's, which rounds a video's frame count (VideoParams::rounded_num_frames).
+  explicit ConditioningInputs(int temporal_factor) : temporal_factor_(temporal_factor) {}
+
+  // Sets req.image, req.last_image and req.clip from the video's options `o` (req.video already set).
+  void fill(const config::GenerateOptions& o, pipeline::GenerationRequest& req);
+
+ private:
+  // The tensor of the file and size loaded last.
+  struct Cached {
+    std::string key;  // path@size
+    at::Tensor tensor;
+  };
+  int temporal_factor_;
+  Cached first_, last_, clip_;
+};
+
+}  // namespace omni::job
