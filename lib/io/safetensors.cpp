@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/json_file.h"
 #include "io/pth_file.h"
 
 namespace omni::io {
@@ -326,7 +327,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : TensorFile(path) {
     try {
       header = nlohmann::json::parse(hbegin, hbegin + header_len);
     } catch (const nlohmann::json::exception& e) {
-      OMNI_FAIL_INPUT(path, ": header is not valid JSON: ", e.what());
+      OMNI_FAIL_INPUT(path, ": header is not valid JSON: ", json_error_text(e));
     }
     OMNI_CHECK_INPUT(header.is_object(), path, ": header is not a JSON object but ", header.type_name());
 

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "io/json_file.h"
 #include "text/utf8.h"
 
 namespace omni::job {
@@ -82,22 +83,13 @@ void apply_json_line(VideoSpec& video, const std::string& text, const config::Ge
   } catch (const nlohmann::json::parse_error& e) {
     // A lone surrogate escape ("\ud800") is valid JSON to Python's json, but it is no character: no UTF-8
     // holds it, and diffusers' tokenizer would refuse the str.
-    const std::string what = e.what();
     const size_t lone = lone_surrogate_at(text);
     OMNI_CHECK_USAGE(lone == std::string::npos, "not valid JSON at column ", lone + 1, ": ", text.substr(lone, 6),
                      " is half of a surrogate pair without its other half (Python's json accepts it, but it is not ",
                      "a character: UTF-8 cannot hold it)");
-    // nlohmann's text after its "[json.exception...] parse error at line 1, column N: " prefix.
-    const size_t colon = what.find(": ");
-    OMNI_FAIL_USAGE("not valid JSON at column ", e.byte, ": ",
-                    colon == std::string::npos ? what : what.substr(colon + 2));
+    OMNI_FAIL_USAGE("not valid JSON at column ", e.byte, ": ", io::json_error_text(e));
   } catch (const nlohmann::json::exception& e) {
-    // nlohmann's text without its "[json.exception.out_of_range.406] " prefix ("number overflow parsing '1e400'").
-    const std::string what = e.what();
-    const size_t close = what.find("] ");
-    OMNI_FAIL_USAGE("not valid JSON: ", what.rfind("[json.exception", 0) == 0 && close != std::string::npos
-                                            ? what.substr(close + 2)
-                                            : what);
+    OMNI_FAIL_USAGE("not valid JSON: ", io::json_error_text(e));  // "number overflow parsing '1e400'"
   }
   OMNI_CHECK_USAGE(obj.is_object(), "expected a JSON object {\"prompt\": ...}, got ", obj.type_name());
   const auto& allowed = per_video_options();
