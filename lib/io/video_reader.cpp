@@ -112,12 +112,19 @@ class FrameConverter {
     OMNI_CHECK_INPUT(frame->width == width_ && frame->height == height_ && frame->format == format_, path_,
                      ": frame size or format changes mid-stream (", width_, "x", height_, " -> ", frame->width, "x",
                      frame->height, "); not supported");
-    const size_t frame_bytes = static_cast<size_t>(width_) * height_ * 3;
-    const size_t offset = out.size();
-    out.resize(offset + frame_bytes);
-    uint8_t* dst[1] = {out.data() + offset};
-    const int dst_stride[1] = {width_ * 3};
+    // swscale's converters write whole SIMD blocks past a row's last pixel (FFmpeg's own frames are padded for
+    // it): convert into rows of a 64-byte-aligned stride with a block to spare, then pack them.
+    const int row = width_ * 3;
+    const int stride = (row + 63) / 64 * 64;
+    padded_.resize(static_cast<size_t>(stride) * height_ + 64);
+    uint8_t* dst[1] = {padded_.data()};
+    const int dst_stride[1] = {stride};
     sws_scale(dec_.sws, frame->data, frame->linesize, 0, height_, dst, dst_stride);
+    const size_t offset = out.size();
+    out.resize(offset + static_cast<size_t>(row) * height_);
+    for (int y = 0; y < height_; ++y)
+      std::memcpy(out.data() + offset + static_cast<size_t>(y) * row, padded_.data() + static_cast<size_t>(y) * stride,
+                  static_cast<size_t>(row));
   }
   int width() const { return width_; }
   int height() const { return height_; }
@@ -127,6 +134,7 @@ class FrameConverter {
   const std::string& path_;
   RgbConversion conversion_;
   int width_ = 0, height_ = 0, format_ = -1;
+  std::vector<uint8_t> padded_;  // one converted frame, rows at an aligned stride
 };
 
 // Opens `path` into `dec` and finds its best video stream (its index; `codec` its decoder).

@@ -4,8 +4,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "io/image_reader.h"
 #include "io/safetensors.h"
 #include "io/video_reader.h"
 #include "io/video_writer.h"
@@ -347,12 +349,31 @@ TEST(VideoReader, BadInputsNameTheFile) {
   }
 }
 
+// Sets the first track header's matrix of the MP4 / MOV at `path` to turn the picture `degrees` clockwise, as a
+// phone writes a portrait clip (FFmpeg 5.1's muxer no longer takes a "rotate" tag; its demuxer reads the matrix
+// as the display matrix).
+void set_track_rotation(const std::string& path, int degrees) {
+  std::string data = read_file(path);
+  const size_t pos = data.find("tkhd");
+  ASSERT_NE(pos, std::string::npos) << path;
+  ASSERT_EQ(data[pos + 4], 0) << "a version-0 tkhd";
+  const int32_t one = 0x10000;
+  // a b u / c d v / x y w: 16.16 for a b c d, 2.30 for u v w.
+  const int32_t cos = degrees == 180 ? -one : 0, sin = degrees == 90 ? one : degrees == 270 ? -one : 0;
+  const int32_t matrix[9] = {cos, sin, 0, -sin, cos, 0, 0, 0, 0x40000000};
+  for (int i = 0; i < 9; ++i)
+    for (int b = 0; b < 4; ++b)  // big-endian
+      data[pos + 44 + 4 * i + b] = static_cast<char>((static_cast<uint32_t>(matrix[i]) >> (24 - 8 * b)) & 0xFF);
+  std::ofstream(path, std::ios::binary) << data;
+}
+
 // kAsFfmpeg is what `ffmpeg -i FILE -pix_fmt rgb24` gives (the bytes diffusers' load_video reads through imageio's
 // ffmpeg): the scale filter's default conversion and the command line's autorotation, on the encodings phones and
 // editors write. Each clip is made by the ffmpeg program, and its RGB24 decode is the reference, byte for byte.
 TEST(VideoReader, AsFfmpegIsTheCommandLinesRgb24) {
   TempDir dir;
-  const std::string src = "-f lavfi -i 'testsrc2=size=%SIZE%:rate=16,noise=alls=20:allf=t' -frames:v 6 ";
+  // testsrc2 makes even sizes only: an odd one is scaled to ("64x40,scale=61:35").
+  const std::string src = "-f lavfi -i 'testsrc2=size=%SIZE%,noise=alls=20:allf=t' -r 16 -frames:v 6 ";
   const struct {
     const char* name;
     const char* size;  // as stored; rotation 90 shows it turned
@@ -361,12 +382,13 @@ TEST(VideoReader, AsFfmpegIsTheCommandLinesRgb24) {
     int rotation;
   } clips[] = {
       {"h264.mp4", "64x40", "-c:v libx264 -pix_fmt yuv420p -colorspace bt709", 40, 64, 0},
-      {"odd.mp4", "61x35", "-c:v libx264 -pix_fmt yuv420p", 35, 61, 0},  // unspecified matrix: BT.601
+      {"odd.mp4", "64x40,scale=61:35", "-c:v libx264 -pix_fmt yuv444p", 35, 61, 0},  // no matrix: BT.601
       {"full.mp4", "48x32", "-c:v libx264 -pix_fmt yuvj420p", 32, 48, 0},
-      {"x265.mkv", "48x32", "-c:v libx265 -x265-params log-level=none -pix_fmt yuv422p10le", 32, 48, 0},
+      {"x265.mkv", "96x64", "-c:v libx265 -x265-params log-level=none -pix_fmt yuv422p10le", 64, 96, 0},
       {"vp9.webm", "48x32", "-c:v libvpx-vp9 -pix_fmt yuv444p -colorspace bt470bg", 32, 48, 0},
-      {"turned.mp4", "64x40", "-c:v libx264 -pix_fmt yuv420p -metadata:s:v rotate=90", 64, 40, 90},
-      {"upside.mov", "48x32", "-c:v libx264 -pix_fmt yuv420p -metadata:s:v rotate=180", 32, 48, 180},
+      {"turned.mp4", "64x40", "-c:v libx264 -pix_fmt yuv420p", 64, 40, 90},
+      {"upside.mov", "48x32", "-c:v libx264 -pix_fmt yuv420p", 32, 48, 180},
+      {"left.mp4", "64x40", "-c:v libx264 -pix_fmt yuv420p", 64, 40, 270},
   };
   for (const auto& c : clips) {
     SCOPED_TRACE(c.name);
@@ -374,6 +396,7 @@ TEST(VideoReader, AsFfmpegIsTheCommandLinesRgb24) {
     cmd.replace(cmd.find("%SIZE%"), 6, c.size);
     std::string log;
     ASSERT_EQ(run_command(cmd, &log), 0) << log;
+    if (c.rotation != 0) set_track_rotation(dir / c.name, c.rotation);
     const io::VideoLevels ours = io::read_video_levels(dir / c.name, -1, io::RgbConversion::kAsFfmpeg);
     ASSERT_EQ(ours.frames.sizes(), (std::vector<int64_t>{6, c.height, c.width, 3}));
     EXPECT_EQ(ours.info.rotation, c.rotation);

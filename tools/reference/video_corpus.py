@@ -17,6 +17,7 @@ then OMNI_VIDEO_CORPUS=OUT_DIR build/tests/io/video_corpus_test. OUT_DIR/corpus.
 """
 
 import json
+import struct
 import shutil
 import subprocess
 import sys
@@ -30,6 +31,17 @@ from diffusers.utils import load_video
 SOURCE = "testsrc2=size={size}:rate={rate}:duration={seconds},noise=alls=20:allf=t"
 
 
+def set_rotation(data: bytes, degrees: int) -> bytes:
+    """The first track header's matrix set to turn the picture `degrees` clockwise, as a phone writes a portrait
+    clip (FFmpeg 5.1's muxer no longer takes a "rotate" tag; demuxers read the matrix as the display matrix)."""
+    one = 0x10000
+    cos, sin = {90: (0, one), 180: (-one, 0), 270: (0, -one)}[degrees]
+    pos = data.find(b"tkhd")
+    assert pos > 0 and data[pos + 4] == 0, "a version-0 tkhd"
+    matrix = struct.pack(">9i", cos, sin, 0, -sin, cos, 0, 0, 0, 0x40000000)  # 16.16 a b c d, 2.30 u v w
+    return data[: pos + 44] + matrix + data[pos + 80 :]
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -41,12 +53,14 @@ def main():
         sys.exit("video_corpus: no ffmpeg program (Debian's ffmpeg package)")
     cases = []
 
-    def add(name, size, encode, note="", frames=10, rate=16, filters=""):
+    def add(name, size, encode, note="", frames=10, rate=16, filters="", rotation=0):
         path = out / name
         source = SOURCE.format(size=size, rate=rate, seconds=(frames + 2) / rate) + filters
         cmd = [ffmpeg, "-v", "error", "-y", "-f", "lavfi", "-i", source, "-frames:v", str(frames), *encode.split(),
                str(path)]
         subprocess.run(cmd, check=True)
+        if rotation:
+            path.write_bytes(set_rotation(path.read_bytes(), rotation))
         pictures, fps = load_video(str(path), return_fps=True)
         rgb = np.stack([np.asarray(p.convert("RGB")) for p in pictures])  # [F, H, W, 3] uint8
         expected = name + ".rgb"
@@ -60,7 +74,7 @@ def main():
     add("h264_bt601.mp4", "96x64", f"{h264} -pix_fmt yuv420p -colorspace smpte170m")
     add("h264_unspecified.mp4", "96x64", f"{h264} -pix_fmt yuv420p", "no matrix: BT.601")
     add("h264_422.mov", "96x64", f"{h264} -pix_fmt yuv422p")
-    add("h264_444_odd.mkv", "61x35", f"{h264} -pix_fmt yuv444p", "odd size")
+    add("h264_444_odd.mkv", "96x64", f"{h264} -pix_fmt yuv444p", "odd size", filters=",scale=61:35")
     add("h264_full_range.mov", "96x64", f"{h264} -pix_fmt yuvj420p", "full range")
     add("h264_10bit.mp4", "96x64", f"{h264} -pix_fmt yuv420p10le", "High 10")
     x265 = "-c:v libx265 -x265-params log-level=none -crf 24"
@@ -71,8 +85,8 @@ def main():
     add("vp9.webm", "96x64", f"{vp9} -pix_fmt yuv420p")
     add("vp9_444.webm", "96x64", f"{vp9} -pix_fmt yuv444p")
     for degrees in (90, 180, 270):
-        add(f"h264_rotate{degrees}.mp4", "96x64", f"{h264} -pix_fmt yuv420p -metadata:s:v rotate={degrees}",
-            f"display matrix {degrees}: turned upright")
+        add(f"h264_rotate{degrees}.mp4", "96x64", f"{h264} -pix_fmt yuv420p", f"display matrix {degrees}: turned upright",
+            rotation=degrees)
     add("h264_vfr.mkv", "96x64", f"{h264} -pix_fmt yuv420p -fps_mode vfr", "variable frame rate",
         frames=12, filters=",setpts='N/16/TB+if(gt(N,5),0.05/TB,0)'")
     add("clip.gif", "96x64", "-filter_complex split[a][b];[a]palettegen[p];[b][p]paletteuse", "GIF: PIL",
