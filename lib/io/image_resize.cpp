@@ -180,12 +180,18 @@ at::Tensor resize_image(const at::Tensor& image, int64_t height, int64_t width, 
 
   const Filter f = filter_for(filter);
   std::vector<uint8_t> buf(src.data_ptr<uint8_t>(), src.data_ptr<uint8_t>() + src.numel());
-  int cur_w = w;
-  if (width != w) {
-    buf = resample_horizontal(buf.data(), h, w, ch, static_cast<int>(width), f);
-    cur_w = static_cast<int>(width);
+  // Two passes through uint8, in Pillow 13's order (ImagingResampleInner): the vertical pass first when the height
+  // shrinks by more than twice as many pixels as the width does, else the horizontal one. The order changes
+  // the rounding of the intermediate, so the pixels.
+  const int out_h = static_cast<int>(height), out_w = static_cast<int>(width);
+  const bool vertical_first = h - out_h > 0 && h - out_h > (w - out_w) * 2;
+  if (vertical_first) {
+    buf = resample_vertical(buf.data(), h, w, ch, out_h, f);  // [out_h, w, C]
+    if (out_w != w) buf = resample_horizontal(buf.data(), out_h, w, ch, out_w, f);
+  } else {
+    if (out_w != w) buf = resample_horizontal(buf.data(), h, w, ch, out_w, f);  // [h, out_w, C]
+    if (out_h != h) buf = resample_vertical(buf.data(), h, out_w, ch, out_h, f);
   }
-  if (height != h) buf = resample_vertical(buf.data(), h, cur_w, ch, static_cast<int>(height), f);
   at::Tensor out = at::empty({height, width, ch}, at::kByte);  // [height, width, C]
   std::copy(buf.begin(), buf.end(), out.data_ptr<uint8_t>());
   return out;

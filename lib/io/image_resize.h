@@ -9,8 +9,10 @@
 // default filter is BICUBIC; the pipeline's own LANCZOS resize is then a no-op (same size). Both are here:
 // ResizeFilter::kLanczos is what the pipeline does to an image of another size, kBicubic what the example does.
 //
-// Pillow's algorithm (libImaging/Resample.c), reproduced exactly: separable, horizontal pass first then
-// vertical, each pass only when that dimension changes; per output sample, center = (i + 0.5) * scale with
+// Pillow's algorithm (libImaging/Resample.c of the pinned Pillow 13.0), reproduced exactly: separable, the
+// horizontal pass first then the vertical one, except when the height shrinks by more than twice as many pixels
+// as the width (then vertical first; Pillow 12 and older always went horizontal first), each pass only when
+// that dimension changes; per output sample, center = (i + 0.5) * scale with
 // scale = in / out; the filter is widened by max(scale, 1) (antialiasing when downscaling: support 1, 2, 3 for
 // bilinear, bicubic (a = -0.5), lanczos (a = 3), times the factor); taps from int(center - support + 0.5) to
 // int(center + support + 0.5) clipped to the image, weights filter((x - center + 0.5) / filterscale) normalized

@@ -331,7 +331,7 @@ at::Tensor WanPipeline::encode_clip(const GenerationRequest& req, const LatentSh
 }
 
 WanPipeline::ModelInput WanPipeline::model_input(const at::Tensor& latents, const ImageCondition& image, int64_t t,
-                                                 const LatentShape& shape) const {
+                                                 const LatentShape& shape, const VideoParams& video) const {
   const at::Device dev = settings_.device;
   const auto& pcfg = experts_[0]->config();
   ModelInput in;
@@ -345,10 +345,11 @@ WanPipeline::ModelInput WanPipeline::model_input(const at::Tensor& latents, cons
   } else if (index_.expand_timesteps) {
     // TI2V text mode: diffusers expands t over every token ([1, S], all equal). One timestep per batch row
     // is the same arithmetic without the per-token tables: temb [B, S, D], its projection [B, S, 6, D] and
-    // each block's [B, S, 6, D] float32 modulation (gigabytes at 720p). The dumps record diffusers' [1, S].
+    // each block's [B, S, 6, D] float32 modulation (gigabytes at 720p). The dumps record diffusers' [1, S]
+    // (WanPipeline's; WanVideoToVideoPipeline passes [1] as we do).
     in.x = latents;
     in.timestep = at::full({1}, t, at::TensorOptions().dtype(at::kLong).device(dev));
-    if (debug::dumps_enabled()) {
+    if (debug::dumps_enabled() && !video.video) {
       const int64_t tokens = pcfg.token_count(shape.frames, shape.height, shape.width);
       in.recorded_timestep = at::full({1, tokens}, static_cast<double>(t), at::TensorOptions().dtype(at::kFloat));
     }
@@ -476,8 +477,8 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
       const int expert = experts_.size() == 2 && ratio && static_cast<double>(t) < boundary ? 1 : 0;
       const double scale = expert == 1 ? video.guidance_scale_2.value_or(video.guidance_scale) : video.guidance_scale;
       state.step = static_cast<int>(i);
-      const at::Tensor noise_pred = guided_prediction(expert, model_input(latents, image, t, shape), prompt_embeds,
-                                                      negative_embeds, scale, do_cfg, state);
+      const at::Tensor noise_pred = guided_prediction(expert, model_input(latents, image, t, shape, video),
+                                                      prompt_embeds, negative_embeds, scale, do_cfg, state);
       latents = scheduler->step(noise_pred, t, latents);
       keep(numbered("step", static_cast<int>(i)) + ".latents", latents);
       gathered_last_step_ = stats_->received_bytes_total - received_before;

@@ -132,8 +132,9 @@ class WanPipeline {
                                          GenerationResult& result) const;
   // Video-to-video: the clip's normalized latents [1, z, T, h, w] (the VAE's mean, as diffusers' argmax).
   at::Tensor encode_clip(const GenerationRequest& req, const LatentShape& shape, GenerationResult& result) const;
-  ModelInput model_input(const at::Tensor& latents, const ImageCondition& image, int64_t t,
-                         const LatentShape& shape) const;
+  // `video`: the request's VideoParams (video-to-video records its timestep as WanVideoToVideoPipeline passes it).
+  ModelInput model_input(const at::Tensor& latents, const ImageCondition& image, int64_t t, const LatentShape& shape,
+                         const VideoParams& video) const;
   // Step 5: the frames on the writing rank (the whole group decodes with --vae-parallel).
   void decode(const GenerationRequest& req, const at::Tensor& latents, GenerationResult& result);
   // One forward of `expert` (0 or 1) on a batch, through HSDP hooks when sharded.
