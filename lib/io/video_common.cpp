@@ -11,8 +11,9 @@ namespace omni::io {
 
 std::string av_error_string(int code) {
   char buf[AV_ERROR_MAX_STRING_SIZE] = {0};
-  av_strerror(code, buf, sizeof(buf));
-  return std::string(buf) + " (" + std::to_string(code) + ")";
+  // The description alone ("Invalid data found when processing input"): the number means nothing to a user.
+  if (av_strerror(code, buf, sizeof(buf)) < 0) return "libav error " + std::to_string(code);
+  return buf;
 }
 
 void quiet_libav_logs() {

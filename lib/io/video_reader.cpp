@@ -149,7 +149,7 @@ int open_video(const std::string& path, Decoder& dec, const AVCodec** codec) {
   OMNI_CHECK_INPUT(rc >= 0, "video '", path, "': cannot read stream information: ", av_error_string(rc));
   const int index = av_find_best_stream(dec.fmt, AVMEDIA_TYPE_VIDEO, -1, -1, codec, 0);
   OMNI_CHECK_INPUT(index >= 0, "'", path, "' has no video stream",
-                   index == AVERROR_DECODER_NOT_FOUND ? " this FFmpeg build can decode" : "");
+                   index == AVERROR_DECODER_NOT_FOUND ? " that this FFmpeg build can decode" : "");
   return index;
 }
 
