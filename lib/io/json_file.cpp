@@ -25,20 +25,27 @@ nlohmann::json read_json(const std::string& path) {
   try {
     return nlohmann::json::parse(buf.str());
   } catch (const nlohmann::json::parse_error& e) {
-    // e.byte is the 1-based position where parsing stopped.
-    OMNI_FAIL_INPUT(path, ": invalid JSON at byte ", e.byte, ": ", json_error_text(e));
+    // e.byte: the 1-based position where parsing stopped; then "line 2, column 5: ...".
+    OMNI_FAIL_INPUT(path, ": invalid JSON at byte ", e.byte, ", ", json_error_text(e));
   } catch (const nlohmann::json::exception& e) {
     OMNI_FAIL_INPUT(path, ": invalid JSON: ", json_error_text(e));
   }
 }
 
-std::string json_error_text(const nlohmann::json::exception& e) {
+std::string json_error_text(const nlohmann::json::exception& e, bool position) {
   std::string what = e.what();
   const size_t close = what.find("] ");
   if (what.rfind("[json.exception", 0) == 0 && close != std::string::npos) what = what.substr(close + 2);
   if (what.rfind("parse error", 0) == 0) {
     const size_t colon = what.find(": ");
-    if (colon != std::string::npos) what = what.substr(colon + 2);
+    const size_t at = what.find(" at line ");
+    if (!position && colon != std::string::npos) {
+      what = what.substr(colon + 2);
+    } else if (at != std::string::npos && at < colon) {
+      what = what.substr(at + 4);  // "line 2, column 5: ..."
+    } else if (colon != std::string::npos) {
+      what = what.substr(colon + 2);
+    }
   }
   return what;
 }

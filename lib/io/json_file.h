@@ -14,10 +14,10 @@ namespace omni::io {
 // is an input error (exit 3) naming the file.
 nlohmann::json read_json(const std::string& path);
 
-// nlohmann's message in our words: without its "[json.exception.parse_error.101] " tag and, for a parse error,
-// its "parse error at line 1, column 5: " prefix (the caller names the position its own way), e.g. "syntax error
-// while parsing value - invalid literal; last read: 'x'".
-std::string json_error_text(const nlohmann::json::exception& e);
+// nlohmann's message in our words: without its "[json.exception.parse_error.101] " tag; a parse error's
+// "parse error at line 2, column 5: " becomes "line 2, column 5: ", or goes when `position` is false (the caller
+// names the position its own way), e.g. "syntax error while parsing value - invalid literal; last read: 'x'".
+std::string json_error_text(const nlohmann::json::exception& e, bool position = true);
 
 // Typed values of config files (config.json, scheduler_config.json, ...), the one implementation every
 // loader uses. A wrong type is an input error (exit 3): "<source>: '<key>' must be an integer, found 1.5".

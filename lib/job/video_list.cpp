@@ -87,7 +87,7 @@ void apply_json_line(VideoSpec& video, const std::string& text, const config::Ge
     OMNI_CHECK_USAGE(lone == std::string::npos, "not valid JSON at column ", lone + 1, ": ", text.substr(lone, 6),
                      " is half of a surrogate pair without its other half (Python's json accepts it, but it is not ",
                      "a character: UTF-8 cannot hold it)");
-    OMNI_FAIL_USAGE("not valid JSON at column ", e.byte, ": ", io::json_error_text(e));
+    OMNI_FAIL_USAGE("not valid JSON at column ", e.byte, ": ", io::json_error_text(e, /*position=*/false));
   } catch (const nlohmann::json::exception& e) {
     OMNI_FAIL_USAGE("not valid JSON: ", io::json_error_text(e));  // "number overflow parsing '1e400'"
   }

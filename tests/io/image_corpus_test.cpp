@@ -49,18 +49,11 @@ TEST(ImageCorpus, EveryImageEqualsLoadImage) {
     ASSERT_EQ(expected.size(), static_cast<size_t>(h * w * 3));
     const uint8_t* a = ours.contiguous().data_ptr<uint8_t>();
     const auto* b = reinterpret_cast<const uint8_t*>(expected.data());
-    int64_t differing = 0, max_diff = 0, first = -1;
-    for (int64_t i = 0; i < h * w * 3; ++i) {
-      const int64_t d = std::abs(int{a[i]} - int{b[i]});
-      if (d == 0) continue;
-      if (first < 0) first = i;
-      ++differing;
-      max_diff = std::max(max_diff, d);
-    }
-    EXPECT_EQ(differing, 0) << differing << " of " << h * w * 3 << " bytes differ, by up to " << max_diff
-                            << "; first at row " << first / (w * 3) << ", column " << first / 3 % w << ", channel "
-                            << first % 3;
-    if (differing == 0) ++per_format[format].first;
+    const ByteDiff d = byte_diff(a, b, h * w * 3);
+    EXPECT_EQ(d.differing, 0) << d.differing << " of " << h * w * 3 << " bytes differ, by up to " << d.max_diff
+                              << "; first at row " << d.first / (w * 3) << ", column " << d.first / 3 % w
+                              << ", channel " << d.first % 3;
+    if (d.differing == 0) ++per_format[format].first;
   }
   std::cout << "image_corpus: Pillow " << std::string(corpus["pillow"]) << " (libjpeg-turbo "
             << std::string(corpus["libjpeg_turbo"]) << ", libwebp " << std::string(corpus["libwebp"]) << ")\n";

@@ -7,8 +7,11 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <sstream>
 #include <string>
@@ -51,6 +54,22 @@ inline int run_command(const std::string& cmd, std::string* out, bool merge = tr
 }
 
 // PSNR in dB of two [H, W, 3] frames in [0, 1].
+// How two byte buffers of `n` bytes differ: how many bytes, by how much at most, and where first (-1: equal).
+struct ByteDiff {
+  int64_t differing = 0, max_diff = 0, first = -1;
+};
+inline ByteDiff byte_diff(const uint8_t* a, const uint8_t* b, int64_t n) {
+  ByteDiff d;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t v = std::abs(int{a[i]} - int{b[i]});
+    if (v == 0) continue;
+    if (d.first < 0) d.first = i;
+    ++d.differing;
+    d.max_diff = std::max(d.max_diff, v);
+  }
+  return d;
+}
+
 inline double psnr(const at::Tensor& a, const at::Tensor& b) {
   const double mse = (a.to(at::kDouble) - b.to(at::kDouble)).pow(2).mean().item<double>();
   return mse == 0 ? INFINITY : 10.0 * std::log10(1.0 / mse);

@@ -50,17 +50,10 @@ TEST(VideoCorpus, EveryClipEqualsLoadVideo) {
     ASSERT_EQ(expected.size(), static_cast<size_t>(f * h * w * 3));
     const uint8_t* a = ours.frames.contiguous().data_ptr<uint8_t>();
     const auto* b = reinterpret_cast<const uint8_t*>(expected.data());
-    int64_t differing = 0, max_diff = 0, first = -1;
-    for (int64_t i = 0; i < f * h * w * 3; ++i) {
-      const int64_t d = std::abs(int{a[i]} - int{b[i]});
-      if (d == 0) continue;
-      if (first < 0) first = i;
-      ++differing;
-      max_diff = std::max(max_diff, d);
-    }
-    EXPECT_EQ(differing, 0) << differing << " of " << f * h * w * 3 << " bytes differ, by up to " << max_diff
-                            << "; first in frame " << first / (h * w * 3);
-    if (differing == 0) ++per_codec[kind].first;
+    const ByteDiff d = byte_diff(a, b, f * h * w * 3);
+    EXPECT_EQ(d.differing, 0) << d.differing << " of " << f * h * w * 3 << " bytes differ, by up to " << d.max_diff
+                              << "; first in frame " << d.first / (h * w * 3);
+    if (d.differing == 0) ++per_codec[kind].first;
   }
   std::cout << "video_corpus: load_video through imageio-ffmpeg " << std::string(corpus["imageio_ffmpeg"])
             << " (FFmpeg " << std::string(corpus["ffmpeg"]) << ")\n";

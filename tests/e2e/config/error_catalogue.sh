@@ -43,7 +43,7 @@ model_with() {
 
 # nlohmann's JSON: a config that is not JSON, a key of the wrong type.
 m=$(printf '{"_class_name": "WanPipeline", ' | model_with broken_index model_index.json)
-said json_syntax 2 3 "$m/model_index.json: invalid JSON at byte" -- --model "$m" "${base[@]}"
+said json_syntax 2 3 "$m/model_index.json: invalid JSON at byte 32, line 1, column 32" -- --model "$m" "${base[@]}"
 m=$(sed 's/"num_layers": [0-9]*/"num_layers": "two"/' "$ref/t2v-a14b-tiny/model/transformer/config.json" |
     model_with wrong_type transformer/config.json)
 said json_type 1 3 "num_layers" -- --model "$m" "${base[@]}"
