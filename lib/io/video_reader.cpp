@@ -270,10 +270,15 @@ std::pair<int64_t, int64_t> video_size(const std::string& path) {
   return display_rotation(stream) % 180 != 0 ? std::make_pair(w, h) : std::make_pair(h, w);
 }
 
-at::Tensor load_conditioning_video(const std::string& path, int64_t num_frames, int64_t height, int64_t width) {
-  const VideoLevels video = read_video_levels(path, num_frames, RgbConversion::kAsFfmpeg);
+VideoLevels read_clip_frames(const std::string& path, int64_t num_frames) {
+  VideoLevels video = read_video_levels(path, num_frames, RgbConversion::kAsFfmpeg);
   OMNI_CHECK_INPUT(video.info.frame_count >= num_frames, "video '", path, "' has ", video.info.frame_count,
-                   " frames; the video asks for ", num_frames, " (--num-frames)");
+                   " frames; the video needs ", num_frames, " (--num-frames)");
+  return video;
+}
+
+at::Tensor load_conditioning_video(const std::string& path, int64_t num_frames, int64_t height, int64_t width) {
+  const VideoLevels video = read_clip_frames(path, num_frames);
   std::vector<at::Tensor> frames;
   for (int64_t f = 0; f < num_frames; ++f)
     frames.push_back(conditioning_image(video.frames[f], height, width));  // [1, 3, H, W]

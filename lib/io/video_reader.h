@@ -55,6 +55,9 @@ Video read_video(const std::string& path, int64_t max_frames = -1);
 // the stream's parameters: no frame is converted. Input errors as read_video's.
 std::pair<int64_t, int64_t> video_size(const std::string& path);
 
+// The first `num_frames` frames of `path` (kAsFfmpeg); a video with fewer is an input error naming both numbers.
+VideoLevels read_clip_frames(const std::string& path, int64_t num_frames);
+
 // The conditioning clip of a video-to-video run as diffusers' VideoProcessor.preprocess_video(load_video(path)
 // [:num_frames], height, width) gives it: the first `num_frames` frames (kAsFfmpeg), each resized as
 // load_conditioning_image resizes an image, as [1, 3, num_frames, height, width] float32 in [-1, 1] on the CPU.

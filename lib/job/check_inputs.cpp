@@ -94,13 +94,17 @@ std::vector<pipeline::Task> check_inputs(VideoQueue& queue, const pipeline::Mode
       // The file whose picture decides the size when none was given: the image, or the clip.
       const std::string& sized = o.video.empty() ? o.image : o.video;
       if (sized.empty()) return;
-      auto known = sizes.find(sized);
-      if (known == sizes.end())  // names the file: missing, unreadable, not an image or a video
-        known = sizes.emplace(sized, o.video.empty() ? io::image_size(sized) : io::video_size(sized)).first;
+      // Each file's header read once over the list; names the file: missing, unreadable, not an image or a video.
+      auto header = [&](const std::string& path, bool video) {
+        auto it = sizes.find(path);
+        if (it == sizes.end()) it = sizes.emplace(path, video ? io::video_size(path) : io::image_size(path)).first;
+        return it;
+      };
+      const auto known = header(sized, !o.video.empty());
       if (!o.video.empty()) add(o.video, v.origin, v.params().rounded_num_frames(model.temporal_factor()));
       if (!o.image.empty()) add(o.image, v.origin, 0);
       if (!o.last_image.empty()) {
-        (void)io::image_size(o.last_image);
+        (void)header(o.last_image, false);
         add(o.last_image, v.origin, 0);
       }
       // Without explicit sizes the picture decides them.
@@ -122,9 +126,7 @@ std::vector<pipeline::Task> check_inputs(VideoQueue& queue, const pipeline::Mode
       if (file.frames == 0) {
         (void)io::read_image(path);
       } else {
-        const io::VideoLevels clip = io::read_video_levels(path, file.frames, io::RgbConversion::kAsFfmpeg);
-        OMNI_CHECK_INPUT(clip.info.frame_count >= file.frames, "--video ", path, " has ", clip.info.frame_count,
-                         " frames; the video needs ", file.frames, " (--num-frames)");
+        (void)io::read_clip_frames(path, file.frames);
       }
     });
   }

@@ -280,11 +280,7 @@ WanPipeline::ImageCondition WanPipeline::prepare_image_condition(const Generatio
       }
       clip = at::cat(frames, 2);  // [1, 3, num_frames, H, W]
     }
-    at::Tensor z = vae_->encode(clip.to(settings_.vae_dtype)).to(at::kFloat);  // [1, z, T or 1, h, w]
-    debug::dump("vae_encode.in", clip);
-    debug::dump("vae_encode.mean", z);
-    z = vae_->normalize_latents(z);
-    if (req.keep_tensors) result.tensors.emplace_back("image_latents", to_float_cpu(z));  // normalized VAE mean
+    const at::Tensor z = encode_normalized(clip, req.keep_tensors ? "image_latents" : nullptr, result);
     if (expand) {
       out.condition = z;
     } else {
@@ -307,6 +303,15 @@ WanPipeline::ImageCondition WanPipeline::prepare_image_condition(const Generatio
   return out;
 }
 
+at::Tensor WanPipeline::encode_normalized(const at::Tensor& clip, const char* keep_as, GenerationResult& result) const {
+  at::Tensor z = vae_->encode(clip.to(settings_.vae_dtype)).to(at::kFloat);  // [1, z, T, h, w]
+  debug::dump("vae_encode.in", clip);
+  debug::dump("vae_encode.mean", z);
+  z = vae_->normalize_latents(z);
+  if (keep_as != nullptr) result.tensors.emplace_back(keep_as, to_float_cpu(z));  // the normalized VAE mean
+  return z;
+}
+
 at::Tensor WanPipeline::encode_clip(const GenerationRequest& req, const LatentShape& shape,
                                     GenerationResult& result) const {
   // The conditioning encode's phase (the report's image_encode: what the VAE encoder spends before the loop).
@@ -317,16 +322,12 @@ at::Tensor WanPipeline::encode_clip(const GenerationRequest& req, const LatentSh
                  req.clip.size(4) == video.width,
              "clip of shape ", req.clip.sizes(), " is not [1, 3, ", num_frames, ", ", video.height, ", ", video.width,
              "]");
-  const at::Tensor clip = req.clip.to(settings_.device).to(at::kFloat);      // [1, 3, F, H, W] in [-1, 1]
-  at::Tensor z = vae_->encode(clip.to(settings_.vae_dtype)).to(at::kFloat);  // [1, z, T, h, w]
-  debug::dump("vae_encode.in", clip);
-  debug::dump("vae_encode.mean", z);
-  z = vae_->normalize_latents(z);
+  const at::Tensor clip = req.clip.to(settings_.device).to(at::kFloat);  // [1, 3, F, H, W] in [-1, 1]
+  const at::Tensor z = encode_normalized(clip, req.keep_tensors ? "video_latents" : nullptr, result);
   OMNI_CHECK(
       z.size(1) == shape.channels && z.size(2) == shape.frames && z.size(3) == shape.height && z.size(4) == shape.width,
       "the clip's latents ", z.sizes(), " are not the video's [1, ", shape.channels, ", ", shape.frames, ", ",
       shape.height, ", ", shape.width, "]");
-  if (req.keep_tensors) result.tensors.emplace_back("video_latents", to_float_cpu(z));  // normalized VAE mean
   return z;
 }
 

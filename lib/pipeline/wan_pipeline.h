@@ -130,6 +130,9 @@ class WanPipeline {
   at::Tensor prepare_latents(const VideoParams& video, const LatentShape& shape) const;
   ImageCondition prepare_image_condition(const GenerationRequest& req, const LatentShape& shape,
                                          GenerationResult& result) const;
+  // A pixel clip [1, 3, F, H, W] in [-1, 1] (float32, on the device) through the VAE encoder: its mean (diffusers'
+  // argmax), normalized; dumped as vae_encode.in / .mean, and kept for --save-tensors as `keep_as` (null: not).
+  at::Tensor encode_normalized(const at::Tensor& clip, const char* keep_as, GenerationResult& result) const;
   // Video-to-video: the clip's normalized latents [1, z, T, h, w] (the VAE's mean, as diffusers' argmax).
   at::Tensor encode_clip(const GenerationRequest& req, const LatentShape& shape, GenerationResult& result) const;
   // `video`: the request's VideoParams (video-to-video records its timestep as WanVideoToVideoPipeline passes it).
