@@ -1,12 +1,15 @@
 /* mpi_probe: where did each rank land, and does the network between hosts work?
  *   mpi_probe [hang]
  * Rank 0 prints, in rank order, one line per rank:
- *   rank=R host=H shared_size=S shared_rank=L proc=P
+ *   rank=R host=H shared_size=S shared_rank=L proc=P cpus=C
+ * (C: how many CPUs the rank may run on, from sched_getaffinity: the machine's count when it is not bound)
  * then "allreduce ok sum=..." and "sendrecv ok bytes=... ranks 0(H0)<->R(H1) seconds=...": a 64 MB
  * MPI_Sendrecv between rank 0 and the lowest rank on another host (skipped with one host).
  * With "hang" every rank then loops on MPI_Barrier + 50 ms sleep forever (rank 0 first prints "READY"): used
  * to kill one host's ranks mid-run. Exit code 1 on any check failing. */
+#define _GNU_SOURCE
 #include <mpi.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +31,11 @@ int main(int argc, char **argv) {
   MPI_Comm_size(shared, &lsize);
   MPI_Comm_rank(shared, &lrank);
 
+  cpu_set_t cpus;
+  int ncpus = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : -1;
   char line[256], *all = NULL;
-  snprintf(line, sizeof line, "rank=%d host=%s shared_size=%d shared_rank=%d proc=%.64s", rank, host, lsize,
-           lrank, proc);
+  snprintf(line, sizeof line, "rank=%d host=%s shared_size=%d shared_rank=%d proc=%.64s cpus=%d", rank, host,
+           lsize, lrank, proc, ncpus);
   char *hosts = malloc((size_t)size * NAME);
   MPI_Allgather(host, NAME, MPI_CHAR, hosts, NAME, MPI_CHAR, MPI_COMM_WORLD);
   if (rank == 0) all = malloc((size_t)size * sizeof line);

@@ -146,7 +146,8 @@ nc_mpirun_flags() {
   nc_load
   net16=$(echo "$NC_NET" | cut -d. -f1-2).0.0/16
   printf '%s\n' --mca plm_rsh_agent "$here/ompi_agent.sh" --mca plm_rsh_no_tree_spawn 1 \
-    --mca oob_tcp_if_include "$net16" --mca btl_tcp_if_include "$net16" --mca btl self,vader,tcp
+    --mca oob_tcp_if_include "$net16" --mca btl_tcp_if_include "$net16" --mca btl self,vader,tcp \
+    --mca hwloc_base_binding_policy none
 }
 
 # ---- Slurm ----------------------------------------------------------------------------------------------------

@@ -59,7 +59,9 @@ mpicc -O2 -o "$work/mpi_probe" "$here/mpi_probe.c" 2>"$work/mpicc.out" || fail "
 say "2 hosts up: $(tr '\n' ' ' <"$work/hosts" | sed 's/.*ip6-loopback //')"
 
 # check OUT ORDER: 8 rank lines; ORDER block: rank r on host r/4, cyclic: on host r%2; shared size 4 per host;
-# Allreduce and Sendrecv ok.
+# Allreduce and Sendrecv ok; no rank bound to a subset of the CPUs (README.md, "Binding").
+# The CPUs this script may use (nproc without the OMP_NUM_THREADS=1 exported above, which nproc honours).
+ncpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)
 check() {
   local out=$1 order=$2 r want got
   [ "$(grep -c '^rank=' "$out")" = 8 ] || fail "$out: expected 8 rank lines"
@@ -70,6 +72,8 @@ check() {
   done
   [ "$(grep -c '^rank=.* shared_size=4 ' "$out")" = 8 ] || fail "$out: MPI_COMM_TYPE_SHARED is not 4 per host"
   [ "$(sed -n 's/^rank=[0-9]* host=\([^ ]*\) .*/\1/p' "$out" | sort -u | wc -l)" = 2 ] || fail "$out: not 2 hosts"
+  [ "$(grep -c "^rank=.* cpus=$ncpus\$" "$out")" = 8 ] ||
+    fail "$out: ranks bound to fewer than the $ncpus CPUs: $(grep -o '^rank=[0-9]*\|cpus=[0-9-]*' "$out" | paste -sd' ')"
   grep -q '^allreduce ok' "$out" || fail "$out: Allreduce"
   grep -q "^sendrecv ok bytes=67108864 ranks 0($h0)<->[0-9]*($h1)" "$out" || fail "$out: 64 MB Sendrecv"
   say "ok: $(basename "$out" .out): $order order, shared size 4 per host, $(grep '^sendrecv' "$out" | sed 's/ bytes=67108864//')"
@@ -138,8 +142,10 @@ for tool in slurmctld slurmd munged srun sbatch; do command -v "$tool" >/dev/nul
 to 90 "$nc" slurm_up "$work" >"$work/slurm_up.out" 2>&1 || fail "slurm_up: $(tail -n 1 "$work/slurm_up.out")"
 say "$(tail -n 1 "$work/slurm_up.out" | sed 's/^netns_cluster: //')"
 timeout 10 "$nc" run 0 srun --mpi=list 2>&1 | grep -q pmix || fail "srun has no pmix ($("$nc" run 0 srun --mpi=list 2>&1 | tr '\n' ' '))"
-# The MCA filters, for mpirun inside the allocation too (srun passes the environment on).
+# The MCA filters, for mpirun inside the allocation too (srun passes the environment on). No binding: see
+# README.md ("Binding"); and PMIx's hash store, as tests/e2e/cluster/cluster_cases.sh says why.
 export OMPI_MCA_oob_tcp_if_include=10.213.0.0/16 OMPI_MCA_btl_tcp_if_include=10.213.0.0/16 OMPI_MCA_btl=self,vader,tcp
+export OMPI_MCA_hwloc_base_binding_policy=none PMIX_MCA_gds=hash
 for dist in block cyclic; do
   to 120 "$nc" run 0 srun -N2 --ntasks-per-node=4 --mpi=pmix --distribution="$dist" --time=2 \
     "$work/mpi_probe" >"$work/srun-$dist.out" 2>&1 || fail "srun --distribution=$dist failed"

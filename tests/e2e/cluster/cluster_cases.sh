@@ -38,6 +38,8 @@ rm -rf "$work"; mkdir -p "$work"; work=$(cd "$work" && pwd)
 export OMP_NUM_THREADS=1
 # The MCA filters for launches inside a Slurm allocation (srun and sbatch pass the environment on).
 export OMPI_MCA_oob_tcp_if_include=10.213.0.0/16 OMPI_MCA_btl_tcp_if_include=10.213.0.0/16 OMPI_MCA_btl=self,vader,tcp
+# No binding: the hosts share this machine's cores (tools/cluster/README.md, "Binding").
+export OMPI_MCA_hwloc_base_binding_policy=none
 # PMIx's key-value store in the processes: hash, not the shared-memory dstore (ds21) it picks by default.
 # Srun tasks here died, a few times in some 60 jobs, of SIGSEGV at address 0 before printing anything (in
 # MPI_Init's PMIx start-up, as far as a one-frame backtrace tells). Debian 12's PMIx 4.2.2 has ds21, whose
