@@ -48,7 +48,7 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
-// Classes we can run, per component. image_encoder / image_processor (Wan2.1 I2V's CLIP) are not supported.
+// Classes we can run, per component. image_encoder / image_processor: Wan2.1's image models' CLIP.
 const std::map<std::string, std::vector<std::string>>& supported_classes() {
   static const std::map<std::string, std::vector<std::string>> m = {
       {"text_encoder", {"UMT5EncoderModel"}},
@@ -57,8 +57,8 @@ const std::map<std::string, std::vector<std::string>>& supported_classes() {
       {"transformer_2", {"WanTransformer3DModel"}},
       {"vae", {"AutoencoderKLWan"}},
       {"scheduler", {"UniPCMultistepScheduler", "FlowMatchEulerDiscreteScheduler"}},
-      {"image_encoder", {}},
-      {"image_processor", {}},
+      {"image_encoder", {"CLIPVisionModel", "CLIPVisionModelWithProjection"}},
+      {"image_processor", {"CLIPImageProcessor"}},
   };
   return m;
 }
@@ -269,9 +269,10 @@ ModelDir::ModelDir(const std::string& root) : root_(root) {
     ModelComponent c;
     c.checkpoint = join_path(root_, name);
     c.dir = join_path(root_, name);
-    c.config_source = name == "scheduler"   ? join_path(c.dir, "scheduler_config.json")
-                      : name == "tokenizer" ? join_path(c.dir, "tokenizer_config.json")
-                                            : join_path(c.dir, "config.json");
+    c.config_source = name == "scheduler"         ? join_path(c.dir, "scheduler_config.json")
+                      : name == "tokenizer"       ? join_path(c.dir, "tokenizer_config.json")
+                      : name == "image_processor" ? join_path(c.dir, "preprocessor_config.json")
+                                                  : join_path(c.dir, "config.json");
     c.origin = "folder " + c.dir + " (diffusers)";
     components_[name] = c;
   }

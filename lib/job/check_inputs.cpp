@@ -51,6 +51,18 @@ void check_video(const pipeline::ModelSpec& model, const pipeline::VideoParams& 
   OMNI_CHECK_USAGE(!v.last_image || v.latent_frames(tf) >= 2, "--last-image needs at least ", tf + 1,
                    " frames (the first and the last frame in latent frames of their own); --num-frames ", v.num_frames,
                    " makes ", v.rounded_num_frames(tf));
+  // Wan2.1's CLIP models: the FLF2V transformer's image position table holds two images' states, the I2V one's
+  // image branch takes one (diffusers fails on the other combinations, deep in the transformer).
+  if (model.image_encoder) {
+    const bool table = model.experts.front().pos_embed_seq_len > 0;
+    OMNI_CHECK_USAGE(!v.last_image || table,
+                     "--last-image: this Wan2.1 image-to-video model conditions its CLIP branch on one image (its "
+                     "transformer has no pos_embed for two); first-last-frame needs a first-last-frame model "
+                     "(Wan2.1-FLF2V-14B-720P) or Wan2.2 I2V-A14B");
+    OMNI_CHECK_USAGE(v.last_image || !table,
+                     "this first-last-frame model (its transformer's pos_embed holds two "
+                     "images' CLIP states) needs --last-image");
+  }
   const int m = model.spatial_multiple();
   OMNI_CHECK_USAGE(v.height % m == 0 && v.width % m == 0, "--height and --width must be multiples of ", m,
                    " for this model (VAE factor ", model.vae.scale_factor_spatial, " x patch size), got ", v.height,

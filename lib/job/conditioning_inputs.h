@@ -18,7 +18,8 @@ class ConditioningInputs {
   // `temporal_factor`: the VAE's, which rounds a video's frame count (VideoParams::rounded_num_frames).
   explicit ConditioningInputs(int temporal_factor) : temporal_factor_(temporal_factor) {}
 
-  // Sets req.image, req.last_image and req.clip from the video's options `o` (req.video already set).
+  // Sets req.image, req.last_image (with their pixels as read) and req.clip from the video's options `o`
+  // (req.video already set).
   void fill(const config::GenerateOptions& o, pipeline::GenerationRequest& req);
 
  private:
@@ -29,6 +30,7 @@ class ConditioningInputs {
   };
   int temporal_factor_;
   Cached first_, last_, clip_;
+  Cached first_read_, last_read_;  // the images as read (key: the path)
 };
 
 }  // namespace omni::job

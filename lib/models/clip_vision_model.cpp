@@ -154,6 +154,8 @@ at::Tensor ClipVisionModel::hidden_state(const at::Tensor& pixel_values, int64_t
     hidden = layers_[i]->forward(hidden);
     if (hooks) hooks->after(i);
   }
+  // The layers after `index` do not run: HSDP drains the gather it may have started for the next one.
+  if (hooks && index < num_blocks()) hooks->skip(static_cast<int>(index));
   if (hooks) hooks->after(UnitHooks::kRootUnit);
   return hidden;
 }

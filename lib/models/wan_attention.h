@@ -1,5 +1,7 @@
-// WanAttention (diffusers WanAttnProcessor, no added image K/V): to_q/to_k/to_v, RMSNorm of q and k over the
-// full width (before the head split), RoPE on self-attention, softmax(q k^T / sqrt(d)) v, to_out.0.
+// WanAttention (diffusers WanAttnProcessor): to_q/to_k/to_v, RMSNorm of q and k over the full width (before
+// the head split), RoPE on self-attention, softmax(q k^T / sqrt(d)) v, to_out.0. On Wan2.1's image models the
+// cross-attention also attends to the CLIP image tokens with its own keys and values (add_k_proj with
+// norm_added_k, add_v_proj): a second softmax over those alone, added to the text one before to_out.
 //
 // The softmax core is reached only through wan_attention_core(), which takes an optional AttentionBackend:
 // sequence parallelism (Ulysses all-to-all, ring) plugs in there without touching the model.
@@ -35,12 +37,14 @@ at::Tensor wan_attention_core(const at::Tensor& q, const at::Tensor& k, const at
 
 class WanAttention : public Module {
  public:
-  WanAttention(int64_t dim, int64_t heads, double eps, AttentionKind kind);
+  // added_kv_dim > 0 (cross-attention only): the image tokens' key/value projections from that width.
+  WanAttention(int64_t dim, int64_t heads, double eps, AttentionKind kind, int64_t added_kv_dim = 0);
 
   // x: [B, S, D] in the activation dtype. Self-attention: `context` undefined, `rope` required.
-  // Cross-attention: `context` [B, L, D], `rope` null.
+  // Cross-attention: `context` [B, L, D], `rope` null; with added key/values, `context_image` [B, N, D]
+  // (required then, and only then).
   at::Tensor forward(const at::Tensor& x, const at::Tensor& context, const RotaryEmbedding* rope,
-                     AttentionBackend* backend) const;
+                     AttentionBackend* backend, const at::Tensor& context_image = at::Tensor()) const;
 
  private:
   int64_t heads_;
@@ -52,6 +56,9 @@ class WanAttention : public Module {
   wan::Linear* to_out_;
   at::Tensor& norm_q_;
   at::Tensor& norm_k_;
+  wan::Linear* add_k_ = nullptr;
+  wan::Linear* add_v_ = nullptr;
+  at::Tensor* norm_added_k_ = nullptr;
 };
 
 }  // namespace omni::models

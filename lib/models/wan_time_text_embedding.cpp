@@ -53,7 +53,8 @@ TokenRuns TokenRuns::of(const at::Tensor& timestep, at::Tensor* values) {
   return runs;
 }
 
-WanTimeTextEmbedding::WanTimeTextEmbedding(int64_t dim, int64_t freq_dim, int64_t text_dim)
+WanTimeTextEmbedding::WanTimeTextEmbedding(int64_t dim, int64_t freq_dim, int64_t text_dim, int64_t image_dim,
+                                           int64_t pos_embed_seq_len)
     : dim_(dim), freq_dim_(freq_dim) {
   // Registration order follows the checkpoint's module order; names are the checkpoint keys.
   time_linear_1_ = child("time_embedder.linear_1", std::make_unique<wan::Linear>(freq_dim, dim, ParamDtype::kFloat32));
@@ -61,10 +62,16 @@ WanTimeTextEmbedding::WanTimeTextEmbedding(int64_t dim, int64_t freq_dim, int64_
   time_proj_ = child("time_proj", std::make_unique<wan::Linear>(dim, 6 * dim));
   text_linear_1_ = child("text_embedder.linear_1", std::make_unique<wan::Linear>(text_dim, dim));
   text_linear_2_ = child("text_embedder.linear_2", std::make_unique<wan::Linear>(dim, dim));
+  if (image_dim > 0) {
+    image_embedder_ = child("image_embedder", std::make_unique<WanImageEmbedding>(image_dim, dim, pos_embed_seq_len));
+  }
 }
 
 ConditionEmbedding WanTimeTextEmbedding::forward(const at::Tensor& timestep, const at::Tensor& context,
-                                                 at::ScalarType dtype) const {
+                                                 at::ScalarType dtype, const at::Tensor& image) const {
+  OMNI_CHECK(image.defined() == (image_embedder_ != nullptr),
+             image_embedder_ ? "this transformer has a CLIP image branch: it needs the image encoder's states"
+                             : "this transformer has no CLIP image branch, yet image states were given");
   OMNI_CHECK(timestep.dim() == 1 || timestep.dim() == 2, "timestep must be [B] or [B, S], got ", timestep.sizes());
   TokenRuns runs;
   at::Tensor t = timestep;                                      // [B], or [B, R]: one timestep per run
@@ -92,7 +99,15 @@ ConditionEmbedding WanTimeTextEmbedding::forward(const at::Tensor& timestep, con
   auto temb = at::cat(temb_rows, 0);                           // [B(, R), D]
   auto proj = at::cat(proj_rows, 0).unflatten(-1, {6, dim_});  // [B(, R), 6, D]
   auto text = at::cat(text_rows, 0);                           // [B, L, D]
-  return {temb, proj, text, std::move(runs)};
+  at::Tensor context_image;
+  if (image_embedder_) {
+    // One video's image rows (one image, or first and last as one row): the same for every batch row.
+    context_image = image_embedder_->forward(image.to(context.device()), dtype);  // [1, N, D]
+    OMNI_CHECK(context_image.size(0) == 1, "the image states make ", context_image.size(0),
+               " rows; one video's (one image, or first and last with the position table) make one");
+    context_image = context_image.expand({text.size(0), context_image.size(1), context_image.size(2)});
+  }
+  return {temb, proj, text, context_image, std::move(runs)};
 }
 
 }  // namespace omni::models

@@ -1,6 +1,7 @@
-// WanTimeTextImageEmbedding (condition_embedder) without the image branch: the sinusoidal timestep
-// projection, time_embedder (float32, diffusers' _keep_in_fp32_modules), time_proj to the 6-way block
-// modulation, and the text projection (PixArtAlphaTextProjection with tanh-GELU).
+// WanTimeTextImageEmbedding (condition_embedder): the sinusoidal timestep projection, time_embedder (float32,
+// diffusers' _keep_in_fp32_modules), time_proj to the 6-way block modulation, the text projection
+// (PixArtAlphaTextProjection with tanh-GELU), and on Wan2.1's image models image_embedder
+// (WanImageEmbedding) for the CLIP image states.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "models/module.h"
+#include "models/wan_image_embedding.h"
 #include "models/wan_transformer_layers.h"
 
 namespace omni::models {
@@ -40,17 +42,23 @@ struct ConditionEmbedding {
   at::Tensor temb;           // [B, D], or [B, R, D] per run of `runs`, activation dtype
   at::Tensor timestep_proj;  // [B, 6, D], or [B, R, 6, D] per run, activation dtype
   at::Tensor context;        // [B, L, D] projected text, activation dtype
+  at::Tensor context_image;  // [B, N, D] projected CLIP image states, activation dtype; undefined without
   TokenRuns runs;            // per-token timesteps' runs; empty with one timestep per batch row
 };
 
 class WanTimeTextEmbedding : public Module {
  public:
-  WanTimeTextEmbedding(int64_t dim, int64_t freq_dim, int64_t text_dim);
+  // image_dim 0: no image branch (Wan2.2); pos_embed_seq_len 0: no image position table (WanImageEmbedding).
+  WanTimeTextEmbedding(int64_t dim, int64_t freq_dim, int64_t text_dim, int64_t image_dim = 0,
+                       int64_t pos_embed_seq_len = 0);
 
   // timestep: [B] or [B, S] (per token: embedded per run of equal timesteps, TokenRuns), anywhere (moved to
   // the context's device); context: [B, L, text_dim]. `dtype` is the activation dtype (what diffusers'
-  // type_as(encoder_hidden_states) yields).
-  ConditionEmbedding forward(const at::Tensor& timestep, const at::Tensor& context, at::ScalarType dtype) const;
+  // type_as(encoder_hidden_states) yields). image: the CLIP states [I, N, image_dim] (I images: one, or the first
+  // and last with the position table), required with an image branch and refused without; the same
+  // embedded rows condition every batch row (diffusers passes them to both guidance branches).
+  ConditionEmbedding forward(const at::Tensor& timestep, const at::Tensor& context, at::ScalarType dtype,
+                             const at::Tensor& image = at::Tensor()) const;
 
  private:
   int64_t dim_;
@@ -60,6 +68,7 @@ class WanTimeTextEmbedding : public Module {
   wan::Linear* time_proj_;
   wan::Linear* text_linear_1_;
   wan::Linear* text_linear_2_;
+  WanImageEmbedding* image_embedder_ = nullptr;
 };
 
 }  // namespace omni::models

@@ -23,11 +23,13 @@ WanTransformer3DModel::WanTransformer3DModel(const WanTransformerConfig& config,
                    "the transformer runs in float32, bfloat16 or float16, not ", dtype);
   const int64_t dim = config.inner_dim();
   condition_embedder_ =
-      child("condition_embedder", std::make_unique<WanTimeTextEmbedding>(dim, config.freq_dim, config.text_dim));
+      child("condition_embedder", std::make_unique<WanTimeTextEmbedding>(dim, config.freq_dim, config.text_dim,
+                                                                         config.image_dim, config.pos_embed_seq_len));
   for (int64_t i = 0; i < config.num_layers; ++i) {
-    blocks_.push_back(child(kBlockPrefix + std::to_string(i),
-                            std::make_unique<WanTransformerBlock>(dim, config.ffn_dim, config.num_attention_heads,
-                                                                  config.cross_attn_norm, config.eps)));
+    blocks_.push_back(
+        child(kBlockPrefix + std::to_string(i),
+              std::make_unique<WanTransformerBlock>(dim, config.ffn_dim, config.num_attention_heads,
+                                                    config.cross_attn_norm, config.eps, config.added_kv_proj_dim)));
   }
   proj_out_ = child("proj_out", std::make_unique<wan::Linear>(dim, config.out_channels * config.patch_volume()));
 }
@@ -66,7 +68,8 @@ std::vector<ParamRef> WanTransformer3DModel::block_parameters(int i) const {
 }
 
 WanTransformerState WanTransformer3DModel::prepare(const at::Tensor& hidden_states, const at::Tensor& timestep,
-                                                   const at::Tensor& encoder_hidden_states) const {
+                                                   const at::Tensor& encoder_hidden_states,
+                                                   const at::Tensor& encoder_hidden_states_image) const {
   const auto& c = config_;
   OMNI_CHECK(hidden_states.dim() == 5 && hidden_states.size(1) == c.in_channels, "transformer input must be [B, ",
              c.in_channels, ", F, H, W], got ", hidden_states.sizes());
@@ -106,7 +109,8 @@ WanTransformerState WanTransformer3DModel::prepare(const at::Tensor& hidden_stat
   // st.tokens: [B, S, D]
 
   // The timesteps go to the device inside (their runs are found where they arrive, usually the host).
-  st.cond = condition_embedder_->forward(timestep, encoder_hidden_states.to(device), dtype_);
+  st.cond =
+      condition_embedder_->forward(timestep, encoder_hidden_states.to(device), dtype_, encoder_hidden_states_image);
   st.runs = st.cond.runs;
   return st;
 }
@@ -145,17 +149,22 @@ at::Tensor WanTransformer3DModel::finish(const at::Tensor& x, const WanTransform
 }
 
 at::Tensor WanTransformer3DModel::forward(const at::Tensor& hidden_states, const at::Tensor& timestep,
-                                          const at::Tensor& encoder_hidden_states, const ForwardHooks& hooks) const {
+                                          const at::Tensor& encoder_hidden_states, const ForwardHooks& hooks,
+                                          const at::Tensor& encoder_hidden_states_image) const {
+  OMNI_CHECK_USAGE(encoder_hidden_states_image.defined() == config_.has_image_branch(),
+                   config_.has_image_branch()
+                       ? "this transformer (a Wan2.1 image model) conditions on CLIP image states; none were given"
+                       : "CLIP image states were given to a transformer without the image branch");
   // A split's usage errors come before any unit is gathered; every rank sees the same inputs and fails alike.
   if (hooks.tokens && hidden_states.dim() == 5) {
     hooks.tokens->check(config_,
                         config_.token_count(hidden_states.size(2), hidden_states.size(3), hidden_states.size(4)));
   }
   if (hooks.units) hooks.units->before(UnitHooks::kRootUnit);
-  auto st = prepare(hidden_states, timestep, encoder_hidden_states);
+  auto st = prepare(hidden_states, timestep, encoder_hidden_states, encoder_hidden_states_image);
   AttentionBackend* backend = hooks.tokens ? hooks.tokens->split(st) : hooks.attention;
-  const WanBlockRun blocks(*this, st.cond.context, st.cond.timestep_proj, st.runs, st.rope, backend, hooks.units,
-                           hooks.tokens);
+  const WanBlockRun blocks(*this, st.cond.context, st.cond.context_image, st.cond.timestep_proj, st.runs, st.rope,
+                           backend, hooks.units, hooks.tokens);
   at::Tensor x = hooks.blocks ? hooks.blocks->run(blocks, st.tokens) : blocks.run(0, num_blocks(), st.tokens);
   if (hooks.tokens) x = hooks.tokens->gather(x);  // [B, S, D] on every rank
   auto out = finish(x, st);
@@ -163,11 +172,12 @@ at::Tensor WanTransformer3DModel::forward(const at::Tensor& hidden_states, const
   return out;
 }
 
-WanBlockRun::WanBlockRun(const WanTransformer3DModel& model, const at::Tensor& context, const at::Tensor& timestep_proj,
-                         const TokenRuns& runs, const RotaryEmbedding& rope, AttentionBackend* backend,
-                         UnitHooks* hooks, TokenSplit* split)
+WanBlockRun::WanBlockRun(const WanTransformer3DModel& model, const at::Tensor& context, const at::Tensor& context_image,
+                         const at::Tensor& timestep_proj, const TokenRuns& runs, const RotaryEmbedding& rope,
+                         AttentionBackend* backend, UnitHooks* hooks, TokenSplit* split)
     : model_(model),
       context_(context),
+      context_image_(context_image),
       timestep_proj_(timestep_proj),
       runs_(runs),
       rope_(rope),
@@ -186,9 +196,10 @@ at::Tensor WanBlockRun::run(int first, int end, at::Tensor x) const {
     if (hooks_) hooks_->before(i);
     // Each batch row alone, under one gather of the block's unit (wan::each_batch_row says why).
     x = wan::each_batch_row(x.size(0), [&](int64_t b) {
+      const at::Tensor image = context_image_.defined() ? context_image_.narrow(0, b, 1) : at::Tensor();
       return model_.block(i).forward(x.narrow(0, b, 1), context_.narrow(0, b, 1), timestep_proj_.narrow(0, b, 1), runs_,
-                                     rope_, backend_);  // [1, S', D]
-    });                                                 // [B, S', D]
+                                     rope_, backend_, image);  // [1, S', D]
+    });                                                        // [B, S', D]
     // Whole sequences, so that a split run's dumps line up with one rank's: a collective of the split's
     // ranks, which all collect dumps for the video (job::GenerationJob::run).
     if (debug::dumps_enabled()) debug::dump("blocks." + std::to_string(i), split_ ? split_->gather(x) : x);

@@ -1,5 +1,7 @@
-// WanTransformer3DModel (diffusers), as the Wan2.2 checkpoints use it: T2V-A14B / I2V-A14B experts (scalar
-// timesteps) and TI2V-5B (per-token timesteps, expand_timesteps). No CLIP image branch.
+// WanTransformer3DModel (diffusers), as the Wan checkpoints use it: Wan2.2's T2V-A14B / I2V-A14B experts (scalar
+// timesteps) and TI2V-5B (per-token timesteps, expand_timesteps); Wan2.1's models, whose image-to-video and
+// first-last-frame transformers add the CLIP image branch (image_embedder, and image key/values in every
+// cross-attention).
 //
 // HSDP units: the root (patch_embedding, condition_embedder, proj_out, scale_shift_table) and blocks.0..N-1.
 // forward() is the model's one path: prepare (patch embedding, condition embedding, rope), the blocks, finish
@@ -57,9 +59,11 @@ class TokenSplit {
 // the unit hooks around each block, the block, its "blocks.N" dump (of all tokens, gathered when split).
 class WanBlockRun {
  public:
-  WanBlockRun(const WanTransformer3DModel& model, const at::Tensor& context, const at::Tensor& timestep_proj,
-              const TokenRuns& runs, const RotaryEmbedding& rope, AttentionBackend* backend, UnitHooks* hooks,
-              TokenSplit* split);
+  // context_image: the projected CLIP image tokens [B, N, D] on a transformer with the image branch, else
+  // undefined.
+  WanBlockRun(const WanTransformer3DModel& model, const at::Tensor& context, const at::Tensor& context_image,
+              const at::Tensor& timestep_proj, const TokenRuns& runs, const RotaryEmbedding& rope,
+              AttentionBackend* backend, UnitHooks* hooks, TokenSplit* split);
   int num_blocks() const;
   // This call's block modulation input e0: [B, 6, D], or [B, R, 6, D] per run of runs() (this rank's tokens).
   const at::Tensor& timestep_proj() const { return timestep_proj_; }
@@ -73,6 +77,7 @@ class WanBlockRun {
  private:
   const WanTransformer3DModel& model_;
   const at::Tensor& context_;
+  const at::Tensor& context_image_;
   const at::Tensor& timestep_proj_;
   const TokenRuns& runs_;
   const RotaryEmbedding& rope_;
@@ -122,15 +127,21 @@ class WanTransformer3DModel : public Module {
   std::vector<ParamRef> block_parameters(int i) const;
 
   // hidden_states [B, C_in, F, H, W]; timestep [B] or [B, S] (S = F/pt * H/ph * W/pw; any numeric dtype);
-  // encoder_hidden_states [B, L, text_dim]. Inputs are cast to the model dtype, the result
-  // [B, C_out, F, H, W] is in the model dtype, on every rank of a token split.
+  // encoder_hidden_states [B, L, text_dim]; encoder_hidden_states_image: the CLIP image encoder's states
+  // [I, N, image_dim] of the video's I images (one; or first and last, with the image position table), required
+  // by a transformer with the image branch and refused by one without; they condition every batch row. Unlike
+  // diffusers, which finds the image tokens as the first L - 512 of one concatenated context (wrong for any
+  // other text length), the two stay apart. Inputs are cast to the model dtype, the result [B, C_out, F, H, W]
+  // is in the model dtype, on every rank of a token split.
   at::Tensor forward(const at::Tensor& hidden_states, const at::Tensor& timestep,
-                     const at::Tensor& encoder_hidden_states, const ForwardHooks& hooks = {}) const;
+                     const at::Tensor& encoder_hidden_states, const ForwardHooks& hooks = {},
+                     const at::Tensor& encoder_hidden_states_image = at::Tensor()) const;
 
  private:
   // forward()'s stages (the root parameters must be resident).
   WanTransformerState prepare(const at::Tensor& hidden_states, const at::Tensor& timestep,
-                              const at::Tensor& encoder_hidden_states) const;
+                              const at::Tensor& encoder_hidden_states,
+                              const at::Tensor& encoder_hidden_states_image) const;
   // Output norm (modulated by temb), proj_out and unpatchify: x [B, S, D] -> [B, C_out, F, H, W].
   at::Tensor finish(const at::Tensor& x, const WanTransformerState& state) const;
 

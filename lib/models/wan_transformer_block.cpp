@@ -4,11 +4,12 @@
 
 namespace omni::models {
 
-WanTransformerBlock::WanTransformerBlock(int64_t dim, int64_t ffn_dim, int64_t heads, bool cross_attn_norm, double eps)
+WanTransformerBlock::WanTransformerBlock(int64_t dim, int64_t ffn_dim, int64_t heads, bool cross_attn_norm, double eps,
+                                         int64_t added_kv_dim)
     : eps_(eps),
       cross_attn_norm_(cross_attn_norm),
       attn1_(child("attn1", std::make_unique<WanAttention>(dim, heads, eps, AttentionKind::kSelf))),
-      attn2_(child("attn2", std::make_unique<WanAttention>(dim, heads, eps, AttentionKind::kCross))),
+      attn2_(child("attn2", std::make_unique<WanAttention>(dim, heads, eps, AttentionKind::kCross, added_kv_dim))),
       ffn_(child("ffn", std::make_unique<wan::FeedForward>(dim, ffn_dim))),
       scale_shift_table_(param("scale_shift_table", {1, 6, dim}, ParamDtype::kFloat32)) {
   // norm1 and norm3 have no affine parameters; norm2 (FP32LayerNorm with affine) only with cross_attn_norm.
@@ -31,8 +32,8 @@ void modulate_into(at::Tensor& out, const at::Tensor& norm, const at::Tensor& sc
 }  // namespace
 
 at::Tensor WanTransformerBlock::forward(const at::Tensor& x, const at::Tensor& context, const at::Tensor& timestep_proj,
-                                        const TokenRuns& runs, const RotaryEmbedding& rope,
-                                        AttentionBackend* backend) const {
+                                        const TokenRuns& runs, const RotaryEmbedding& rope, AttentionBackend* backend,
+                                        const at::Tensor& context_image) const {
   const auto dtype = x.scalar_type();
   const bool by_run = !runs.empty();
   OMNI_CHECK(by_run ? timestep_proj.dim() == 4 && timestep_proj.size(1) == runs.size() && runs.tokens == x.size(1)
@@ -75,7 +76,7 @@ at::Tensor WanTransformerBlock::forward(const at::Tensor& x, const at::Tensor& c
 
   // 2. Cross-attention (no gate; the residual sum stays in the activation dtype, in place).
   h = cross_attn_norm_ ? wan::layer_norm_fp32(out, *norm2_weight_, *norm2_bias_, eps_).to(dtype) : out;
-  out.add_(attn2_->forward(h, context, nullptr, backend));
+  out.add_(attn2_->forward(h, context, nullptr, backend, context_image));
 
   // 3. Feed-forward; its gated residual in float32, rounded into `out` in place.
   h = modulated(wan::layer_norm_fp32(out, none, none, eps_), 4, 3);

@@ -17,13 +17,17 @@ namespace omni::models {
 
 class WanTransformerBlock : public Module {
  public:
-  WanTransformerBlock(int64_t dim, int64_t ffn_dim, int64_t heads, bool cross_attn_norm, double eps);
+  // added_kv_dim > 0: the cross-attention's image key/values (Wan2.1's image models; WanAttention).
+  WanTransformerBlock(int64_t dim, int64_t ffn_dim, int64_t heads, bool cross_attn_norm, double eps,
+                      int64_t added_kv_dim = 0);
 
   // x: [B, S, D]; context: [B, L, D] (projected text); timestep_proj: [B, 6, D], or [B, R, 6, D] with `runs`
   // the R runs of x's tokens that share a timestep (empty runs: the former); rope: tables for the S tokens of
   // x. Returns [B, S, D] in x's dtype.
+  // context_image: [B, N, D] projected CLIP image tokens with image key/values, else undefined.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& context, const at::Tensor& timestep_proj,
-                     const TokenRuns& runs, const RotaryEmbedding& rope, AttentionBackend* backend = nullptr) const;
+                     const TokenRuns& runs, const RotaryEmbedding& rope, AttentionBackend* backend = nullptr,
+                     const at::Tensor& context_image = at::Tensor()) const;
 
  private:
   double eps_;

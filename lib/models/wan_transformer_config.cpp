@@ -7,12 +7,13 @@ namespace omni::models {
 
 namespace {
 
-// Keys that switch on the Wan2.1 CLIP image branch; no Wan2.2 checkpoint sets them and we do not implement it.
-void reject_set(io::ConfigFile& file, const char* key) {
+// A key of the Wan2.1 CLIP image branch: null or absent (0), else a positive integer.
+int64_t optional_size(io::ConfigFile& file, const char* key) {
   const nlohmann::json* v = file.find(key);
-  OMNI_CHECK_INPUT(v == nullptr, file.source(), ": key '", key, "' is ", v ? v->dump() : "",
-                   "; only null is supported (the Wan2.1 CLIP image branch is not implemented; Wan2.2 "
-                   "checkpoints leave it null)");
+  if (v == nullptr) return 0;
+  OMNI_CHECK_INPUT(v->is_number_integer() && v->get<int64_t>() > 0, file.source(), ": key '", key, "' is ", v->dump(),
+                   ", expected null or a positive integer");
+  return v->get<int64_t>();
 }
 
 }  // namespace
@@ -49,9 +50,9 @@ WanTransformerConfig WanTransformerConfig::from_json(const nlohmann::json& j, co
     OMNI_CHECK_INPUT(q->is_string() && q->get<std::string>() == "rms_norm_across_heads", source, ": key 'qk_norm' is ",
                      q->dump(), "; only \"rms_norm_across_heads\" is supported");
   }
-  reject_set(file, "image_dim");
-  reject_set(file, "added_kv_proj_dim");
-  reject_set(file, "pos_embed_seq_len");
+  c.image_dim = optional_size(file, "image_dim");
+  c.added_kv_proj_dim = optional_size(file, "added_kv_proj_dim");
+  c.pos_embed_seq_len = optional_size(file, "pos_embed_seq_len");
   c.validate(source);
   file.warn_unknown();
   return c;
@@ -83,6 +84,18 @@ void WanTransformerConfig::validate(const std::string& source) const {
                    attention_head_dim);
   OMNI_CHECK_INPUT(freq_dim % 2 == 0, source, ": key 'freq_dim' must be even, got ", freq_dim);
   OMNI_CHECK_INPUT(eps > 0, source, ": key 'eps' must be positive, got ", eps);
+  // The image branch: the embedder projects the CLIP states to the inner width, which the added key/value
+  // projections then take (diffusers builds them from added_kv_proj_dim; any other value cannot run).
+  OMNI_CHECK_INPUT((image_dim > 0) == (added_kv_proj_dim > 0), source,
+                   ": keys 'image_dim' and 'added_kv_proj_dim' must be set together (Wan2.1 image models) or both "
+                   "null; got ",
+                   image_dim, " and ", added_kv_proj_dim);
+  OMNI_CHECK_INPUT(added_kv_proj_dim == 0 || added_kv_proj_dim == inner_dim(), source, ": key 'added_kv_proj_dim' is ",
+                   added_kv_proj_dim, "; the image tokens arrive at the inner width ", inner_dim(),
+                   " (num_attention_heads x attention_head_dim)");
+  OMNI_CHECK_INPUT(pos_embed_seq_len == 0 || (image_dim > 0 && pos_embed_seq_len % 2 == 0), source,
+                   ": key 'pos_embed_seq_len' is ", pos_embed_seq_len,
+                   "; it needs 'image_dim' and an even length (two images' tokens)");
 }
 
 }  // namespace omni::models

@@ -21,6 +21,14 @@ struct WanTransformerConfig {
   bool cross_attn_norm = true;
   double eps = 1e-6;
   int64_t rope_max_seq_len = 1024;
+  // Wan2.1's CLIP image branch (0: none, every Wan2.2 model): the CLIP hidden width the image embedder takes,
+  // the width of the added key/value projections of every block's cross-attention (the transformer's own width
+  // in every published model), and the image position table's length (FLF2V-14B: 514, two images of 257).
+  int64_t image_dim = 0;
+  int64_t added_kv_proj_dim = 0;
+  int64_t pos_embed_seq_len = 0;
+
+  bool has_image_branch() const { return image_dim > 0; }
 
   int64_t inner_dim() const { return num_attention_heads * attention_head_dim; }
   int64_t patch_volume() const { return patch_size[0] * patch_size[1] * patch_size[2]; }
@@ -29,9 +37,10 @@ struct WanTransformerConfig {
     return frames / patch_size[0] * (height / patch_size[1]) * (width / patch_size[2]);
   }
 
-  // Parses and validates `j`; `source` (the file path) prefixes every error. A missing or mistyped key, or a
-  // feature Wan2.2 does not use (image_dim, added_kv_proj_dim, pos_embed_seq_len set; a qk_norm other than
-  // rms_norm_across_heads) is an input error naming the key.
+  // Parses and validates `j`; `source` (the file path) prefixes every error. A missing or mistyped key, a
+  // qk_norm other than rms_norm_across_heads, or an image branch that does not fit together (image_dim without
+  // added_kv_proj_dim or the reverse, added_kv_proj_dim other than the inner width, pos_embed_seq_len without
+  // image_dim or odd) is an input error naming the key.
   static WanTransformerConfig from_json(const nlohmann::json& j, const std::string& source);
   // Reads <component_dir>/config.json.
   static WanTransformerConfig load(const std::string& component_dir);

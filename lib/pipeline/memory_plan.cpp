@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -10,6 +11,7 @@
 #include "io/safetensors.h"
 #include "io/video_writer.h"
 #include "models/autoencoder_kl_wan.h"
+#include "models/clip_vision_model.h"
 #include "models/hsdp_sharding.h"
 #include "models/umt5_encoder.h"
 #include "models/wan_transformer.h"
@@ -166,7 +168,10 @@ int64_t vae_working_set(const std::vector<VaeLevel>& levels, int64_t height, int
 }  // namespace
 
 struct MemoryPlanner::Shapes {
-  std::vector<ModelUnits> models;  // text_encoder, then each expert, in load order
+  std::vector<ModelUnits> models;  // text_encoder, then each expert
+  // Wan2.1's image models: the CLIP image encoder (loaded between the text encoder and the experts).
+  std::optional<ModelUnits> image_encoder;
+  std::optional<models::ClipVisionConfig> clip;
   models::WanTransformerConfig transformer;
   models::Umt5Config text;
   models::WanVaeConfig vae;
@@ -188,6 +193,12 @@ MemoryPlanner::MemoryPlanner(const ModelSpec& model, const MemoryPlanSettings& s
     s.models.push_back(units_of("text_encoder", encoder, models::blocks_of(encoder),
                                 model.dir->checkpoint("text_encoder"), settings.run.dtype, settings.shard,
                                 settings.run.text_encoder_weights));
+  }
+  if (model.image_encoder) {
+    s.clip = model.image_encoder;
+    const models::ClipVisionModel clip(*s.clip, settings.run.dtype);
+    s.image_encoder = units_of("image_encoder", clip, models::blocks_of(clip), model.dir->checkpoint("image_encoder"),
+                               settings.run.dtype, settings.shard);
   }
   for (size_t e = 0; e < model.experts.size(); ++e) {
     const char* name = ModelSpec::expert_name(static_cast<int>(e));
@@ -278,7 +289,12 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   plan.attention_kernel = host                           ? "flash (CPU)"
                           : set.run.dtype == c10::kFloat ? "memory-efficient (CUDA)"
                                                          : "flash (CUDA)";
-  for (const auto& m : s.models) plan.resident.push_back({m.name, m.resident, MemoryKind::kWeights});
+  // The sharded models in the pipeline's load order: the text encoder, the image encoder, the experts (with
+  // the LoRA files of each, by expert).
+  std::vector<std::pair<const ModelUnits*, int64_t>> load_order = {{&s.models[0], 0}};
+  if (s.image_encoder) load_order.push_back({&*s.image_encoder, 0});
+  for (size_t i = 1; i < s.models.size(); ++i) load_order.push_back({&s.models[i], s.lora_mapped[i - 1]});
+  for (const auto& [m, lora] : load_order) plan.resident.push_back({m->name, m->resident, MemoryKind::kWeights});
   plan.resident.push_back({"vae", s.vae_resident, MemoryKind::kVaeWeights});
 
   // Load, in the pipeline's order: each component at the end of its reading, with what it costs on top.
@@ -290,15 +306,14 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
       for (auto& x : extra) p.parts.push_back(std::move(x));
       if (p.bytes() > best.bytes()) best = p;
     };
-    for (size_t i = 0; i < s.models.size(); ++i) {
-      const auto& m = s.models[i];
-      loaded.push_back({m.name, m.resident, MemoryKind::kWeights});
+    for (const auto& [m, lora] : load_order) {
+      loaded.push_back({m->name, m->resident, MemoryKind::kWeights});
       std::vector<MemoryPart> extra;
       if (host) {
-        extra.push_back({"checkpoint pages read (" + m.name + ")", m.mapped, MemoryKind::kWeights});
-        extra.push_back({"read buffer", m.read_piece});
-        if (m.float8_quantize > 0) extra.push_back({"float8 slice being quantized", m.float8_quantize});
-        if (i > 0 && s.lora_mapped[i - 1] > 0) extra.push_back({"LoRA files", s.lora_mapped[i - 1]});
+        extra.push_back({"checkpoint pages read (" + m->name + ")", m->mapped, MemoryKind::kWeights});
+        extra.push_back({"read buffer", m->read_piece});
+        if (m->float8_quantize > 0) extra.push_back({"float8 slice being quantized", m->float8_quantize});
+        if (lora > 0) extra.push_back({"LoRA files", lora});
       }
       consider(extra);
     }
@@ -325,6 +340,19 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
       p.parts.push_back({"gathered text_encoder units", te.gathered_peak(), MemoryKind::kGatheredUnits});
     p.parts.push_back(
         {"text_encoder activations", e * len * (6 * s.text.d_model + 3 * s.text.d_ff) + f32 * 3 * heads * len * len});
+    plan.phases.push_back(p);
+  }
+
+  if (s.image_encoder && !work.videos.empty()) {
+    // CLIP over one video's images (two with a last image): per image its tokens' hidden states, q/k/v/out and
+    // the MLP's intermediate width, and per head the scores in float32.
+    const auto& c = *s.clip;
+    const int64_t images = 2, n = c.num_positions();
+    MemoryPhase p{"clip_encode", plan.resident};
+    if (set.shard > 1)
+      p.parts.push_back({"gathered image_encoder units", s.image_encoder->gathered_peak(), MemoryKind::kGatheredUnits});
+    p.parts.push_back({"image_encoder activations", e * images * n * (6 * c.hidden_size + 2 * c.intermediate_size) +
+                                                        f32 * images * c.num_attention_heads * n * n});
     plan.phases.push_back(p);
   }
 

@@ -38,6 +38,35 @@ std::shared_ptr<const ModelSpec> read_model_spec(std::shared_ptr<const io::Model
   // encoder.embed_tokens.weight.
   spec->text_encoder.resolve_embedding(m.checkpoint("text_encoder"));
   spec->vae = models::WanVaeConfig::from_json(m.component_config("vae"), m.component_config_path("vae"));
+  // The CLIP image branch: the transformer's embedder and the encoder come together (diffusers' pipeline would
+  // pass image states to a transformer that cannot take them, or none to one that needs them).
+  const bool branch = spec->experts.front().has_image_branch();
+  for (const auto& e : spec->experts)
+    OMNI_CHECK_INPUT(e.has_image_branch() == branch, m.root(),
+                     ": one transformer has the CLIP image branch "
+                     "(image_dim) and the other has not");
+  OMNI_CHECK_INPUT(m.has("image_encoder") == branch, m.component_config_path("transformer"),
+                   branch ? ": the transformer takes CLIP image states (image_dim is set), but the model has no "
+                            "image_encoder (Wan2.1 image models need their CLIP, e.g. the Diffusers repository's "
+                            "image_encoder folder)"
+                          : ": the model has an image_encoder, but the transformer has no CLIP image branch "
+                            "(image_dim is null): nothing would take its output");
+  if (branch) {
+    OMNI_CHECK_INPUT(m.has("image_processor"), m.root(), ": the model has an image_encoder but no image_processor");
+    spec->image_encoder = models::ClipVisionConfig::from_json(m.component_config("image_encoder"),
+                                                              m.component_config_path("image_encoder"));
+    spec->image_encoder->resolve_names(m.checkpoint("image_encoder"));
+    OMNI_CHECK_INPUT(spec->image_encoder->hidden_size == spec->experts.front().image_dim,
+                     m.component_config_path("image_encoder"), ": hidden_size ", spec->image_encoder->hidden_size,
+                     " is not the transformer's image_dim ", spec->experts.front().image_dim);
+    spec->image_processor = io::ClipImageProcessorConfig::from_json(m.component_config("image_processor"),
+                                                                    m.component_config_path("image_processor"));
+    OMNI_CHECK_INPUT(spec->image_processor->crop_height == spec->image_encoder->image_size &&
+                         spec->image_processor->crop_width == spec->image_encoder->image_size,
+                     m.component_config_path("image_processor"), ": crop_size ", spec->image_processor->crop_width, "x",
+                     spec->image_processor->crop_height, " is not the image encoder's image_size ",
+                     spec->image_encoder->image_size);
+  }
   spec->scheduler_source = m.component_config_path("scheduler");
   spec->scheduler = m.component_config("scheduler");
   if (spec->scheduler.is_object() && spec->scheduler.contains("flow_shift") &&

@@ -11,8 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "io/clip_image_processor.h"
 #include "io/model_dir.h"
 #include "models/autoencoder_kl_wan.h"
+#include "models/clip_vision_model.h"
 #include "models/umt5_encoder.h"
 #include "models/wan_transformer_config.h"
 
@@ -24,6 +26,10 @@ struct ModelSpec {
   std::vector<models::WanTransformerConfig> experts;
   models::Umt5Config text_encoder;  // its embedding's tensor name resolved from the checkpoint
   models::WanVaeConfig vae;
+  // Wan2.1's image models: the CLIP image encoder (its names resolved from the checkpoint) and its processor.
+  // Present exactly when the transformer has the image branch (read_model_spec checks).
+  std::optional<models::ClipVisionConfig> image_encoder;
+  std::optional<io::ClipImageProcessorConfig> image_processor;
   // scheduler_config.json (or Wan2.2's own for the other layouts), validated when the sampler is made.
   nlohmann::json scheduler;
   std::string scheduler_source;

@@ -10,6 +10,7 @@
 #include "core/memory.h"
 #include "core/tensor_dump.h"
 #include "dist/device.h"
+#include "io/clip_image_processor.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
 #include "io/video_writer.h"
@@ -128,6 +129,18 @@ WanPipeline::WanPipeline(const ModelSpec& spec, const PipelineSettings& settings
     ckpt.release_pages();  // read: its pages are no longer this process's memory (the memory plan's load phase)
   }
 
+  // Wan2.1's image models: the CLIP image encoder, sharded block by block like the text encoder.
+  if (spec.image_encoder) {
+    const auto& ckpt = model.checkpoint("image_encoder");
+    image_encoder_ = std::make_unique<models::ClipVisionModel>(*spec.image_encoder, settings_.dtype);
+    image_encoder_sharded_ =
+        models::shard_model("image_encoder", *image_encoder_, models::blocks_of(*image_encoder_), ckpt,
+                            shard_group_.get(), settings_.dtype, settings_.device, pool_, stats_);
+    param_bytes_total_ += image_encoder_sharded_->full_bytes();
+    ckpt.release_pages();
+    image_processor_ = spec.image_processor;
+  }
+
   // The experts' weights, each rank its own slice, LoRA merged into it as it is read.
   for (size_t e = 0; e < experts_.size(); ++e) {
     const auto& ckpt = model.checkpoint(expert_names[e]);
@@ -168,14 +181,33 @@ at::Tensor WanPipeline::encode_text(const PromptText& prompt, int max_sequence_l
                         settings_.dtype, settings_.device, &hooks);
 }
 
+at::Tensor WanPipeline::encode_image_states(const GenerationRequest& req, GenerationResult& result) {
+  if (!image_encoder_) return at::Tensor();
+  // diffusers: encode_image(image), or encode_image([image, last_image]) for first-last-frame, whose two
+  // images' states the FLF2V transformer's position table joins into one sequence (job::check_video has
+  // refused the combinations that do not fit).
+  const bool two = req.last_image_pixels.defined();
+  OMNI_CHECK(req.image_pixels.defined(), "a Wan2.1 image model's request without its image's pixels");
+  OMNI_CHECK(two == (experts_.front()->config().pos_embed_seq_len > 0),
+             "the image states' count does not fit the transformer's image position table");
+  ScopedPhase phase(result.times, "image_encode", settings_.device);
+  std::vector<at::Tensor> pixels = {io::clip_preprocess(req.image_pixels, *image_processor_)};  // [1, 3, S, S]
+  if (two) pixels.push_back(io::clip_preprocess(req.last_image_pixels, *image_processor_));
+  models::HsdpHooks hooks(image_encoder_sharded_.get());
+  // Both images in one batch, as diffusers' processor and encoder take the list.
+  auto states = image_encoder_->penultimate_hidden_state(at::cat(pixels, 0).to(settings_.device), &hooks);
+  if (req.keep_tensors) result.tensors.emplace_back("image_embeds", states.to(at::kCPU, at::kFloat));
+  return states;  // [I, N, E]
+}
+
 at::Tensor WanPipeline::run_transformer(int expert, const at::Tensor& x, const at::Tensor& timestep,
-                                        const at::Tensor& context) {
+                                        const at::Tensor& context, const at::Tensor& image_states) {
   models::HsdpHooks units(experts_sharded_[static_cast<size_t>(expert)].get());
   models::ForwardHooks hooks(&units);
   std::optional<SequenceSplit> split;  // tokens split over ulysses x ring
   if (sp_) hooks.tokens = &split.emplace(*sp_);
   hooks.blocks = step_cache_.get();  // blocks through the step cache
-  return experts_[static_cast<size_t>(expert)]->forward(x, timestep, context, hooks);
+  return experts_[static_cast<size_t>(expert)]->forward(x, timestep, context, hooks, image_states);
 }
 
 at::Tensor WanPipeline::guided_prediction(int expert, const ModelInput& input, const at::Tensor& prompt_embeds,
@@ -198,7 +230,7 @@ at::Tensor WanPipeline::guided_prediction(int expert, const ModelInput& input, c
     at::Tensor out;
     {
       debug::DumpScope scope(numbered("call", call));
-      out = run_transformer(expert, x, timestep, prompt_embeds);
+      out = run_transformer(expert, x, timestep, prompt_embeds, state.image_states);
     }
     dump_call(call, x, recorded, prompt_embeds, out);
     return out;
@@ -211,7 +243,8 @@ at::Tensor WanPipeline::guided_prediction(int expert, const ModelInput& input, c
     at::Tensor mine;
     {
       debug::DumpScope scope(numbered("call", is_cond ? call : call + 1));
-      mine = run_transformer(expert, x, timestep, is_cond ? prompt_embeds : negative_embeds).contiguous();
+      mine = run_transformer(expert, x, timestep, is_cond ? prompt_embeds : negative_embeds, state.image_states)
+                 .contiguous();
     }
     dump_call(is_cond ? call : call + 1, x, recorded, is_cond ? prompt_embeds : negative_embeds, mine);
     at::Tensor both = at::empty({2 * mine.numel()}, mine.options());
@@ -225,7 +258,7 @@ at::Tensor WanPipeline::guided_prediction(int expert, const ModelInput& input, c
     {
       debug::DumpScope scope(numbered("call", call) + "_" + numbered("call", call + 1));
       out = run_transformer(expert, at::cat({x, x}, 0), at::cat({timestep, timestep}, 0),
-                            at::cat({prompt_embeds, negative_embeds}, 0));  // [2B, C, F, H, W]
+                            at::cat({prompt_embeds, negative_embeds}, 0), state.image_states);  // [2B, C, F, H, W]
     }
     cond = out.narrow(0, 0, b);
     uncond = out.narrow(0, b, b);
@@ -461,8 +494,10 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
                                        scheduler->timestep_values().end());  // the steps that run
   if (req.clip.defined()) latents = scheduler->add_noise(encode_clip(req, shape, result), latents, timesteps[0]);
 
-  // 3. Image conditioning (I2V; TI2V with an image).
+  // 3. Image conditioning (I2V; TI2V with an image), and on Wan2.1's image models the CLIP states.
   const ImageCondition image = prepare_image_condition(req, shape, result);
+  const at::Tensor image_states = encode_image_states(req, result);
+  if (image_encoder_sharded_) image_encoder_sharded_->settle_timings();
 
   // 4. Denoise: the expert by boundary_ratio (the second takes the low-noise steps, with its own scale).
   const std::optional<double> ratio = boundary_ratio();
@@ -472,6 +507,7 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
     StepReporter reporter(dev, timesteps, on_step);
     CallState state;
     state.num_steps = static_cast<int>(timesteps.size());
+    state.image_states = image_states;
     for (size_t i = 0; i < timesteps.size(); ++i) {
       const int64_t t = timesteps[i];  // step i of those that run (diffusers' callback numbers them so)
       const int64_t received_before = stats_->received_bytes_total;

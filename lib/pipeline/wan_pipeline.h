@@ -43,9 +43,13 @@ namespace omni::pipeline {
 struct GenerationRequest {
   std::string prompt;
   std::string negative_prompt;
-  VideoParams video;          // video.image: `image` is given
-  at::Tensor image;           // [1, 3, H, W] float32 in [-1, 1] at the output size, or undefined (text mode)
-  at::Tensor last_image;      // likewise, the last frame (video.last_image: first-last-frame), or undefined
+  VideoParams video;      // video.image: `image` is given
+  at::Tensor image;       // [1, 3, H, W] float32 in [-1, 1] at the output size, or undefined (text mode)
+  at::Tensor last_image;  // likewise, the last frame (video.last_image: first-last-frame), or undefined
+  // The images' pixels as read ([h, w, 3] uint8 at their own size, what load_image gives): the CLIP image
+  // encoder's input (diffusers hands it the user's image, not the resized one).
+  at::Tensor image_pixels;
+  at::Tensor last_image_pixels;
   at::Tensor clip;            // video-to-video (video.video): [1, 3, F, H, W] float32 in [-1, 1], or undefined
   bool decode = true;         // this rank gets the frames (the writing rank)
   bool decode_band = false;   // --vae-parallel: this rank decodes its band (every rank of the group, together)
@@ -121,6 +125,7 @@ class WanPipeline {
     int calls = 0;
     int step = 0;
     int num_steps = 0;
+    at::Tensor image_states;  // the CLIP image encoder's states of this video (Wan2.1 image models), else undefined
   };
 
   int temporal_factor() const;
@@ -141,7 +146,11 @@ class WanPipeline {
   // Step 5: the frames on the writing rank (the whole group decodes with --vae-parallel).
   void decode(const GenerationRequest& req, const at::Tensor& latents, GenerationResult& result);
   // One forward of `expert` (0 or 1) on a batch, through HSDP hooks when sharded.
-  at::Tensor run_transformer(int expert, const at::Tensor& x, const at::Tensor& timestep, const at::Tensor& context);
+  // The CLIP image encoder's penultimate states [I, N, E] of the request's image (and last image): what
+  // WanImageToVideoPipeline.encode_image gives. Undefined for a model without an image encoder.
+  at::Tensor encode_image_states(const GenerationRequest& req, GenerationResult& result);
+  at::Tensor run_transformer(int expert, const at::Tensor& x, const at::Tensor& timestep, const at::Tensor& context,
+                             const at::Tensor& image_states);
   // The guided velocity: cond and uncond batched, or each on its cfg rank and exchanged.
   at::Tensor guided_prediction(int expert, const ModelInput& input, const at::Tensor& prompt_embeds,
                                const at::Tensor& negative_embeds, double scale, bool do_cfg, CallState& call);
@@ -162,6 +171,10 @@ class WanPipeline {
   std::unique_ptr<text::Umt5Tokenizer> tokenizer_;
   std::unique_ptr<models::Umt5Encoder> text_encoder_;
   std::unique_ptr<hsdp::ShardedModel> text_encoder_sharded_;
+  // Wan2.1's image models: the CLIP image encoder, sharded like the text encoder, and its preprocessing.
+  std::unique_ptr<models::ClipVisionModel> image_encoder_;
+  std::unique_ptr<hsdp::ShardedModel> image_encoder_sharded_;
+  std::optional<io::ClipImageProcessorConfig> image_processor_;
   std::vector<std::unique_ptr<models::WanTransformer3DModel>> experts_;  // transformer, transformer_2
   std::vector<std::unique_ptr<hsdp::ShardedModel>> experts_sharded_;
   std::unique_ptr<models::AutoencoderKLWan> vae_;

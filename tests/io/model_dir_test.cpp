@@ -107,12 +107,16 @@ TEST(ModelIndex, UnsupportedContentsAreInputErrors) {
       {p, "component 'vae'", "unsupported class 'AutoencoderKL'", "AutoencoderKLWan"});
   expect_input_error(
       [&] {
-        parse_model_index(with([](auto& j) {
-                            j["image_encoder"] = {"transformers", "CLIPVisionModelWithProjection"};
-                          }),
-                          p);
+        parse_model_index(with([](auto& j) { j["image_encoder"] = {"transformers", "SiglipVisionModel"}; }), p);
       },
-      {p, "component 'image_encoder'", "CLIPVisionModelWithProjection"});
+      {p, "component 'image_encoder'", "unsupported class 'SiglipVisionModel'", "CLIPVisionModel"});
+  // Wan2.1's image models' CLIP (the transformer's image branch decides whether it fits: pipeline::ModelSpec).
+  EXPECT_TRUE(parse_model_index(with([](auto& j) {
+                                  j["image_encoder"] = {"transformers", "CLIPVisionModel"};
+                                  j["image_processor"] = {"transformers", "CLIPImageProcessor"};
+                                }),
+                                p)
+                  .has("image_encoder"));
   expect_input_error(
       [&] {
         parse_model_index(with([](auto& j) { j["scheduler"] = {"diffusers", "DDIMScheduler"}; }), p);

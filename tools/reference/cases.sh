@@ -29,7 +29,7 @@ venv=${REFERENCE_VENV:-$here/.venv}
 # The fixtures the project started with (their checkpoints and image were made elsewhere), then the cases made here.
 fixture_cases=(t2v-a14b-tiny i2v-a14b-tiny ti2v-5b-tiny)
 new_cases=(ti2v-5b-tiny-image t2v-headdim16 t2v-headdim64 t2v-portrait t2v-euler ti2v-guidance-off
-           t2v-vae-blocks2 ti2v-vae-blocks2 t2v-lora i2v-jpeg ti2v-jpeg i2v-flf2v t2v-v2v ti2v-v2v)
+           t2v-vae-blocks2 ti2v-vae-blocks2 t2v-lora i2v-jpeg ti2v-jpeg i2v-flf2v t2v-v2v ti2v-v2v i2v-wan21-clip)
 all_cases=("${fixture_cases[@]}" "${new_cases[@]}")
 
 # model_of CASE: the checkpoint folder a case runs, relative to tests/data/reference. The new cases name it in
@@ -39,6 +39,7 @@ model_of() {
     t2v-portrait | t2v-euler | t2v-lora | t2v-v2v) echo t2v-a14b-tiny/model ;;
     ti2v-5b-tiny-image | ti2v-guidance-off | ti2v-jpeg | ti2v-v2v) echo ti2v-5b-tiny/model ;;
     i2v-jpeg | i2v-flf2v) echo i2v-a14b-tiny/model ;;
+    i2v-wan21-clip) echo i2v-wan21-tiny/model ;;
     *) echo "$1/model" ;;
   esac
 }
@@ -209,6 +210,19 @@ run_case() {
         --height 32 --width 48 --num-frames 9 --num-inference-steps 3 \
         --guidance-scale 3.5 --guidance-scale-2 2 --seed 17 --max-sequence-length 16
       ;;
+    i2v-wan21-clip)
+      # Wan2.1 image-to-video with its CLIP image encoder (one transformer with the image branch; the model made by
+      # tools/reference/make_wan21_i2v.py): the camera JPEG of i2v-jpeg (upright 72 x 45), to CLIP as it was read
+      # (resized to 44 x 28 and center-cropped to 28 x 28 by CLIPImageProcessor), to the VAE resized to 32 x 48.
+      # max_sequence_length 512: diffusers' blocks take the first len - 512 context tokens as the image's, so with
+      # any other text length it routes the image tokens through the text attention (omni-generate does not).
+      copy_image "$name" "$out" image.jpg
+      record "$name" "$out" --image "$out/image.jpg" \
+        --prompt "A red kite dances above a windy beach" \
+        --negative-prompt "blurry, low quality" \
+        --height 32 --width 48 --num-frames 5 --num-inference-steps 3 \
+        --guidance-scale 4 --seed 21 --max-sequence-length 512
+      ;;
     t2v-v2v)
       # Video-to-video on the two-expert T2V checkpoint (WanVideoToVideoPipeline with WanPipeline's expert rule,
       # record.py): an H.264 MP4 (64 x 40, BT.709, 12 frames) read by load_video, its first 9 frames resized to
@@ -327,6 +341,12 @@ make_inputs() {
     mkdir -p "$ref/$name"
     make_jpeg "$ref/$name/image.jpg" 6 45 72 2 90
     echo "cases.sh: $name/image.jpg made"
+  fi
+  if [[ $name == i2v-wan21-clip ]]; then
+    mkdir -p "$ref/$name"
+    "$venv/bin/python" "$here/make_wan21_i2v.py" "$ref/i2v-wan21-tiny/model"
+    make_jpeg "$ref/$name/image.jpg" 6 45 72 2 90
+    echo "cases.sh: i2v-wan21-tiny/model and $name/image.jpg made"
   fi
   if [[ $name == i2v-flf2v ]]; then
     mkdir -p "$ref/$name"

@@ -319,6 +319,16 @@ class Recorder:
 
         pipe.encode_prompt = recorded_encode_prompt
         pipe.prepare_latents = recorded_prepare_latents
+        if getattr(pipe, "image_encoder", None) is not None:
+            # Wan2.1's image models: the CLIP encoder's penultimate states (encode_image's result).
+            encode_image = pipe.encode_image
+
+            def recorded_encode_image(*args, **kwargs):
+                out = encode_image(*args, **kwargs)
+                self.put("image_embeds", out)
+                return out
+
+            pipe.encode_image = recorded_encode_image
         pipe.vae.encode = recorded_vae_encode
         pipe.vae.decode = recorded_vae_decode
 

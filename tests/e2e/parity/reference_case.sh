@@ -52,7 +52,8 @@ if guided and cfg_parallel:
     calls = calls[0::2]
 fields = ("hidden_states", "timestep", "encoder_hidden_states", "out")
 groups = {
-    "saved_1e5": ["prompt_embeds"] + (["negative_prompt_embeds"] if guided else []) + steps,
+    "saved_1e5": ["prompt_embeds"] + (["negative_prompt_embeds"] if guided else [])
+                 + (["image_embeds"] if "image_embeds" in keys else []) + steps,
     "saved_1e4": ["frames"],
     "dump_1e5": sorted(k for k in keys if re.fullmatch(r"(prompt|negative)\.\w+|vae_encode\.(in|mean)", k))
                 + [f"{c}.{f}" for c in calls for f in fields if f != "out"],

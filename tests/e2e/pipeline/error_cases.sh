@@ -43,6 +43,28 @@ expect truncated_last_image_np2 2 3 "$work/cut.jpg" -- "${i2v[@]}" --image "$fir
   --output "$work/a.mp4"
 expect last_image_one_frame 2 2 "--last-image needs at least 5 frames" -- "${i2v[@]}" --image "$first" \
   --last-image "$last" --num-frames 1 --output "$work/a.mp4"
+# Wan2.1's CLIP models: an I2V transformer's image branch takes one image (first-last frame needs FLF2V's position
+# table), and the image encoder and the transformer's branch come together (a folder missing one is refused by
+# name, not run half-conditioned).
+wan21=$ref/i2v-wan21-tiny/model
+expect wan21_i2v_last_image_np2 2 2 "conditions its CLIP branch on one image" -- --model "$wan21" --prompt x \
+  --height 32 --width 48 --num-frames 5 --image "$first" --last-image "$last" --output "$work/a.mp4"
+# model_folder NAME SOURCE INDEX_EDIT: a copy of SOURCE's model_index.json edited by python, the components linked.
+model_folder() {
+  mkdir -p "$work/$1"
+  for c in "$2"/*/; do ln -sfn "$c" "$work/$1/$(basename "$c")"; done
+  python3 -c "import json,sys; j=json.load(open(sys.argv[1])); $3; json.dump(j, open(sys.argv[2], 'w'))" \
+    "$2/model_index.json" "$work/$1/model_index.json"
+}
+model_folder no_clip "$wan21" 'j["image_encoder"] = [None, None]; j["image_processor"] = [None, None]'
+expect wan21_without_image_encoder 1 3 "has no image_encoder" -- --model "$work/no_clip" --prompt x \
+  --height 32 --width 48 --num-frames 5 --image "$first" --output "$work/a.mp4"
+model_folder clip_no_branch "$ref/i2v-a14b-tiny/model" \
+  'j["image_encoder"] = ["transformers", "CLIPVisionModel"]; j["image_processor"] = ["transformers", "CLIPImageProcessor"]'
+ln -sfn "$wan21/image_encoder" "$work/clip_no_branch/image_encoder"
+ln -sfn "$wan21/image_processor" "$work/clip_no_branch/image_processor"
+expect image_encoder_without_branch 1 3 "the transformer has no CLIP image branch" -- --model "$work/clip_no_branch" \
+  --prompt x --height 32 --width 48 --num-frames 5 --image "$first" --output "$work/a.mp4"
 # --video (video-to-video): a file read as load_video reads it, on a text-to-video model, without --image, with a
 # strength in (0, 1] that runs a step, and enough frames for --num-frames.
 clip=$ref/t2v-v2v/clip.mp4
