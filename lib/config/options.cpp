@@ -264,6 +264,10 @@ const std::vector<Binding>& bindings() {
         "", &G::vae_file, "(from --model)");
     str("tokenizer", "the tokenizer's folder (google/umt5-xxl: tokenizer.json or spiece.model)", "", &G::tokenizer_dir,
         "(from --model)");
+    str("image-encoder",
+        "Wan2.1 image models' CLIP image encoder: ComfyUI's clip_vision_h.safetensors or a diffusers image_encoder "
+        "folder",
+        "", &G::image_encoder_file, "(from --model)");
     choice("task", "auto: from model_index.json and --image; or t2v, i2v, ti2v", "auto", &G::task, task_choices());
     str("config", "YAML file of options (same names as the flags, without dashes)", "", &G::config_file);
     str("prompt", "text prompt", "", &G::prompt);
@@ -732,15 +736,19 @@ GenerateOptions resolve_options(const CommandLine& cli, const std::string& prese
   return opts;
 }
 
-std::string preset_for(const std::string& model_name, const std::string& pipeline_class, bool expand_timesteps) {
+std::string preset_for(const std::string& model_name, const ModelFacts& facts) {
   std::string upper = model_name;
   std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
-  if (upper.find("TI2V") != std::string::npos) return "wan2.2-ti2v-5b";
-  if (upper.find("I2V") != std::string::npos) return "wan2.2-i2v-a14b";
-  if (upper.find("T2V") != std::string::npos) return "wan2.2-t2v-a14b";
-  if (pipeline_class == "WanImageToVideoPipeline") return "wan2.2-i2v-a14b";
-  if (expand_timesteps) return "wan2.2-ti2v-5b";
-  return "wan2.2-t2v-a14b";
+  auto says = [&](const char* word) { return upper.find(word) != std::string::npos; };
+  if (facts.first_last_frame) return "wan2.1-flf2v-14b-720p";
+  if (facts.clip_image) return says("720P") ? "wan2.1-i2v-14b-720p" : "wan2.1-i2v-14b-480p";
+  if (facts.expand_timesteps) return "wan2.2-ti2v-5b";
+  const bool image = facts.pipeline_class == "WanImageToVideoPipeline";
+  if (facts.experts == 2) return image ? "wan2.2-i2v-a14b" : "wan2.2-t2v-a14b";
+  // One transformer without an image branch: Wan2.1 text-to-video, or one Wan2.2 expert on its own.
+  if (facts.inner_dim == 1536) return "wan2.1-t2v-1.3b";
+  if (says("WAN2.1") || says("WAN2_1") || says("WAN21")) return "wan2.1-t2v-14b";
+  return image ? "wan2.2-i2v-a14b" : "wan2.2-t2v-a14b";
 }
 
 nlohmann::json option_json(const GenerateOptions& o, const std::string& key) {

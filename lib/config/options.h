@@ -63,6 +63,7 @@ struct GenerateOptions {
   std::string transformer_2_file;  // --transformer-2
   std::string text_encoder_file;   // --text-encoder
   std::string vae_file;            // --vae
+  std::string image_encoder_file;  // --image-encoder
   std::string tokenizer_dir;       // --tokenizer
   TaskChoice task = TaskChoice::kAuto;
   std::string config_file;
@@ -196,9 +197,23 @@ void validate_options(const GenerateOptions& opts);
 // The whole resolution: defaults, then the preset `preset_name` (may be empty), then --config, then flags.
 GenerateOptions resolve_options(const CommandLine& cli, const std::string& preset_name);
 
-// Which preset fits a model: from its name ("...TI2V-5B..." etc.) when it says so, else from what its
-// model_index.json says (pipeline class, expand_timesteps). Returns "wan2.2-t2v-a14b" by default.
-std::string preset_for(const std::string& model_name, const std::string& pipeline_class, bool expand_timesteps);
+// What a model is, as far as choosing its preset goes: its model_index.json (or what stands for it) and its
+// transformer's config.
+struct ModelFacts {
+  std::string pipeline_class;     // WanPipeline, WanImageToVideoPipeline
+  bool expand_timesteps = false;  // TI2V-5B
+  int experts = 1;                // 2: Wan2.2's A14B models
+  bool clip_image = false;        // the transformer's CLIP image branch: Wan2.1 I2V and FLF2V
+  bool first_last_frame = false;  // with its image position table: Wan2.1 FLF2V
+  int64_t inner_dim = 0;          // the transformer's width: 1536 for Wan2.1 T2V-1.3B, 5120 for the 14B models
+};
+
+// Which preset fits a model. What its files say decides where it can (a CLIP image branch is Wan2.1 I2V, with the
+// position table FLF2V; two experts Wan2.2 A14B; expand_timesteps TI2V-5B; width 1536 Wan2.1 T2V-1.3B); the name
+// decides what they cannot: 480P or 720P for Wan2.1 I2V (480P when it says neither), and whether a one-expert
+// 14B text-to-video model is Wan2.1 ("Wan2.1" in the name) or a Wan2.2 expert alone (the default,
+// "wan2.2-t2v-a14b").
+std::string preset_for(const std::string& model_name, const ModelFacts& facts);
 
 // The resolved value of option `key`, typed as the option is (the JSON sidecar's settings).
 nlohmann::json option_json(const GenerateOptions& opts, const std::string& key);

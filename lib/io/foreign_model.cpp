@@ -100,6 +100,15 @@ json transformer_config(const Checkpoint& ckpt, const json* wan_config, const st
     heads = dim / 128;
   }
   OMNI_CHECK_INPUT(dim % heads == 0, wan_source, ": num_heads ", heads, " does not divide the width ", dim);
+  // Wan2.1's image models: the image embedder's input width (CLIP's), the added key/values at the model's width,
+  // and FLF2V's position table length (img_emb.emb_pos: two images' tokens).
+  json image_dim = nullptr, added_kv = nullptr, pos_len = nullptr;
+  if (ckpt.contains("condition_embedder.image_embedder.norm1.weight")) {
+    image_dim = shape_of(ckpt, "condition_embedder.image_embedder.norm1.weight", 1, "the image embedder's norm")[0];
+    added_kv = shape_of(ckpt, "blocks.0.attn2.add_k_proj.weight", 2, "block 0's image key projection")[1];
+    if (ckpt.contains("condition_embedder.image_embedder.pos_embed"))
+      pos_len = shape_of(ckpt, "condition_embedder.image_embedder.pos_embed", 3, "the image position table")[1];
+  }
   return json{{"_class_name", "WanTransformer3DModel"},
               {"patch_size", {patch[2], patch[3], patch[4]}},
               {"num_attention_heads", heads},
@@ -113,10 +122,10 @@ json transformer_config(const Checkpoint& ckpt, const json* wan_config, const st
               {"cross_attn_norm", true},
               {"qk_norm", "rms_norm_across_heads"},
               {"eps", eps},
-              {"image_dim", nullptr},
-              {"added_kv_proj_dim", nullptr},
+              {"image_dim", image_dim},
+              {"added_kv_proj_dim", added_kv},
               {"rope_max_seq_len", 1024},
-              {"pos_embed_seq_len", nullptr}};
+              {"pos_embed_seq_len", pos_len}};
 }
 
 // transformers' UMT5 config from the tensor shapes (our names).
@@ -248,6 +257,67 @@ json infer_config(const std::string& component, const Checkpoint& ckpt, const Mo
   return transformer_config(ckpt, wan_config, wan_source);
 }
 
+// transformers' CLIPVisionConfig of a CLIP image encoder from its tensor shapes (transformers' names, with or
+// without "vision_model."). The heads are not in any shape: the width must be ViT-H/14's 1280 (16 heads of 80,
+// exact GELU: open_clip's ViT-H, the encoder of every Wan image model); another width needs a folder with its
+// config.json.
+json clip_vision_config(const Checkpoint& ckpt, const std::string& flag) {
+  const std::string pre = ckpt.contains("vision_model.pre_layrnorm.weight") ? "vision_model." : "";
+  const int64_t dim = shape_of(ckpt, pre + "embeddings.class_embedding", 1, "the class token")[0];
+  OMNI_CHECK_INPUT(dim == 1280, flag, " ", ckpt.path(), ": a CLIP image encoder of width ", dim,
+                   "; from a single file only CLIP ViT-H/14 (width 1280, what Wan's image models use) is read, "
+                   "since no tensor states the heads: give a folder with its config.json");
+  const auto& patch = shape_of(ckpt, pre + "embeddings.patch_embedding.weight", 4, "the patch embedding");
+  const int64_t positions = shape_of(ckpt, pre + "embeddings.position_embedding.weight", 2, "the position table")[0];
+  int64_t side = 0;
+  while ((side + 1) * (side + 1) <= positions - 1) ++side;
+  OMNI_CHECK_INPUT(side * side == positions - 1, flag, " ", ckpt.path(), ": the position table's ", positions,
+                   " rows are not a square grid of patches plus the class token");
+  json c{{"hidden_size", dim},
+         {"intermediate_size", shape_of(ckpt, pre + "encoder.layers.0.mlp.fc1.weight", 2, "layer 0's MLP")[0]},
+         {"num_attention_heads", 16},
+         {"num_hidden_layers", count_blocks(ckpt, pre + "encoder.layers.", ".layer_norm1.weight")},
+         {"num_channels", patch[1]},
+         {"patch_size", patch[2]},
+         {"image_size", side * patch[2]},
+         {"hidden_act", "gelu"},
+         {"layer_norm_eps", 1e-5}};
+  if (ckpt.contains("visual_projection.weight"))
+    c["projection_dim"] = shape_of(ckpt, "visual_projection.weight", 2, "the projection")[0];
+  return c;
+}
+
+// A CLIP image encoder file or folder (--image-encoder): transformers' names, as a Diffusers image_encoder folder
+// and ComfyUI's clip_vision_h.safetensors hold them. open_clip's and Wan's own .pth (one fused q/k/v projection per
+// layer) are refused by name.
+ModelComponent image_encoder_from_file(const std::string& path, const std::string& flag, const json* config,
+                                       const std::string& config_source) {
+  ModelComponent c;
+  c.checkpoint = path;
+  c.opened = std::make_shared<const Checkpoint>(Checkpoint::open(path));
+  const Checkpoint& ck = *c.opened;
+  const bool ours = ck.contains("vision_model.pre_layrnorm.weight") || ck.contains("pre_layrnorm.weight");
+  const bool fused = ck.contains("visual.transformer.resblocks.0.attn.in_proj_weight") ||
+                     ck.contains("visual.transformer.0.attn.to_qkv.weight");
+  OMNI_CHECK_INPUT(ours, flag, " ", path,
+                   fused ? ": a CLIP in open_clip's or Wan's own layout (fused q/k/v projections, e.g. "
+                           "models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth), which is not read yet; give "
+                           "ComfyUI's clip_vision_h.safetensors or a Diffusers image_encoder folder"
+                         : ": not a CLIP image encoder: expected transformers' names (a tensor "
+                           "'vision_model.pre_layrnorm.weight')");
+  c.origin = (is_dir(path) ? "folder " : "file ") + path + " (" + flag + ", transformers names)";
+  if (config != nullptr) {
+    c.config = *config;
+    c.config_source = config_source;
+  } else if (is_dir(path) && is_file(join_path(path, "config.json"))) {
+    c.config_source = join_path(path, "config.json");
+  } else {
+    c.config = clip_vision_config(ck, flag);
+    c.config_source = "the tensor shapes of " + path + " (CLIP ViT-H/14)";
+  }
+  return c;
+}
+
 std::string layout_text(NameLayout names, const std::string& prefix) {
   if (names == NameLayout::kOurs) return "diffusers names";
   return prefix.empty() ? "original Wan2.2 names" : "original Wan2.2 names under " + prefix;
@@ -291,6 +361,7 @@ ModelComponent component_from_file(const std::string& component, const std::stri
     return c;
   }
   OMNI_CHECK_INPUT(is_file(path) || is_dir(path), flag, " ", path, ": no such file or folder");
+  if (component == "image_encoder") return image_encoder_from_file(path, flag, config, config_source);
   const bool transformer = component == "transformer" || component == "transformer_2";
   // A folder with a config.json is read with it: a diffusers component folder, or an original expert folder.
   const json* wan_config = nullptr;
@@ -414,11 +485,16 @@ OriginalDefaults original_defaults(int64_t in_channels, bool two_experts, const 
     d.pipeline_class = "WanPipeline";
     d.expand_timesteps = true;
     d.sample_shift = 5.0;
+  } else if ((in_channels == 16 || in_channels == 36) && !two_experts) {
+    // Wan2.1 T2V-1.3B / 14B and I2V-14B / FLF2V-14B (a Wan2.2 expert alone looks the same): the model's preset
+    // gives the official shift per model and size.
+    d.pipeline_class = in_channels == 16 ? "WanPipeline" : "WanImageToVideoPipeline";
+    d.shift_from_preset = true;
   } else {
     OMNI_FAIL_INPUT(source, ": a transformer with ", in_channels, " input channels and ",
                     two_experts ? "two experts" : "one expert",
-                    " is none of Wan2.2's models (T2V-A14B: 16 channels, two experts; I2V-A14B: 36, two; TI2V-5B: 48, "
-                    "one)");
+                    " is none of Wan's models (Wan2.2 T2V-A14B: 16 channels, two experts; I2V-A14B: 36, two; TI2V-5B: "
+                    "48, one; Wan2.1: 16 or 36, one)");
   }
   return d;
 }

@@ -70,6 +70,9 @@ struct OriginalDefaults {
   bool expand_timesteps = false;
   std::optional<double> boundary_ratio;
   double sample_shift = 5.0;
+  // Wan2.1's one-transformer models: the shift depends on the model and the size (3 for I2V at 480p, 16 for
+  // FLF2V), which the channels do not tell: the scheduler states none and the model's preset gives it.
+  bool shift_from_preset = false;
 };
 OriginalDefaults original_defaults(int64_t in_channels, bool two_experts, const std::string& source);
 // diffusers' UniPCMultistepScheduler config for flow matching with `shift` (as the Wan2.2 Diffusers repositories

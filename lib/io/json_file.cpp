@@ -147,6 +147,26 @@ int64_t ConfigFile::int_or(const std::string& key, int64_t fallback) {
   return json_int_or(json_, key, fallback, source_);
 }
 
+int64_t ConfigFile::positive_int(const std::string& key) {
+  const int64_t value = get_int(key);
+  OMNI_CHECK_INPUT(value > 0, source_, ": '", key, "' must be positive, found ", value);
+  return value;
+}
+
+int64_t ConfigFile::positive_int_or(const std::string& key, int64_t fallback) {
+  const int64_t value = int_or(key, fallback);
+  OMNI_CHECK_INPUT(value > 0, source_, ": '", key, "' must be positive, found ", value);
+  return value;
+}
+
+void ConfigFile::check_saved_dtype() {
+  for (const char* key : {"dtype", "torch_dtype"}) {
+    const std::string v = string_or(key, "float32");
+    OMNI_CHECK_INPUT(v == "float32" || v == "bfloat16" || v == "float16" || v == "float64", source_, ": '", key,
+                     "' is '", v, "', expected float32, bfloat16, float16 or float64");
+  }
+}
+
 double ConfigFile::number_or(const std::string& key, double fallback) {
   known_.insert(key);
   return json_number_or(json_, key, fallback, source_);

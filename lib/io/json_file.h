@@ -59,6 +59,13 @@ class ConfigFile {
   const nlohmann::json* value(const std::string& key);
   int64_t get_int(const std::string& key);  // required
   int64_t int_or(const std::string& key, int64_t fallback);
+  // get_int / int_or whose value must be positive (an input error naming the source and the key otherwise).
+  int64_t positive_int(const std::string& key);
+  int64_t positive_int_or(const std::string& key, int64_t fallback);
+  // transformers' record of the dtype the weights were saved in ('dtype' since 5, 'torch_dtype' before): known,
+  // and an input error when it is not a floating dtype. It decides nothing (--dtype does, as the pipeline's
+  // torch_dtype= does in diffusers).
+  void check_saved_dtype();
   double number_or(const std::string& key, double fallback);
   bool bool_or(const std::string& key, bool fallback);
   std::string string_or(const std::string& key, const std::string& fallback);

@@ -56,11 +56,16 @@ std::optional<std::string> transformer_block_name(int n, const std::vector<std::
   }
   if (p.size() == 3 && (p[0] == "self_attn" || p[0] == "cross_attn") && is_param(p[2])) {
     const std::string attn = out + (p[0] == "self_attn" ? "attn1." : "attn2.");
+    // Wan2.1's image models' cross-attention (WanI2VCrossAttention) adds k_img, v_img and norm_k_img: diffusers'
+    // added key/values.
     static const std::map<std::string, std::string> kProj = {
-        {"q", "to_q"}, {"k", "to_k"}, {"v", "to_v"}, {"o", "to_out.0"}, {"norm_q", "norm_q"}, {"norm_k", "norm_k"}};
+        {"q", "to_q"},           {"k", "to_k"},           {"v", "to_v"},
+        {"o", "to_out.0"},       {"norm_q", "norm_q"},    {"norm_k", "norm_k"},
+        {"k_img", "add_k_proj"}, {"v_img", "add_v_proj"}, {"norm_k_img", "norm_added_k"}};
     auto it = kProj.find(p[1]);
-    if (it == kProj.end()) return std::nullopt;  // k_img, v_img, norm_k_img: Wan2.1 I2V, which Wan2.2 lacks
+    if (it == kProj.end()) return std::nullopt;
     if (starts_with(p[1], "norm") && p[2] != "weight") return std::nullopt;
+    if (p[0] == "self_attn" && ends_with(p[1], "_img")) return std::nullopt;
     return attn + it->second + "." + p[2];
   }
   return std::nullopt;
@@ -123,6 +128,14 @@ std::optional<std::string> transformer_name_from_original(const std::string& sto
     if (p[0] == "head" && p[1] == "head") return "proj_out." + p[2];
   }
   if (stored == "head.modulation") return std::string("scale_shift_table");
+  // Wan2.1's image embedder (MLPProj: LayerNorm, Linear, GELU, Linear, LayerNorm; FLF2V's emb_pos).
+  if (stored == "img_emb.emb_pos") return std::string("condition_embedder.image_embedder.pos_embed");
+  if (p.size() == 4 && p[0] == "img_emb" && p[1] == "proj" && is_param(p[3])) {
+    static const std::map<std::string, std::string> kImg = {
+        {"0", "norm1"}, {"1", "ff.net.0.proj"}, {"3", "ff.net.2"}, {"4", "norm2"}};
+    auto it = kImg.find(p[2]);
+    if (it != kImg.end()) return "condition_embedder.image_embedder." + it->second + "." + p[3];
+  }
   int n = 0;
   if (p.size() >= 3 && p[0] == "blocks" && parse_index(p[1], &n))
     return transformer_block_name(n, std::vector<std::string>(p.begin() + 2, p.end()));

@@ -19,9 +19,14 @@ ResolvedModel resolve_model(const std::string& model, const io::ComponentFiles& 
     out.spec = pipeline::read_model_spec(std::make_shared<const io::ModelDir>(io::ModelDir::open(path, files)));
   });
   const auto& index = out.spec->index();
-  out.preset =
-      builtin ? default_model_preset()
-              : config::preset_for(model.empty() ? out.spec->root() : model, index.class_name, index.expand_timesteps);
+  config::ModelFacts facts;
+  facts.pipeline_class = index.class_name;
+  facts.expand_timesteps = index.expand_timesteps;
+  facts.experts = static_cast<int>(out.spec->experts.size());
+  facts.clip_image = out.spec->experts.front().has_image_branch();
+  facts.first_last_frame = out.spec->experts.front().pos_embed_seq_len > 0;
+  facts.inner_dim = out.spec->experts.front().inner_dim();
+  out.preset = builtin ? default_model_preset() : config::preset_for(model.empty() ? out.spec->root() : model, facts);
   return out;
 }
 

@@ -16,12 +16,6 @@ const char* const kPositionIds = "embeddings.position_ids";
 const char* const kPreNorm = "pre_layrnorm.weight";
 const char* const kVisualProjection = "visual_projection.weight";
 
-int64_t positive_int(io::ConfigFile& file, const char* key, bool required, int64_t fallback) {
-  const int64_t value = required ? file.get_int(key) : file.int_or(key, fallback);
-  OMNI_CHECK_INPUT(value > 0, file.source(), ": '", key, "' must be positive, found ", value);
-  return value;
-}
-
 }  // namespace
 
 ClipVisionConfig ClipVisionConfig::from_json(const std::string& path) {
@@ -35,13 +29,13 @@ ClipVisionConfig ClipVisionConfig::from_json(const nlohmann::json& j, const std:
   }
   io::ConfigFile file(j, source, "CLIPVisionModel");
   ClipVisionConfig c;
-  c.hidden_size = positive_int(file, "hidden_size", true, 0);
-  c.intermediate_size = positive_int(file, "intermediate_size", true, 0);
-  c.num_attention_heads = positive_int(file, "num_attention_heads", true, 0);
-  c.num_hidden_layers = positive_int(file, "num_hidden_layers", true, 0);
-  c.num_channels = positive_int(file, "num_channels", false, 3);
-  c.image_size = positive_int(file, "image_size", false, 224);
-  c.patch_size = positive_int(file, "patch_size", false, 32);
+  c.hidden_size = file.positive_int("hidden_size");
+  c.intermediate_size = file.positive_int("intermediate_size");
+  c.num_attention_heads = file.positive_int("num_attention_heads");
+  c.num_hidden_layers = file.positive_int("num_hidden_layers");
+  c.num_channels = file.positive_int_or("num_channels", 3);
+  c.image_size = file.positive_int_or("image_size", 224);
+  c.patch_size = file.positive_int_or("patch_size", 32);
   c.projection_dim = file.int_or("projection_dim", 0);
   c.layer_norm_eps = file.number_or("layer_norm_eps", 1e-5);
   OMNI_CHECK_INPUT(c.layer_norm_eps > 0, source, ": 'layer_norm_eps' must be positive");
@@ -53,11 +47,7 @@ ClipVisionConfig ClipVisionConfig::from_json(const nlohmann::json& j, const std:
                    ") is not a multiple of 'num_attention_heads' (", c.num_attention_heads, ")");
   OMNI_CHECK_INPUT(c.image_size % c.patch_size == 0, source, ": 'image_size' (", c.image_size,
                    ") is not a multiple of 'patch_size' (", c.patch_size, ")");
-  for (const char* key : {"dtype", "torch_dtype"}) {
-    const std::string v = file.string_or(key, "float32");
-    OMNI_CHECK_INPUT(v == "float32" || v == "bfloat16" || v == "float16" || v == "float64", source, ": '", key,
-                     "' is '", v, "', expected float32, bfloat16, float16 or float64");
-  }
+  file.check_saved_dtype();
   // Training and bookkeeping keys of CLIPVisionConfig / PretrainedConfig that do not change the output.
   file.known({"attention_dropout", "dropout", "initializer_range", "initializer_factor", "architectures", "model_type",
               "transformers_version", "layer_norm_epsilon"});

@@ -15,12 +15,6 @@ const char* const kSharedName = "shared.weight";
 const char* const kEncoderEmbedName = "encoder.embed_tokens.weight";
 const char* const kBlockPrefix = "encoder.block.";
 
-int64_t positive_int(io::ConfigFile& file, const char* key, bool required, int64_t fallback) {
-  const int64_t value = required ? file.get_int(key) : file.int_or(key, fallback);
-  OMNI_CHECK_INPUT(value > 0, file.source(), ": '", key, "' must be positive, found ", value);
-  return value;
-}
-
 }  // namespace
 
 Umt5Config Umt5Config::from_json(const std::string& path) {
@@ -30,14 +24,14 @@ Umt5Config Umt5Config::from_json(const std::string& path) {
 Umt5Config Umt5Config::from_json(const nlohmann::json& j, const std::string& source) {
   io::ConfigFile file(j, source, "UMT5EncoderModel");
   Umt5Config c;
-  c.vocab_size = positive_int(file, "vocab_size", true, 0);
-  c.d_model = positive_int(file, "d_model", true, 0);
-  c.d_kv = positive_int(file, "d_kv", true, 0);
-  c.d_ff = positive_int(file, "d_ff", true, 0);
-  c.num_layers = positive_int(file, "num_layers", true, 0);
-  c.num_heads = positive_int(file, "num_heads", true, 0);
-  c.relative_attention_num_buckets = positive_int(file, "relative_attention_num_buckets", false, 32);
-  c.relative_attention_max_distance = positive_int(file, "relative_attention_max_distance", false, 128);
+  c.vocab_size = file.positive_int("vocab_size");
+  c.d_model = file.positive_int("d_model");
+  c.d_kv = file.positive_int("d_kv");
+  c.d_ff = file.positive_int("d_ff");
+  c.num_layers = file.positive_int("num_layers");
+  c.num_heads = file.positive_int("num_heads");
+  c.relative_attention_num_buckets = file.positive_int_or("relative_attention_num_buckets", 32);
+  c.relative_attention_max_distance = file.positive_int_or("relative_attention_max_distance", 128);
   c.layer_norm_epsilon = file.number_or("layer_norm_epsilon", c.layer_norm_epsilon);
   OMNI_CHECK_INPUT(c.layer_norm_epsilon > 0, source, ": 'layer_norm_epsilon' must be positive");
   // UMT5Config derives the activation from feed_forward_proj ("gated-gelu" means gelu_new, whatever
@@ -45,13 +39,7 @@ Umt5Config Umt5Config::from_json(const nlohmann::json& j, const std::string& sou
   const std::string ff = file.string_or("feed_forward_proj", "gated-gelu");
   OMNI_CHECK_INPUT(ff == "gated-gelu", source, ": feed_forward_proj is '", ff,
                    "'; only 'gated-gelu' (UMT5 as used by Wan) is supported");
-  // The dtype the weights were saved in: transformers 5 writes 'dtype', 4.x 'torch_dtype'. --dtype decides the
-  // compute dtype, as the pipeline's torch_dtype= does in diffusers.
-  for (const char* key : {"dtype", "torch_dtype"}) {
-    const std::string v = file.string_or(key, "float32");
-    OMNI_CHECK_INPUT(v == "float32" || v == "bfloat16" || v == "float16" || v == "float64", source, ": '", key,
-                     "' is '", v, "', expected float32, bfloat16, float16 or float64");
-  }
+  file.check_saved_dtype();
   // UMT5Config and PretrainedConfig keys that do not change the encoder's output: derived from
   // feed_forward_proj (dense_act_fn, is_gated_act), training (dropout_rate, classifier_dropout,
   // initializer_factor), the decoder and generation (UMT5EncoderModel forces is_decoder false and has no

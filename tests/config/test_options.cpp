@@ -165,13 +165,46 @@ TEST(Options, ValidationNamesTheFlag) {
 }
 
 TEST(Options, PresetForModel) {
+  using omni::config::ModelFacts;
   using omni::config::preset_for;
-  EXPECT_EQ(preset_for("Wan-AI/Wan2.2-T2V-A14B-Diffusers", "", false), "wan2.2-t2v-a14b");
-  EXPECT_EQ(preset_for("Wan-AI/Wan2.2-I2V-A14B-Diffusers", "", false), "wan2.2-i2v-a14b");
-  EXPECT_EQ(preset_for("Wan-AI/Wan2.2-TI2V-5B-Diffusers", "", false), "wan2.2-ti2v-5b");
-  EXPECT_EQ(preset_for("/data/my-model", "WanImageToVideoPipeline", false), "wan2.2-i2v-a14b");
-  EXPECT_EQ(preset_for("/data/my-model", "WanPipeline", true), "wan2.2-ti2v-5b");
-  EXPECT_EQ(preset_for("/data/my-model", "WanPipeline", false), "wan2.2-t2v-a14b");
+  // The published models, with what their files say (model_index.json, the transformer's config.json).
+  const ModelFacts t2v_a14b{"WanPipeline", false, 2, false, false, 5120};
+  const ModelFacts i2v_a14b{"WanImageToVideoPipeline", false, 2, false, false, 5120};
+  const ModelFacts ti2v_5b{"WanPipeline", true, 1, false, false, 3072};
+  const ModelFacts t2v_14b{"WanPipeline", false, 1, false, false, 5120};
+  const ModelFacts t2v_1_3b{"WanPipeline", false, 1, false, false, 1536};
+  const ModelFacts i2v_14b{"WanImageToVideoPipeline", false, 1, true, false, 5120};
+  const ModelFacts flf2v_14b{"WanImageToVideoPipeline", false, 1, true, true, 5120};
+  EXPECT_EQ(preset_for("Wan-AI/Wan2.2-T2V-A14B-Diffusers", t2v_a14b), "wan2.2-t2v-a14b");
+  EXPECT_EQ(preset_for("Wan-AI/Wan2.2-I2V-A14B-Diffusers", i2v_a14b), "wan2.2-i2v-a14b");
+  EXPECT_EQ(preset_for("Wan-AI/Wan2.2-TI2V-5B-Diffusers", ti2v_5b), "wan2.2-ti2v-5b");
+  EXPECT_EQ(preset_for("Wan-AI/Wan2.1-T2V-14B-Diffusers", t2v_14b), "wan2.1-t2v-14b");
+  EXPECT_EQ(preset_for("Wan-AI/Wan2.1-T2V-1.3B-Diffusers", t2v_1_3b), "wan2.1-t2v-1.3b");
+  EXPECT_EQ(preset_for("Wan-AI/Wan2.1-I2V-14B-480P-Diffusers", i2v_14b), "wan2.1-i2v-14b-480p");
+  EXPECT_EQ(preset_for("Wan-AI/Wan2.1-I2V-14B-720P-Diffusers", i2v_14b), "wan2.1-i2v-14b-720p");
+  EXPECT_EQ(preset_for("Wan-AI/Wan2.1-FLF2V-14B-720P-Diffusers", flf2v_14b), "wan2.1-flf2v-14b-720p");
+  EXPECT_EQ(preset_for("/models/Wan2.1-T2V-14B", t2v_14b), "wan2.1-t2v-14b");  // the original layout's folder
+  // Folders whose names say nothing: the files decide, and a one-expert 14B text-to-video file is taken for a
+  // Wan2.2 expert.
+  EXPECT_EQ(preset_for("/data/my-model", i2v_a14b), "wan2.2-i2v-a14b");
+  EXPECT_EQ(preset_for("/data/my-model", ti2v_5b), "wan2.2-ti2v-5b");
+  EXPECT_EQ(preset_for("/data/my-model", t2v_a14b), "wan2.2-t2v-a14b");
+  EXPECT_EQ(preset_for("/data/my-model", t2v_14b), "wan2.2-t2v-a14b");
+  EXPECT_EQ(preset_for("/data/my-model", t2v_1_3b), "wan2.1-t2v-1.3b");
+  EXPECT_EQ(preset_for("/data/my-model", i2v_14b), "wan2.1-i2v-14b-480p");
+  EXPECT_EQ(preset_for("/data/my-model", flf2v_14b), "wan2.1-flf2v-14b-720p");
+  // A name that says I2V does not turn a CLIP-less model into a Wan2.1 one, nor the reverse.
+  EXPECT_EQ(preset_for("/data/wan-i2v-finetune", i2v_a14b), "wan2.2-i2v-a14b");
+  EXPECT_EQ(preset_for("/data/Wan2.2-like-i2v", i2v_14b), "wan2.1-i2v-14b-480p");
+  // Every preset named exists and parses.
+  for (const char* name :
+       {"wan2.1-t2v-14b", "wan2.1-t2v-1.3b", "wan2.1-i2v-14b-480p", "wan2.1-i2v-14b-720p", "wan2.1-flf2v-14b-720p"}) {
+    const auto o = omni::config::preset_options(name);
+    EXPECT_EQ(o.count("boundary-ratio"), 0u) << name;
+    EXPECT_EQ(o.at("guidance-scale"), "5.0") << name;
+  }
+  EXPECT_EQ(omni::config::preset_options("wan2.1-i2v-14b-480p").at("flow-shift"), "3.0");
+  EXPECT_EQ(omni::config::preset_options("wan2.1-flf2v-14b-720p").at("flow-shift"), "16.0");
 }
 
 // Scripts append overrides to a base command line: as with argparse, the last value wins.

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "io/clip_image_processor.h"
+#include "io/foreign_model.h"
 #include "io/image_reader.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
@@ -100,6 +101,66 @@ TEST(ClipVisionModel, StatesDifferFromEachOther) {
   const auto last = cases.want(name + ".hidden_last");
   EXPECT_GT(max_rel_err(pen, h0), 100 * kFloat32RelTol);
   EXPECT_GT(max_rel_err(last, pen), 100 * kFloat32RelTol);
+}
+
+// A lone file (--image-encoder, as ComfyUI's clip_vision_h.safetensors: vision_model.* names with
+// visual_projection and position_ids, no config): the config inferred from the shapes is transformers' own, and the
+// model read through it gives transformers' states.
+TEST(ClipVisionModel, ConfigInferredFromALoneFile) {
+  const Cases cases;
+  const std::string file = cases.dir + "/encoder_with_projection/model.safetensors";
+  const auto component = io::component_from_file("image_encoder", file, "--image-encoder");
+  ASSERT_TRUE(component.config.has_value());
+  auto inferred = ClipVisionConfig::from_json(*component.config, component.config_source);
+  const auto published = ClipVisionConfig::from_json(cases.dir + "/encoder_with_projection/config.json");
+  EXPECT_EQ(inferred.hidden_size, published.hidden_size);
+  EXPECT_EQ(inferred.intermediate_size, published.intermediate_size);
+  EXPECT_EQ(inferred.num_attention_heads, published.num_attention_heads);
+  EXPECT_EQ(inferred.num_hidden_layers, published.num_hidden_layers);
+  EXPECT_EQ(inferred.patch_size, published.patch_size);
+  EXPECT_EQ(inferred.image_size, published.image_size);
+  EXPECT_EQ(inferred.projection_dim, published.projection_dim);
+  EXPECT_EQ(inferred.hidden_act, published.hidden_act);
+  EXPECT_EQ(inferred.layer_norm_eps, published.layer_norm_eps);
+  inferred.resolve_names(*component.opened);
+  ClipVisionModel model(inferred, at::kFloat);
+  load_state(model, *component.opened, at::kFloat);
+  const auto name = cases.index["images"][0].get<std::string>();
+  const auto got = model.penultimate_hidden_state(cases.want(name + ".pixel_values"));
+  EXPECT_LT(max_rel_err(got, cases.want(name + ".hidden_penultimate")), kFloat32RelTol);
+}
+
+TEST(ClipVisionModel, LoneFilesThatCannotBeReadAreRefused) {
+  const Cases cases;
+  test_util::TempDir dir("clip_lone");
+  // open_clip's layout (one fused q/k/v projection per layer): named as such, with what to give instead.
+  io::write_safetensors(dir / "open_clip.safetensors",
+                        {{"visual.conv1.weight", at::zeros({8, 3, 2, 2})},
+                         {"visual.transformer.resblocks.0.attn.in_proj_weight", at::zeros({24, 8})}});
+  test_util::expect_error(
+      [&] { (void)io::component_from_file("image_encoder", dir / "open_clip.safetensors", "--image-encoder"); },
+      ExitCode::kInput, {"--image-encoder", "open_clip", "clip_vision_h.safetensors"});
+  // Another width than ViT-H's: the heads are in no shape.
+  const auto narrow = [&] {
+    const ClipVisionConfig c = ClipVisionConfig::from_json(nlohmann::json{{"hidden_size", 64},
+                                                                          {"intermediate_size", 128},
+                                                                          {"num_attention_heads", 4},
+                                                                          {"num_hidden_layers", 1},
+                                                                          {"image_size", 28},
+                                                                          {"patch_size", 14}},
+                                                           "narrow");
+    ClipVisionModel m(c, at::kFloat);
+    std::vector<std::pair<std::string, at::Tensor>> tensors;
+    for (const auto& p : m.parameters()) tensors.emplace_back(p.name, at::zeros(p.shape));  // vision_model.*
+    io::write_safetensors(dir / "narrow.safetensors", tensors);
+    (void)io::component_from_file("image_encoder", dir / "narrow.safetensors", "--image-encoder");
+  };
+  test_util::expect_error(narrow, ExitCode::kInput, {"--image-encoder", "width 64", "ViT-H/14"});
+  // Not a CLIP at all.
+  io::write_safetensors(dir / "other.safetensors", {{"x.weight", at::zeros({2, 2})}});
+  test_util::expect_error(
+      [&] { (void)io::component_from_file("image_encoder", dir / "other.safetensors", "--image-encoder"); },
+      ExitCode::kInput, {"--image-encoder", "not a CLIP image encoder"});
 }
 
 TEST(ClipVisionModel, LoaderErrorsNameTheProblem) {

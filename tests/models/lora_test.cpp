@@ -199,6 +199,49 @@ TEST(Lora, Wan21ImageKeysAreSkippedWithOneWarningPerFile) {
 }
 
 // Kijai's blocks.N.diff_m: a full delta of the block's modulation table, [1, 6, dim] or [6, dim].
+// On a Wan2.1 image model (its transformer has the CLIP image branch) the same keys are its own modules: they
+// merge, by either naming, as diffusers' and Wan's LoRA loaders apply them.
+TEST(Lora, Wan21ImageKeysMergeOnAnImageModel) {
+  TempDir dir("omni_lora_img");
+  auto params = model_params();
+  for (const auto& [name, shape] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"blocks.0.attn2.add_k_proj.weight", {5, 4}},
+           {"blocks.0.attn2.add_k_proj.bias", {5}},
+           {"blocks.0.attn2.add_v_proj.weight", {5, 4}},
+           {"blocks.0.attn2.add_v_proj.bias", {5}},
+           {"blocks.0.attn2.norm_added_k.weight", {5}},
+           {"condition_embedder.image_embedder.ff.net.0.proj.weight", {4, 4}},
+           {"condition_embedder.image_embedder.ff.net.0.proj.bias", {4}}})
+    params.push_back({name, shape, ParamDtype::kModel, nullptr});
+  const at::Tensor a = randn({2, 4}, 5), b = randn({5, 2}, 6), a_e = randn({3, 4}, 7), b_e = randn({4, 3}, 8);
+  const at::Tensor norm_diff = randn({5}, 9), emb_diff_b = randn({4}, 10);
+  const std::string wan = dir / "wan21.safetensors", diffusers = dir / "wan21_diffusers.safetensors";
+  io::write_safetensors(wan, Tensors{{"diffusion_model.blocks.0.cross_attn.k_img.lora_down.weight", a},
+                                     {"diffusion_model.blocks.0.cross_attn.k_img.lora_up.weight", b},
+                                     {"diffusion_model.blocks.0.cross_attn.v_img.lora_down.weight", a},
+                                     {"diffusion_model.blocks.0.cross_attn.v_img.lora_up.weight", b},
+                                     {"diffusion_model.blocks.0.cross_attn.v_img.alpha", at::full({}, 1.0)},
+                                     {"diffusion_model.blocks.0.cross_attn.norm_k_img.diff", norm_diff},
+                                     {"diffusion_model.img_emb.proj.1.diff_b", emb_diff_b}});
+  io::write_safetensors(diffusers,
+                        Tensors{{"transformer.blocks.0.attn2.add_k_proj.lora_A.weight", a},
+                                {"transformer.blocks.0.attn2.add_k_proj.lora_B.weight", b},
+                                {"transformer.condition_embedder.image_embedder.ff.net.0.proj.lora_A.weight", a_e},
+                                {"transformer.condition_embedder.image_embedder.ff.net.0.proj.lora_B.weight", b_e}});
+  ::testing::internal::CaptureStderr();
+  const LoraSet set({{wan, 0.5}, {diffusers, 2.0}}, params, "--lora", "transformer");
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(log.find("skipping"), std::string::npos) << log;
+  auto d = [](const at::Tensor& t) { return t.to(at::kDouble); };
+  // k_img at 0.5 (no alpha: scale 1) and add_k_proj at 2.0 reach the same weight.
+  expect_all_ranges(set, "blocks.0.attn2.add_k_proj.weight", 2.5 * d(b).matmul(d(a)));
+  // v_img: alpha 1 over rank 2.
+  expect_all_ranges(set, "blocks.0.attn2.add_v_proj.weight", 0.5 * 0.5 * d(b).matmul(d(a)));
+  expect_all_ranges(set, "blocks.0.attn2.norm_added_k.weight", 0.5 * d(norm_diff));
+  expect_all_ranges(set, "condition_embedder.image_embedder.ff.net.0.proj.weight", 2.0 * d(b_e).matmul(d(a_e)));
+  expect_all_ranges(set, "condition_embedder.image_embedder.ff.net.0.proj.bias", 0.5 * d(emb_diff_b));
+}
+
 TEST(Lora, DiffMUpdatesTheModulationTable) {
   TempDir dir;
   const at::Tensor m1 = randn({1, 6, 5}, 1), m2 = randn({6, 5}, 2), m3 = randn({1, 6, 5}, 3);

@@ -29,7 +29,8 @@ venv=${REFERENCE_VENV:-$here/.venv}
 # The fixtures the project started with (their checkpoints and image were made elsewhere), then the cases made here.
 fixture_cases=(t2v-a14b-tiny i2v-a14b-tiny ti2v-5b-tiny)
 new_cases=(ti2v-5b-tiny-image t2v-headdim16 t2v-headdim64 t2v-portrait t2v-euler ti2v-guidance-off
-           t2v-vae-blocks2 ti2v-vae-blocks2 t2v-lora i2v-jpeg ti2v-jpeg i2v-flf2v t2v-v2v ti2v-v2v i2v-wan21-clip)
+           t2v-vae-blocks2 ti2v-vae-blocks2 t2v-lora i2v-jpeg ti2v-jpeg i2v-flf2v t2v-v2v ti2v-v2v i2v-wan21-clip
+           flf2v-wan21-clip)
 all_cases=("${fixture_cases[@]}" "${new_cases[@]}")
 
 # model_of CASE: the checkpoint folder a case runs, relative to tests/data/reference. The new cases name it in
@@ -40,6 +41,7 @@ model_of() {
     ti2v-5b-tiny-image | ti2v-guidance-off | ti2v-jpeg | ti2v-v2v) echo ti2v-5b-tiny/model ;;
     i2v-jpeg | i2v-flf2v) echo i2v-a14b-tiny/model ;;
     i2v-wan21-clip) echo i2v-wan21-tiny/model ;;
+    flf2v-wan21-clip) echo flf2v-wan21-tiny/model ;;
     *) echo "$1/model" ;;
   esac
 }
@@ -223,6 +225,18 @@ run_case() {
         --height 32 --width 48 --num-frames 5 --num-inference-steps 3 \
         --guidance-scale 4 --seed 21 --max-sequence-length 512
       ;;
+    flf2v-wan21-clip)
+      # Wan2.1 first-last-frame (make_wan21_i2v.py --flf2v: the transformer's pos_embed over both images' CLIP
+      # tokens): i2v-flf2v's turned camera JPEG first and PNG last, both to CLIP as read in one batch and to the
+      # VAE resized to 32 x 48. 512 text tokens, as in i2v-wan21-clip.
+      copy_image "$name" "$out" first.jpg
+      copy_image "$name" "$out" last.png
+      record "$name" "$out" --image "$out/first.jpg" --last-image "$out/last.png" \
+        --prompt "A paper lantern floats over a night market" \
+        --negative-prompt "blurry, low quality" \
+        --height 32 --width 48 --num-frames 9 --num-inference-steps 3 \
+        --guidance-scale 5 --seed 22 --max-sequence-length 512
+      ;;
     t2v-v2v)
       # Video-to-video on the two-expert T2V checkpoint (WanVideoToVideoPipeline with WanPipeline's expert rule,
       # record.py): an H.264 MP4 (64 x 40, BT.709, 12 frames) read by load_video, its first 9 frames resized to
@@ -347,6 +361,13 @@ make_inputs() {
     "$venv/bin/python" "$here/make_wan21_i2v.py" "$ref/i2v-wan21-tiny/model"
     make_jpeg "$ref/$name/image.jpg" 6 45 72 2 90
     echo "cases.sh: i2v-wan21-tiny/model and $name/image.jpg made"
+  fi
+  if [[ $name == flf2v-wan21-clip ]]; then
+    mkdir -p "$ref/$name"
+    "$venv/bin/python" "$here/make_wan21_i2v.py" --flf2v "$ref/flf2v-wan21-tiny/model"
+    make_jpeg "$ref/$name/first.jpg" 8 64 40 2 88
+    make_image "$ref/$name/last.png"
+    echo "cases.sh: flf2v-wan21-tiny/model, $name/first.jpg and last.png made"
   fi
   if [[ $name == i2v-flf2v ]]; then
     mkdir -p "$ref/$name"

@@ -535,7 +535,7 @@ def check_comfy(src: Path, out: Path):
     files = sorted(out.glob("*.safetensors"))
     z = json.loads((src / "vae" / "config.json").read_text())["z_dim"]
     experts = expert_map(src)
-    tfiles = [f for f in files if f.name.startswith("wan2.2_") and "vae" not in f.name]
+    tfiles = [f for f in files if f.name.startswith(("wan2.2_", "wan2.1_")) and "vae" not in f.name]
     if len(tfiles) != len(experts):
         line("FAIL", "comfy transformer files", f"found {[f.name for f in tfiles]}")
     for sub, tag in experts:
@@ -559,6 +559,30 @@ def check_comfy(src: Path, out: Path):
         check_vae(src, load_file(str(out / vname)), f"comfy {vname}")
     else:
         line("FAIL", f"comfy {vname}", "missing")
+    if (src / "image_encoder").is_dir():
+        check_clip_vision(src, out / "clip_vision_h.safetensors")
+
+
+def check_clip_vision(src: Path, path: Path):
+    """ComfyUI's clip_vision_h: the source encoder's tensors under transformers 4's names (vision_model.*), rounded
+    to the file's dtype, read back by transformers' CLIPVisionModel from them."""
+    from transformers import CLIPVisionModel
+    what = f"comfy {path.name}"
+    if not path.exists():
+        line("FAIL", what, "missing")
+        return
+    sd = load_file(str(path))
+    ref = CLIPVisionModel.from_pretrained(str(src / "image_encoder"), torch_dtype=torch.float32)
+    want = {("vision_model." + k if not k.startswith("vision_model.") else k): v for k, v in ref.state_dict().items()
+            if not k.endswith("position_ids")}
+    missing = sorted(set(want) - set(sd))
+    extra = sorted(set(sd) - set(want))
+    if missing or extra:
+        line("FAIL", what, f"names differ: missing {missing[:3]}, extra {extra[:3]}")
+        return
+    worst = max((want[k].to(v.dtype).float() - v.float()).abs().max().item() for k, v in sd.items())
+    line("PASS" if worst == 0 else "FAIL", f"{what}: transformers' CLIPVisionModel names and values",
+         f"{len(sd)} tensors, max difference after rounding {worst:g}")
 
 
 def main(argv):

@@ -542,9 +542,24 @@ class Pipeline:
 
 
 def comfy_transformer_name(mt: str, tag, dt: str) -> str:
-    if tag is None:
+    if tag is None and mt == "ti2v":
         return f"wan2.2_{mt}_5B_{dt}.safetensors"
+    if tag is None:  # one transformer of Wan2.1 (Comfy-Org/Wan_2.1_ComfyUI_repackaged: wan2.1_i2v_480p_14B_fp16...)
+        return f"wan2.1_{mt}_14B_{dt}.safetensors"
     return f"wan2.2_{mt}_{tag}_14B_{dt}.safetensors"
+
+
+# ComfyUI's CLIP vision file for Wan2.1's image models (Comfy-Org/Wan_2.1_ComfyUI_repackaged
+# split_files/clip_vision/clip_vision_h.safetensors): transformers' CLIPVisionModelWithProjection names under
+# vision_model.* (ComfyUI's clip_vision.py recognises ViT-H by vision_model.encoder.layers.30.layer_norm1.weight), in
+# 16 bits. Written from the source's image_encoder folder, names as transformers 4 stored them.
+COMFY_CLIP = "clip_vision_h.safetensors"
+
+
+def comfy_clip_sd(src: Path) -> dict:
+    sd = load_diffusers_component(src / "image_encoder")
+    return {(k if k.startswith("vision_model.") or k.startswith("visual_projection.") else "vision_model." + k): v
+            for k, v in sd.items()}
 
 
 def comfy_t5_name(dt: str) -> str:
@@ -615,6 +630,9 @@ def write_comfy(src, out, dtype, prefix="model.diffusion_model.", spiece=False,
         vdt = torch.bfloat16 if fp8 else DTYPES[dtype]
         vae = _cast(to_original_vae(load_diffusers_component(p.src / "vae"), p.z_dim), vdt)
         save_file(vae, str(tmp / comfy_vae_name(p.z_dim)), metadata=meta)
+        if (p.src / "image_encoder").is_dir():
+            clip = _cast(comfy_clip_sd(p.src), torch.float16 if fp8 else DTYPES[dtype])
+            save_file({k: v.contiguous() for k, v in clip.items()}, str(tmp / COMFY_CLIP), metadata=meta)
 
 
 def main(argv=None):

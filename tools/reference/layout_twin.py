@@ -63,7 +63,8 @@ def main():
     shutil.copytree(src, out)
     index = json.loads((src / "model_index.json").read_text())
     files = sorted(comfy.glob("*.safetensors"))
-    experts = {"transformer": [f for f in files if "high_noise" in f.name or "_5B_" in f.name],
+    experts = {"transformer": [f for f in files if "high_noise" in f.name or "_5B_" in f.name
+                               or f.name.startswith("wan2.1_")],
                "transformer_2": [f for f in files if "low_noise" in f.name]}
     for component, found in experts.items():
         if index.get(component, [None])[0] is None:
@@ -94,6 +95,16 @@ def main():
     assert len(vsrc) == 1, vsrc
     vsd = {k: v.to(dtype).float().contiguous() for k, v in load_file(str(vsrc[0])).items()}
     save_file(vsd, str(out / "vae" / vsrc[0].name))
+    clip = comfy / "clip_vision_h.safetensors"
+    if clip.exists():
+        # The image encoder as the file stores it (its 16 bits in float32), under the source folder's names.
+        names = set(load_file(str(sorted((src / "image_encoder").glob("*.safetensors"))[0])))
+        csd = {k: v.float().contiguous() for k, v in load_file(str(clip)).items()}
+        csd = {k: v for k, v in csd.items() if k in names}
+        assert set(csd) == names, sorted(names ^ set(csd))[:3]
+        for p in (out / "image_encoder").glob("*.safetensors"):
+            p.unlink()
+        save_file(csd, str(out / "image_encoder" / "model.safetensors"))
     print(f"twin written: {out}")
 
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Makes a tiny Wan2.1 image-to-video Diffusers folder (tests/data/reference/i2v-wan21-tiny/model): the layout of
-Wan-AI/Wan2.1-I2V-14B-480P-Diffusers at a tiny size, written by the libraries that publish it.
+Wan-AI/Wan2.1-I2V-14B-480P-Diffusers at a tiny size, written by the libraries that publish it. With --flf2v, the
+first-last-frame one (Wan-AI/Wan2.1-FLF2V-14B-720P-Diffusers, tests/data/reference/flf2v-wan21-tiny/model): the
+same with the transformer's image position table (pos_embed_seq_len: two images' CLIP tokens, 2 x 5).
 
   model_index.json   WanImageToVideoPipeline, one transformer, no boundary_ratio, image_encoder CLIPVisionModel,
                      image_processor CLIPImageProcessor (as the published repository's)
@@ -14,6 +16,7 @@ Wan-AI/Wan2.1-I2V-14B-480P-Diffusers at a tiny size, written by the libraries th
 
 Run it in the reference environment:
   tools/reference/.venv/bin/python tools/reference/make_wan21_i2v.py tests/data/reference/i2v-wan21-tiny/model
+  tools/reference/.venv/bin/python tools/reference/make_wan21_i2v.py --flf2v tests/data/reference/flf2v-wan21-tiny/model
 """
 
 import json
@@ -31,26 +34,31 @@ SOURCE = os.path.join(HERE, "..", "..", "tests", "data", "reference", "i2v-a14b-
 
 
 def main():
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    flf2v = "--flf2v" in args
+    args = [a for a in args if a != "--flf2v"]
+    if len(args) != 1:
         sys.exit(__doc__)
-    out = sys.argv[1]
+    out = args[0]
     if os.path.exists(out):
         shutil.rmtree(out)
     os.makedirs(out)
     for part in ("text_encoder", "tokenizer", "vae", "scheduler"):
         shutil.copytree(os.path.join(SOURCE, part), os.path.join(out, part))
 
-    torch.manual_seed(2021)
+    torch.manual_seed(2022 if flf2v else 2021)
     config = json.load(open(os.path.join(SOURCE, "transformer", "config.json")))
     config = {k: v for k, v in config.items() if not k.startswith("_")}
-    config.update(image_dim=16, added_kv_proj_dim=24, pos_embed_seq_len=None)
+    # The CLIP below makes (28 / 14)^2 + 1 = 5 tokens per image.
+    config.update(image_dim=16, added_kv_proj_dim=24, pos_embed_seq_len=10 if flf2v else None)
     transformer = WanTransformer3DModel(**config).eval()
     with torch.no_grad():
         for name, p in transformer.named_parameters():
             # diffusers initialises norms to 1 / 0 and the modulation table to 0: move every parameter.
             if name.endswith("norm_added_k.weight") or ("image_embedder.norm" in name and name.endswith("weight")):
                 p.copy_(1 + 0.2 * torch.randn_like(p))
-            elif "scale_shift_table" in name or ("image_embedder" in name and name.endswith("bias")):
+            elif ("scale_shift_table" in name or "pos_embed" in name
+                  or ("image_embedder" in name and name.endswith("bias"))):
                 p.copy_(0.2 * torch.randn_like(p))
     transformer.save_pretrained(os.path.join(out, "transformer"))
 

@@ -2,7 +2,7 @@
 # omni-generate on weights in a foreign layout against the same weights in the diffusers layout (the twin):
 #   foreign_layout.sh GENERATE VENV CONVERTED LAYOUT NP [extra flags...]
 # LAYOUT: original (--model CONVERTED/original), comfy-DT (--model the twin, every component replaced by the
-# ComfyUI files: --transformer, --transformer-2, --text-encoder, --vae), or files-DT (the ComfyUI files alone,
+# ComfyUI files: --transformer, --transformer-2, --text-encoder, --vae, --image-encoder), or files-DT (the ComfyUI files alone,
 # with --tokenizer: every config inferred from the tensor shapes, Wan2.2's defaults), or carried-DT (the same
 # without --tokenizer: the SentencePiece model the ComfyUI text-encoder file carries). Both runs on NP ranks with the same
 # flags; every tensor --save-tensors writes (prompt embeddings, each step's latents, the frames) must be
@@ -28,7 +28,8 @@ else
   [[ $files_only == 2 ]] && files=()
   for f in "$conv/$layout"/*.safetensors; do
     case $(basename "$f") in
-      *high_noise*|*_5B_*) files+=(--transformer "$f") ;;
+      *high_noise*|*_5B_*|wan2.1_*) files+=(--transformer "$f") ;;
+      clip_vision*) files+=(--image-encoder "$f") ;;
       *low_noise*) files+=(--transformer-2 "$f") ;;
       umt5*) files+=(--text-encoder "$f") ;;
       *vae*) files+=(--vae "$f") ;;
