@@ -30,7 +30,7 @@ venv=${REFERENCE_VENV:-$here/.venv}
 fixture_cases=(t2v-a14b-tiny i2v-a14b-tiny ti2v-5b-tiny)
 new_cases=(ti2v-5b-tiny-image t2v-headdim16 t2v-headdim64 t2v-portrait t2v-euler ti2v-guidance-off
            t2v-vae-blocks2 ti2v-vae-blocks2 t2v-lora i2v-jpeg ti2v-jpeg i2v-flf2v t2v-v2v ti2v-v2v i2v-wan21-clip
-           flf2v-wan21-clip)
+           flf2v-wan21-clip t2v-wan21)
 all_cases=("${fixture_cases[@]}" "${new_cases[@]}")
 
 # model_of CASE: the checkpoint folder a case runs, relative to tests/data/reference. The new cases name it in
@@ -42,6 +42,7 @@ model_of() {
     i2v-jpeg | i2v-flf2v) echo i2v-a14b-tiny/model ;;
     i2v-wan21-clip) echo i2v-wan21-tiny/model ;;
     flf2v-wan21-clip) echo flf2v-wan21-tiny/model ;;
+    t2v-wan21) echo t2v-wan21-tiny/model ;;
     *) echo "$1/model" ;;
   esac
 }
@@ -214,7 +215,7 @@ run_case() {
       ;;
     i2v-wan21-clip)
       # Wan2.1 image-to-video with its CLIP image encoder (one transformer with the image branch; the model made by
-      # tools/reference/make_wan21_i2v.py): the camera JPEG of i2v-jpeg (upright 72 x 45), to CLIP as it was read
+      # tools/reference/make_wan21.py): the camera JPEG of i2v-jpeg (upright 72 x 45), to CLIP as it was read
       # (resized to 44 x 28 and center-cropped to 28 x 28 by CLIPImageProcessor), to the VAE resized to 32 x 48.
       # max_sequence_length 512: diffusers' blocks take the first len - 512 context tokens as the image's, so with
       # any other text length it routes the image tokens through the text attention (omni-generate does not).
@@ -225,8 +226,16 @@ run_case() {
         --height 32 --width 48 --num-frames 5 --num-inference-steps 3 \
         --guidance-scale 4 --seed 21 --max-sequence-length 512
       ;;
+    t2v-wan21)
+      # Wan2.1 text-to-video: one transformer, no boundary (make_wan21.py --t2v: t2v-a14b-tiny's first expert).
+      record "$name" "$out" \
+        --prompt "A lighthouse beam sweeps across a foggy harbour" \
+        --negative-prompt "blurry, low quality" \
+        --height 32 --width 48 --num-frames 5 --num-inference-steps 3 \
+        --guidance-scale 5 --seed 13 --max-sequence-length 16
+      ;;
     flf2v-wan21-clip)
-      # Wan2.1 first-last-frame (make_wan21_i2v.py --flf2v: the transformer's pos_embed over both images' CLIP
+      # Wan2.1 first-last-frame (make_wan21.py --flf2v: the transformer's pos_embed over both images' CLIP
       # tokens): i2v-flf2v's turned camera JPEG first and PNG last, both to CLIP as read in one batch and to the
       # VAE resized to 32 x 48. 512 text tokens, as in i2v-wan21-clip.
       copy_image "$name" "$out" first.jpg
@@ -358,13 +367,17 @@ make_inputs() {
   fi
   if [[ $name == i2v-wan21-clip ]]; then
     mkdir -p "$ref/$name"
-    "$venv/bin/python" "$here/make_wan21_i2v.py" "$ref/i2v-wan21-tiny/model"
+    "$venv/bin/python" "$here/make_wan21.py" "$ref/i2v-wan21-tiny/model"
     make_jpeg "$ref/$name/image.jpg" 6 45 72 2 90
     echo "cases.sh: i2v-wan21-tiny/model and $name/image.jpg made"
   fi
+  if [[ $name == t2v-wan21 ]]; then
+    "$venv/bin/python" "$here/make_wan21.py" --t2v "$ref/t2v-wan21-tiny/model"
+    echo "cases.sh: t2v-wan21-tiny/model made"
+  fi
   if [[ $name == flf2v-wan21-clip ]]; then
     mkdir -p "$ref/$name"
-    "$venv/bin/python" "$here/make_wan21_i2v.py" --flf2v "$ref/flf2v-wan21-tiny/model"
+    "$venv/bin/python" "$here/make_wan21.py" --flf2v "$ref/flf2v-wan21-tiny/model"
     make_jpeg "$ref/$name/first.jpg" 8 64 40 2 88
     make_image "$ref/$name/last.png"
     echo "cases.sh: flf2v-wan21-tiny/model, $name/first.jpg and last.png made"

@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
-"""Makes a tiny Wan2.1 image-to-video Diffusers folder (tests/data/reference/i2v-wan21-tiny/model): the layout of
-Wan-AI/Wan2.1-I2V-14B-480P-Diffusers at a tiny size, written by the libraries that publish it. With --flf2v, the
-first-last-frame one (Wan-AI/Wan2.1-FLF2V-14B-720P-Diffusers, tests/data/reference/flf2v-wan21-tiny/model): the
-same with the transformer's image position table (pos_embed_seq_len: two images' CLIP tokens, 2 x 5).
+"""Makes tiny Wan2.1 Diffusers folders, written by the libraries that publish them:
+  (default)  image-to-video (tests/data/reference/i2v-wan21-tiny/model): Wan-AI/Wan2.1-I2V-14B-480P-Diffusers'
+             layout, below;
+  --flf2v    first-last-frame (Wan-AI/Wan2.1-FLF2V-14B-720P-Diffusers, tests/data/reference/flf2v-wan21-tiny/model):
+             the same with the transformer's image position table (pos_embed_seq_len: two images' CLIP tokens, 2 x 5);
+  --t2v      text-to-video (Wan-AI/Wan2.1-T2V-14B-Diffusers, tests/data/reference/t2v-wan21-tiny/model): one
+             transformer (t2v-a14b-tiny's first expert, as stored), no boundary_ratio, no image encoder; the other
+             components copied from t2v-a14b-tiny/model.
 
   model_index.json   WanImageToVideoPipeline, one transformer, no boundary_ratio, image_encoder CLIPVisionModel,
                      image_processor CLIPImageProcessor (as the published repository's)
@@ -15,8 +19,9 @@ same with the transformer's image position table (pos_embed_seq_len: two images'
   text_encoder/, tokenizer/, vae/, scheduler/  copied from i2v-a14b-tiny/model
 
 Run it in the reference environment:
-  tools/reference/.venv/bin/python tools/reference/make_wan21_i2v.py tests/data/reference/i2v-wan21-tiny/model
-  tools/reference/.venv/bin/python tools/reference/make_wan21_i2v.py --flf2v tests/data/reference/flf2v-wan21-tiny/model
+  tools/reference/.venv/bin/python tools/reference/make_wan21.py tests/data/reference/i2v-wan21-tiny/model
+  tools/reference/.venv/bin/python tools/reference/make_wan21.py --flf2v tests/data/reference/flf2v-wan21-tiny/model
+  tools/reference/.venv/bin/python tools/reference/make_wan21.py --t2v tests/data/reference/t2v-wan21-tiny/model
 """
 
 import json
@@ -31,18 +36,34 @@ from transformers import CLIPImageProcessor, CLIPVisionConfig, CLIPVisionModel
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.join(HERE, "..", "..", "tests", "data", "reference", "i2v-a14b-tiny", "model")
+T2V_SOURCE = os.path.join(HERE, "..", "..", "tests", "data", "reference", "t2v-a14b-tiny", "model")
+
+
+def make_t2v(out):
+    """One transformer of the two-expert T2V fixture, in a WanPipeline without a boundary (Wan2.1 T2V's index)."""
+    for part in ("transformer", "text_encoder", "tokenizer", "vae", "scheduler"):
+        shutil.copytree(os.path.join(T2V_SOURCE, part), os.path.join(out, part))
+    index = json.load(open(os.path.join(T2V_SOURCE, "model_index.json")))
+    index.pop("boundary_ratio", None)
+    index["transformer_2"] = [None, None]
+    with open(os.path.join(out, "model_index.json"), "w") as f:
+        json.dump(index, f, indent=2)
+        f.write("\n")
+    print(f"make_wan21: {out}")
 
 
 def main():
     args = sys.argv[1:]
-    flf2v = "--flf2v" in args
-    args = [a for a in args if a != "--flf2v"]
-    if len(args) != 1:
+    flf2v, t2v = "--flf2v" in args, "--t2v" in args
+    args = [a for a in args if a not in ("--flf2v", "--t2v")]
+    if len(args) != 1 or (flf2v and t2v):
         sys.exit(__doc__)
     out = args[0]
     if os.path.exists(out):
         shutil.rmtree(out)
     os.makedirs(out)
+    if t2v:
+        return make_t2v(out)
     for part in ("text_encoder", "tokenizer", "vae", "scheduler"):
         shutil.copytree(os.path.join(SOURCE, part), os.path.join(out, part))
 
@@ -100,7 +121,7 @@ def main():
     with open(os.path.join(out, "model_index.json"), "w") as f:
         json.dump(index, f, indent=2)
         f.write("\n")
-    print(f"make_wan21_i2v: {out}")
+    print(f"make_wan21: {out}")
 
 
 if __name__ == "__main__":
