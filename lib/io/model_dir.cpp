@@ -262,17 +262,8 @@ void ModelDir::set_index_from_components(const std::string& source) {
   // Wan2.1's image models: CLIPImageProcessor's defaults, which are the Wan2.1 Diffusers repositories' settings.
   if (components_.count("image_encoder") && !components_.count("image_processor")) {
     ModelComponent processor;
-    processor.config = nlohmann::json{{"do_resize", true},
-                                      {"size", {{"shortest_edge", 224}}},
-                                      {"resample", 3},
-                                      {"do_center_crop", true},
-                                      {"crop_size", {{"height", 224}, {"width", 224}}},
-                                      {"do_rescale", true},
-                                      {"rescale_factor", 1.0 / 255.0},
-                                      {"do_normalize", true},
-                                      {"image_mean", {0.48145466, 0.4578275, 0.40821073}},
-                                      {"image_std", {0.26862954, 0.26130258, 0.27577711}},
-                                      {"do_convert_rgb", true}};
+    // An empty config: io::ClipImageProcessorConfig's defaults, which are CLIPImageProcessor's.
+    processor.config = nlohmann::json::object();
     processor.config_source = "CLIPImageProcessor's defaults (the Wan2.1 Diffusers repositories' image_processor)";
     processor.origin = processor.config_source;
     components_["image_processor"] = processor;
