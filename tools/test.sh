@@ -14,3 +14,6 @@ cd "${BUILD_DIR:-build}"
 # machine has cores ($CTEST_JOBS to change it): the suite's many 4-rank runs wait on each other's collectives
 # more than on a core, and the tests that must not share the machine (the memory plan, the cluster) are RUN_SERIAL.
 ctest --output-on-failure --timeout 900 -LE gpu -j "${CTEST_JOBS:-$(nproc)}" ${CTEST_ARGS:-}
+# The manual's recipes (README.md, docs/): every command block marked as one, on the tiny models
+# (docs/development.md#recipes); prints how many ran.
+bash "$OLDPWD/tools/recipes.sh" "$PWD"

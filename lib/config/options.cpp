@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "config/help.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -265,8 +266,8 @@ const std::vector<Binding>& bindings() {
     str("tokenizer", "the tokenizer's folder (google/umt5-xxl: tokenizer.json or spiece.model)", "", &G::tokenizer_dir,
         "(from --model)");
     str("image-encoder",
-        "Wan2.1 image models' CLIP image encoder: ComfyUI's clip_vision_h.safetensors or a diffusers image_encoder "
-        "folder",
+        "Wan2.1 image models' CLIP image encoder: ComfyUI's clip_vision_h.safetensors, Wan's "
+        "models_clip_*.pth, open_clip's .bin or a diffusers image_encoder folder",
         "", &G::image_encoder_file, "(from --model)");
     choice("task", "auto: from model_index.json and --image; or t2v, i2v, ti2v", "auto", &G::task, task_choices());
     str("config", "YAML file of options (same names as the flags, without dashes)", "", &G::config_file);
@@ -525,11 +526,20 @@ CommandLine parse_command_line(int argc, const char* const* argv) {
   }
 
   CommandLine out;
+  // --help-all, and --help SECTION (CLI11's help flag takes no value): the sectioned help, ours.
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help-all" || ((arg == "--help" || arg == "-h") && i + 1 < argc && argv[i + 1][0] != '-')) {
+      out.help = true;
+      out.help_text = help_text(arg == "--help-all" ? "all" : argv[i + 1]);
+      return out;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     out.help = true;
-    out.help_text = app.help();
+    out.help_text = help_text("");
     return out;
   } catch (const CLI::CallForVersion&) {
     out.version = true;  // the caller prints the versions of everything below (dist::version_report)

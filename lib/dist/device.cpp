@@ -12,6 +12,7 @@
 #include <sstream>
 #include <vector>
 
+#include "core/docs_links.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/memory.h"
@@ -218,7 +219,8 @@ c10::Device select_device(const DeviceRequest& spec, const Communicator& world, 
       const int a = std::min(world.rank(), world_ranks[other]), b = std::max(world.rank(), world_ranks[other]);
       OMNI_FAIL_USAGE("ranks ", a, " and ", b, " on node ", host, " would share one GPU (", mine.device, ", UUID ",
                       mine.uuid, "): ", node.size(), " ranks on a node with ", visible_gpu_count(),
-                      " visible GPU(s). Launch at most one rank per GPU, or pass --allow-shared-gpu");
+                      " visible GPU(s). Launch at most one rank per GPU, or pass --allow-shared-gpu (",
+                      docs::kSharedGpu, ")");
     }
   }
   if (spec.kind == DeviceRequest::kAuto && mine.device.is_cpu())

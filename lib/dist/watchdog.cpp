@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/docs_links.h"
 #include "core/error.h"
 #include "dist/communicator.h"
 
@@ -156,7 +157,7 @@ std::string CollectiveWatchdog::check_now() {
     } else if (waited > limit) {
       std::ostringstream os;
       os << e.describe() << " timed out after " << limit << " s (--collective-timeout): a peer rank of that group "
-         << "stopped, hangs, or never reached it";
+         << "stopped, hangs, or never reached it (" << docs::kCollectiveTimedOut << ")";
       message = os.str();
     }
     if (!message.empty()) break;

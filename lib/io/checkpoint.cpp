@@ -91,23 +91,54 @@ void Checkpoint::add_file(std::shared_ptr<TensorFile> file, const NameMap* names
   for (const auto& stored : f->names()) {
     const std::string weight = scaled_weight_of(stored);
     if ((!weight.empty() && scales.count(weight)) || is_quantization_note(stored)) continue;
-    std::string ours = stored;
-    if (names != nullptr) {
-      std::string bare = stored;
-      if (!names->strip_prefix.empty() && bare.compare(0, names->strip_prefix.size(), names->strip_prefix) == 0)
-        bare = bare.substr(names->strip_prefix.size());
+    std::string bare = stored;
+    if (names != nullptr && !names->strip_prefix.empty() &&
+        bare.compare(0, names->strip_prefix.size(), names->strip_prefix) == 0)
+      bare = bare.substr(names->strip_prefix.size());
+    if (names != nullptr && names->skip && names->skip(bare)) continue;
+    const TensorInfo& ti = f->info(stored);
+    at::Tensor scale;
+    if (auto it = scales.find(stored); it != scales.end()) scale = it->second;
+    // Our names for it: one, or the blocks of a tensor that holds several of ours.
+    std::vector<std::string> ours = names != nullptr && names->split ? names->split(bare) : std::vector<std::string>{};
+    const bool split = !ours.empty();
+    if (!split && names != nullptr) {
       const auto renamed = names->rename(bare);
       OMNI_CHECK_INPUT(renamed.has_value(), f->path(), ": tensor '", stored, "' is not a tensor of ", names->table,
                        " (no module of the model has that name)");
-      ours = *renamed;
+      ours.push_back(*renamed);
+    } else if (!split) {
+      ours.push_back(stored);
     }
-    OMNI_CHECK_INPUT(entries_.count(ours) == 0, f->path(), ": tensor '", stored, "' is '", ours,
-                     "' again (stored twice, or two names mean the same module)");
-    Entry e;
-    e.file = f;
-    e.stored = stored;
-    if (auto it = scales.find(stored); it != scales.end()) e.scale = it->second;
-    entries_.emplace(ours, std::move(e));
+    const int64_t parts = static_cast<int64_t>(ours.size());
+    const int64_t rows = ti.shape.empty() ? 0 : ti.shape[0];
+    OMNI_CHECK_INPUT(!split || (rows > 0 && rows % parts == 0), f->path(), ": tensor '", stored, "' of shape ",
+                     at::IntArrayRef(ti.shape), " should hold ", parts, " equal blocks along its first dimension (",
+                     ours.front(), ", ...)");
+    const int64_t block_rows = split ? rows / parts : rows;
+    const int64_t block_numel = split ? ti.numel() / parts : ti.numel();
+    const int64_t elem_bytes = ti.numel() > 0 ? (ti.data_end - ti.data_begin) / ti.numel() : 0;
+    for (int64_t part = 0; part < parts; ++part) {
+      const std::string& name = ours[part];
+      OMNI_CHECK_INPUT(entries_.count(name) == 0, f->path(), ": tensor '", stored, "' is '", name,
+                       "' again (stored twice, or two names mean the same module)");
+      Entry e;
+      e.file = f;
+      e.stored = stored;
+      e.view = ti;
+      if (split) {
+        e.offset = part * block_numel;
+        e.view.shape[0] = block_rows;
+        e.view.data_begin = ti.data_begin + e.offset * elem_bytes;
+        e.view.data_end = e.view.data_begin + block_numel * elem_bytes;
+      }
+      // A per-row scale follows the block's rows.
+      e.scale = split && scale.defined() && scale.numel() > 1 ? scale.narrow(0, part * block_rows, block_rows) : scale;
+      if (names != nullptr && names->squeeze_leading && names->squeeze_leading(name)) {
+        while (e.view.shape.size() > 1 && e.view.shape.front() == 1) e.view.shape.erase(e.view.shape.begin());
+      }
+      entries_.emplace(name, std::move(e));
+    }
   }
 }
 
@@ -184,8 +215,7 @@ bool Checkpoint::contains(const std::string& name) const {
 }
 
 const TensorInfo& Checkpoint::info(const std::string& name) const {
-  const Entry& e = entry(name);
-  return e.file->info(e.stored);
+  return entry(name).view;
 }
 
 bool Checkpoint::scaled(const std::string& name) const {
@@ -194,7 +224,7 @@ bool Checkpoint::scaled(const std::string& name) const {
 
 at::Tensor Checkpoint::float8_row_scales(const std::string& name) const {
   const Entry& e = entry(name);
-  const TensorInfo& ti = e.file->info(e.stored);
+  const TensorInfo& ti = e.view;
   if (ti.dtype != DType::F8_E4M3 || ti.shape.size() != 2) return at::Tensor();
   const int64_t rows = ti.shape[0];
   if (!e.scale.defined()) return at::ones({rows}, at::kFloat);           // float8 stored plainly: value = byte
@@ -212,17 +242,17 @@ at::Tensor Checkpoint::read_range(const std::string& name, int64_t elem_begin, i
   const Entry& e = entry(name);
   if (dtype == at::kFloat8_e4m3fn) {
     // The stored bytes, unscaled: the caller holds the scales (float8_row_scales).
-    OMNI_CHECK(e.file->info(e.stored).dtype == DType::F8_E4M3, path_, ": '", name,
+    OMNI_CHECK(e.view.dtype == DType::F8_E4M3, path_, ": '", name,
                "' is not stored in float8_e4m3fn; it cannot be read as stored float8");
-    return e.file->read_range(e.stored, elem_begin, count, dtype);
+    return e.file->read_range(e.stored, e.offset + elem_begin, count, dtype);
   }
-  if (!e.scale.defined()) return e.file->read_range(e.stored, elem_begin, count, dtype);
+  if (!e.scale.defined()) return e.file->read_range(e.stored, e.offset + elem_begin, count, dtype);
   // float8 x scale in float32 (float8 converts exactly), then the one rounding to `dtype`.
-  at::Tensor values = e.file->read_range(e.stored, elem_begin, count, at::kFloat);  // [count]
+  at::Tensor values = e.file->read_range(e.stored, e.offset + elem_begin, count, at::kFloat);  // [count]
   if (e.scale.numel() == 1) {
     values.mul_(e.scale.item<float>());
   } else if (count > 0) {
-    const auto& shape = e.file->info(e.stored).shape;
+    const auto& shape = e.view.shape;
     int64_t cols = 1;
     for (size_t d = 1; d < shape.size(); ++d) cols *= shape[d];
     const at::Tensor rows = at::arange(elem_begin, elem_begin + count, at::kLong).div(cols, "floor");  // [count]

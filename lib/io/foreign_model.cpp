@@ -287,32 +287,36 @@ json clip_vision_config(const Checkpoint& ckpt, const std::string& flag) {
   return c;
 }
 
-// A CLIP image encoder file or folder (--image-encoder): transformers' names, as a Diffusers image_encoder folder
-// and ComfyUI's clip_vision_h.safetensors hold them. open_clip's and Wan's own .pth (one fused q/k/v projection per
-// layer) are refused by name.
+// A CLIP image encoder file or folder (--image-encoder, or an original folder's models_clip_*.pth): transformers'
+// names (a Diffusers image_encoder folder, ComfyUI's clip_vision_h.safetensors), Wan's own
+// (models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth) or open_clip's (open_clip_pytorch_model.bin); of the
+// last two only the vision tower is read.
 ModelComponent image_encoder_from_file(const std::string& path, const std::string& flag, const json* config,
                                        const std::string& config_source) {
   ModelComponent c;
   c.checkpoint = path;
-  c.opened = std::make_shared<const Checkpoint>(Checkpoint::open(path));
-  const Checkpoint& ck = *c.opened;
-  const bool ours = ck.contains("vision_model.pre_layrnorm.weight") || ck.contains("pre_layrnorm.weight");
-  const bool fused = ck.contains("visual.transformer.resblocks.0.attn.in_proj_weight") ||
-                     ck.contains("visual.transformer.0.attn.to_qkv.weight");
-  OMNI_CHECK_INPUT(ours, flag, " ", path,
-                   fused ? ": a CLIP in open_clip's or Wan's own layout (fused q/k/v projections, e.g. "
-                           "models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth), which is not read yet; give "
-                           "ComfyUI's clip_vision_h.safetensors or a Diffusers image_encoder folder"
-                         : ": not a CLIP image encoder: expected transformers' names (a tensor "
-                           "'vision_model.pre_layrnorm.weight')");
-  c.origin = (is_dir(path) ? "folder " : "file ") + path + " (" + flag + ", transformers names)";
+  const Checkpoint stored = Checkpoint::open(path);
+  const auto layout = clip_name_layout(stored.names());
+  OMNI_CHECK_INPUT(layout.has_value(), flag, " ", path,
+                   ": not a CLIP image encoder: expected transformers' names (a tensor "
+                   "'vision_model.pre_layrnorm.weight'), Wan's (models_clip_*.pth: 'visual.transformer.0.attn.to_qkv."
+                   "weight') or open_clip's ('visual.transformer.resblocks.0.attn.in_proj_weight')");
+  c.names = *layout;
+  {
+    const auto map = c.name_map("image_encoder");
+    c.opened = std::make_shared<const Checkpoint>(stored.renamed(map ? &*map : nullptr));
+  }
+  const char* names = c.names == NameLayout::kOurs          ? "transformers names"
+                      : c.names == NameLayout::kWanOriginal ? "Wan's CLIP names, vision tower"
+                                                            : "open_clip names, vision tower";
+  c.origin = (is_dir(path) ? "folder " : "file ") + path + " (" + flag + ", " + names + ")";
   if (config != nullptr) {
     c.config = *config;
     c.config_source = config_source;
   } else if (is_dir(path) && is_file(join_path(path, "config.json"))) {
     c.config_source = join_path(path, "config.json");
   } else {
-    c.config = clip_vision_config(ck, flag);
+    c.config = clip_vision_config(*c.opened, flag);
     c.config_source = "the tensor shapes of " + path + " (CLIP ViT-H/14)";
   }
   return c;
@@ -329,7 +333,14 @@ std::optional<NameMap> ModelComponent::name_map(const std::string& component) co
   if (names == NameLayout::kOurs) return std::nullopt;
   NameMap m;
   m.strip_prefix = strip_prefix;
-  if (component == "text_encoder") {
+  if (component == "image_encoder") {
+    const NameLayout layout = names;
+    m.table = layout == NameLayout::kOpenClip ? "open_clip's CLIP (visual.*)" : "Wan's CLIP (wan/modules/clip.py)";
+    m.rename = [layout](const std::string& n) { return clip_name_from_original(n, layout); };
+    m.split = [layout](const std::string& n) { return clip_fused_qkv_names(n, layout); };
+    m.skip = clip_skipped;
+    m.squeeze_leading = clip_squeezed;
+  } else if (component == "text_encoder") {
     m.table = "Wan's T5 encoder (wan/modules/t5.py)";
     m.rename = umt5_name_from_wan;
   } else if (component == "vae") {
@@ -462,6 +473,14 @@ std::map<std::string, ModelComponent> original_layout_components(const std::stri
   const std::string vae = one_file(dir, "Wan2.", "_VAE.pth", "VAE weights");
   out["vae"] = component_from_file("vae", vae, "--model");
   out["vae"].origin = "file " + vae + " (Wan2.2 original layout)";
+  // Wan2.1's image models (I2V-14B, FLF2V-14B) carry their CLIP:
+  // models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth (Wan's names; its vision tower is the image encoder).
+  // Whether the transformer needs one is the model spec's to say.
+  if (!files_matching(dir, "models_clip_", ".pth").empty()) {
+    const std::string clip = one_file(dir, "models_clip_", ".pth", "CLIP image encoder weights");
+    out["image_encoder"] = component_from_file("image_encoder", clip, "--model");
+    out["image_encoder"].origin = "file " + clip + " (Wan original layout, the CLIP's vision tower)";
+  }
   const std::string tokenizer = join_path(dir, "google/umt5-xxl");
   if (is_dir(tokenizer)) {
     out["tokenizer"] = component_from_file("tokenizer", tokenizer, "--model");

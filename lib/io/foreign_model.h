@@ -46,7 +46,8 @@ std::string component_flag(const std::string& component);
 
 // A weight file or folder of one component read on its own: its name layout is told from its tensor names and
 // its config inferred from the tensor shapes (what no config states: a transformer's heads are dim / 128, as in
-// every Wan2.2 model). `component`: transformer, transformer_2, text_encoder or vae. `flag` names it in errors.
+// every Wan2.2 model). `component`: transformer, transformer_2, text_encoder, vae or image_encoder (transformers',
+// Wan's or open_clip's CLIP names). `flag` names it in errors.
 // With `config` (the config of the folder component the file replaces; `config_source` its path), that config is
 // kept rather than inferred.
 ModelComponent component_from_file(const std::string& component, const std::string& path, const std::string& flag,
@@ -60,7 +61,8 @@ std::optional<ModelComponent> tokenizer_carried_by(const std::string& text_encod
 bool is_original_layout(const std::string& dir);
 
 // The components of an original-layout folder: transformer (high_noise_model/, or the root), transformer_2
-// (low_noise_model/), text_encoder (models_t5_*.pth), vae (Wan2.x_VAE.pth), tokenizer (google/umt5-xxl/).
+// (low_noise_model/), text_encoder (models_t5_*.pth), vae (Wan2.x_VAE.pth), tokenizer (google/umt5-xxl/), and
+// image_encoder (models_clip_*.pth: Wan2.1's image models' CLIP) where there is one.
 std::map<std::string, ModelComponent> original_layout_components(const std::string& dir);
 
 // The scheduler and pipeline settings Wan2.2's own configs (wan/configs) give a task, told from the transformer's

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/docs_links.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "io/json_file.h"
@@ -184,7 +185,8 @@ std::string resolve_model_path(const std::string& model) {
   for (const auto& l : looked) where += "\n  " + l;
   OMNI_FAIL_INPUT("--model ", model, ": model not found. Looked at:", where,
                   "\nDownload it first (e.g. huggingface-cli download ", model,
-                  ") or give the path of a diffusers pipeline folder; nothing is fetched from the network.");
+                  ") or give the path of a diffusers pipeline folder; nothing is fetched from the network (",
+                  docs::kModelNotFound, ")");
 }
 
 ModelDir ModelDir::open(const std::string& model, const ComponentFiles& files) {

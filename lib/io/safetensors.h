@@ -120,11 +120,19 @@ struct ReadAdjust {
 
 // How a file's stored names become ours (io/wan_names.h). `rename` gives our name for a stored one, after
 // `strip_prefix` is removed where present, or nothing for a tensor that is not part of the model: an input error
-// naming the tensor, the file and `table`.
+// naming the tensor, the file and `table`. The optional hooks serve layouts that store a module differently
+// (open_clip's and Wan's CLIP: one fused q/k/v projection, embeddings with leading unit dims, a text tower):
 struct NameMap {
   std::string table;  // what the names are, for messages: "Wan2.2's original transformer names"
   std::string strip_prefix;
   std::function<std::optional<std::string>(const std::string& stored)> rename;
+  // A stored tensor that holds several of ours as equal blocks along dim 0 (a fused q/k/v weight or bias): our
+  // names in block order; empty for any other tensor (then `rename` names it).
+  std::function<std::vector<std::string>(const std::string& stored)> split;
+  // Stored tensors of another model the file carries too (the text tower of a CLIP checkpoint): not listed.
+  std::function<bool(const std::string& stored)> skip;
+  // Our tensors stored with extra leading unit dims ([1, 1, D] for our [D]): listed without them.
+  std::function<bool(const std::string& ours)> squeeze_leading;
 };
 
 class Checkpoint {
@@ -175,7 +183,9 @@ class Checkpoint {
   struct Entry {
     TensorFile* file = nullptr;
     std::string stored;  // its name in the file
-    at::Tensor scale;    // float32 [1] or [rows]: float8 x scale (undefined: read as stored)
+    at::Tensor scale;    // float32 [1] or [rows] of this entry's rows: float8 x scale (undefined: read as stored)
+    int64_t offset = 0;  // its first element in the stored tensor (a block of a split tensor; else 0)
+    TensorInfo view;     // what info() shows: the stored tensor's, or the block's / squeezed shape and bytes
   };
   void add_file(std::shared_ptr<TensorFile> file, const NameMap* names);
   const Entry& entry(const std::string& name) const;

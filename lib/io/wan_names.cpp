@@ -232,6 +232,97 @@ std::optional<std::string> vae_name_from_original(const std::string& stored, con
   return std::nullopt;
 }
 
+// CLIP's vision tower (io/wan_names.h). Per layer, our module under vision_model.encoder.layers.N for each stored
+// module: Wan's (wan/modules/clip.py AttentionBlock) and open_clip's (open_clip transformer.py
+// ResidualAttentionBlock), the fused q/k/v projection aside.
+namespace {
+
+const std::string kClipOurs = "vision_model.";
+
+// The stored layer prefix ("visual.transformer.N." or "visual.transformer.resblocks.N.") and what follows it.
+bool clip_layer(const std::string& stored, NameLayout layout, int* n, std::vector<std::string>* rest) {
+  const std::string head = layout == NameLayout::kOpenClip ? "visual.transformer.resblocks." : "visual.transformer.";
+  if (!starts_with(stored, head)) return false;
+  const auto p = split(stored.substr(head.size()));
+  if (p.size() < 2 || !parse_index(p[0], n)) return false;
+  rest->assign(p.begin() + 1, p.end());
+  return true;
+}
+
+std::string clip_layer_ours(int n) {
+  return kClipOurs + "encoder.layers." + std::to_string(n) + ".";
+}
+
+}  // namespace
+
+std::optional<std::string> clip_name_from_original(const std::string& stored, NameLayout layout) {
+  const bool oc = layout == NameLayout::kOpenClip;
+  // The embeddings and the two norms around the layers.
+  static const std::map<std::string, std::string> kWan = {
+      {"visual.patch_embedding.weight", "embeddings.patch_embedding.weight"},
+      {"visual.cls_embedding", "embeddings.class_embedding"},
+      {"visual.pos_embedding", "embeddings.position_embedding.weight"},
+      {"visual.pre_norm.weight", "pre_layrnorm.weight"},
+      {"visual.pre_norm.bias", "pre_layrnorm.bias"},
+      {"visual.post_norm.weight", "post_layernorm.weight"},
+      {"visual.post_norm.bias", "post_layernorm.bias"}};
+  static const std::map<std::string, std::string> kOpenClipTop = {
+      {"visual.conv1.weight", "embeddings.patch_embedding.weight"},
+      {"visual.class_embedding", "embeddings.class_embedding"},
+      {"visual.positional_embedding", "embeddings.position_embedding.weight"},
+      {"visual.ln_pre.weight", "pre_layrnorm.weight"},
+      {"visual.ln_pre.bias", "pre_layrnorm.bias"},
+      {"visual.ln_post.weight", "post_layernorm.weight"},
+      {"visual.ln_post.bias", "post_layernorm.bias"}};
+  const auto& top = oc ? kOpenClipTop : kWan;
+  if (auto it = top.find(stored); it != top.end()) return kClipOurs + it->second;
+  int n = 0;
+  std::vector<std::string> p;
+  if (!clip_layer(stored, layout, &n, &p) || !is_param(p.back())) return std::nullopt;
+  static const std::map<std::string, std::string> kWanLayer = {{"norm1", "layer_norm1"},
+                                                               {"norm2", "layer_norm2"},
+                                                               {"attn.proj", "self_attn.out_proj"},
+                                                               {"mlp.0", "mlp.fc1"},
+                                                               {"mlp.2", "mlp.fc2"}};
+  static const std::map<std::string, std::string> kOpenClipLayer = {{"ln_1", "layer_norm1"},
+                                                                    {"ln_2", "layer_norm2"},
+                                                                    {"attn.out_proj", "self_attn.out_proj"},
+                                                                    {"mlp.c_fc", "mlp.fc1"},
+                                                                    {"mlp.c_proj", "mlp.fc2"}};
+  const auto& layer = oc ? kOpenClipLayer : kWanLayer;
+  auto it = layer.find(join(p, 0, p.size() - 1));
+  if (it == layer.end()) return std::nullopt;
+  return clip_layer_ours(n) + it->second + "." + p.back();
+}
+
+std::vector<std::string> clip_fused_qkv_names(const std::string& stored, NameLayout layout) {
+  int n = 0;
+  std::vector<std::string> p;
+  if (!clip_layer(stored, layout, &n, &p)) return {};
+  std::string param;  // weight or bias
+  if (layout == NameLayout::kOpenClip && p.size() == 2 && p[0] == "attn" && starts_with(p[1], "in_proj_"))
+    param = p[1].substr(std::string("in_proj_").size());
+  if (layout == NameLayout::kWanOriginal && p.size() == 3 && p[0] == "attn" && p[1] == "to_qkv") param = p[2];
+  if (!is_param(param)) return {};
+  std::vector<std::string> out;
+  for (const char* proj : {"q_proj.", "k_proj.", "v_proj."})
+    out.push_back(clip_layer_ours(n) + "self_attn." + proj + param);
+  return out;
+}
+
+bool clip_skipped(const std::string& stored) {
+  // Everything outside the vision tower (Wan's textual.* and log_scale; open_clip's text transformer,
+  // token_embedding, ln_final, text_projection, logit_scale), and the tower's projection head (Wan's visual.head,
+  // open_clip's visual.proj: [D, out], the transpose of visual_projection.weight), which hidden_states[-2] never
+  // uses.
+  return !starts_with(stored, "visual.") || stored == "visual.head" || stored == "visual.proj";
+}
+
+bool clip_squeezed(const std::string& ours) {
+  // Wan stores the class token as [1, 1, D] and the position table as [1, N, D].
+  return ours == kClipOurs + "embeddings.class_embedding" || ours == kClipOurs + "embeddings.position_embedding.weight";
+}
+
 namespace {
 
 bool any_named(const std::vector<std::string>& names, const std::string& name) {
@@ -260,6 +351,14 @@ std::optional<NameLayout> umt5_name_layout(const std::vector<std::string>& names
 std::optional<NameLayout> vae_name_layout(const std::vector<std::string>& names) {
   if (any_starting(names, "decoder.middle.")) return NameLayout::kWanOriginal;
   if (any_starting(names, "decoder.mid_block.")) return NameLayout::kOurs;
+  return std::nullopt;
+}
+
+std::optional<NameLayout> clip_name_layout(const std::vector<std::string>& names) {
+  if (any_named(names, "visual.transformer.resblocks.0.attn.in_proj_weight")) return NameLayout::kOpenClip;
+  if (any_named(names, "visual.transformer.0.attn.to_qkv.weight")) return NameLayout::kWanOriginal;
+  if (any_named(names, "vision_model.pre_layrnorm.weight") || any_named(names, "pre_layrnorm.weight"))
+    return NameLayout::kOurs;
   return std::nullopt;
 }
 

@@ -12,6 +12,12 @@
 //                Wan2.2_VAE.pth (vae2_2.py, nested per resolution) to AutoencoderKLWan's; diffusers'
 //                convert_wan_vae_to_diffusers is the reference for 2.1 (whose table is written out for
 //                num_res_blocks 2; the walk here follows the module structure for any).
+//   CLIP         the vision tower of Wan's own CLIP (wan/modules/clip.py XLMRobertaCLIP.visual; Wan2.1's
+//                models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth) and of open_clip's checkpoints
+//                (open_clip_pytorch_model.bin / open_clip_model.safetensors of laion's ViT-H-14) to transformers'
+//                CLIPVisionModel (vision_model.*). Both fuse q/k/v into one projection (q, k, v blocks of rows, the
+//                order of nn.MultiheadAttention and of Wan's view(b, s, 3, n, d)); the checkpoint lists its blocks
+//                under our three names (NameMap::split). The text tower and the projection head are skipped.
 #pragma once
 
 #include <optional>
@@ -23,7 +29,8 @@ namespace omni::io {
 // Which names a file's tensors carry, told from the names themselves.
 enum class NameLayout {
   kOurs,         // diffusers / transformers names: read as they are
-  kWanOriginal,  // Wan2.2's original names (transformer, T5, VAE), any ComfyUI prefix stripped
+  kWanOriginal,  // Wan2.2's original names (transformer, T5, VAE, CLIP), any ComfyUI prefix stripped
+  kOpenClip,     // open_clip's names (a CLIP image encoder)
 };
 
 // The prefix ComfyUI puts before the transformer's names in its single files.
@@ -43,11 +50,20 @@ struct VaeNameShape {
 };
 std::optional<std::string> vae_name_from_original(const std::string& stored, const VaeNameShape& shape);
 
+// CLIP image encoder, `layout` kWanOriginal or kOpenClip: stored name -> ours (nothing for the fused q/k/v, the
+// skipped tensors and unknown names); the fused q/k/v's three names, q k v (empty for any other tensor); the stored
+// tensors that are not the vision tower's used modules; our names stored with leading unit dims (Wan's).
+std::optional<std::string> clip_name_from_original(const std::string& stored, NameLayout layout);
+std::vector<std::string> clip_fused_qkv_names(const std::string& stored, NameLayout layout);
+bool clip_skipped(const std::string& stored);
+bool clip_squeezed(const std::string& ours);
+
 // Which layout a set of stored names is in, for each model (nullopt: neither, e.g. an unrelated file). `names`
 // have any ComfyUI prefix stripped.
 std::optional<NameLayout> transformer_name_layout(const std::vector<std::string>& names);
 std::optional<NameLayout> umt5_name_layout(const std::vector<std::string>& names);
 std::optional<NameLayout> vae_name_layout(const std::vector<std::string>& names);
+std::optional<NameLayout> clip_name_layout(const std::vector<std::string>& names);
 // True when a VAE file in original names is the Wan2.2 VAE (its encoder's blocks are nested).
 bool vae_original_is_wan22(const std::vector<std::string>& names);
 

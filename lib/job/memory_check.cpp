@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "core/docs_links.h"
 #include "core/dtype.h"
 #include "core/log.h"
 #include "core/memory.h"
@@ -85,7 +86,8 @@ void MemoryCheck::check(const dist::DeviceMesh& mesh) {
     line = str_cat("memory plan: rank ", world.rank(), " needs ", format_bytes(mine.peak_bytes()), " at its ",
                    mine.peak_phase().name, " peak, more than ", budget_.what, " (", format_bytes(budget_.bytes),
                    " for this rank); largest part: ", mine.largest_part().name, " ",
-                   format_bytes(mine.largest_part().bytes), "; to fit: ", memory_advice(mine, run_, layout_));
+                   format_bytes(mine.largest_part().bytes), "; to fit: ", memory_advice(mine, run_, layout_), " (",
+                   docs::kDoesNotFit, ")");
   }
   line = world.broadcast(line, worst);
   if (run_.strict_memory) dist::run_agreed(world, [&] { OMNI_FAIL_USAGE(line, " (--strict-memory)"); });

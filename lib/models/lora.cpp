@@ -4,6 +4,7 @@
 #include <optional>
 #include <set>
 
+#include "core/docs_links.h"
 #include "core/error.h"
 #include "core/files.h"
 #include "core/log.h"
@@ -333,7 +334,7 @@ LoraSet::LoraSet(const std::vector<LoraSource>& sources, const std::vector<Param
         const bool dims_match = a.size() == w->shape.size() ? file_dims == w->shape : update == expect;
         OMNI_CHECK_INPUT(trailing_ones && dims_match, where, ": '", e.up, "' ", dims_str(b), " x '", e.down, "' ",
                          dims_str(a), " does not fit ", component, " parameter '", weight, "' ", dims_str(w->shape),
-                         kind_hint(module, file_dims, w->shape));
+                         kind_hint(module, file_dims, w->shape), " (", docs::kLoraDoesNotFit, ")");
         double alpha = static_cast<double>(a[0]);
         if (!e.alpha.empty()) {
           OMNI_CHECK_INPUT(ck.info(e.alpha).numel() == 1, where, ": alpha '", e.alpha, "' must be one number, got ",
@@ -350,7 +351,7 @@ LoraSet::LoraSet(const std::vector<LoraSource>& sources, const std::vector<Param
         OMNI_CHECK_INPUT(w != nullptr && without_leading_ones(ck.info(e.diff).shape) == without_leading_ones(w->shape),
                          where, ": '", e.diff, "' ", dims_str(ck.info(e.diff).shape), " does not fit ", component,
                          " parameter '", weight, "' ", w ? dims_str(w->shape) : "(none)",
-                         w ? kind_hint(module, ck.info(e.diff).shape, w->shape) : "");
+                         w ? kind_hint(module, ck.info(e.diff).shape, w->shape) : "", " (", docs::kLoraDoesNotFit, ")");
         updates_[weight].push_back({&ck, "", "", e.diff, src.scale});
         shapes_[weight] = w->shape;
       }
@@ -376,7 +377,7 @@ LoraSet::LoraSet(const std::vector<LoraSource>& sources, const std::vector<Param
       std::string close;
       for (const auto& n : closest_names(body, known, 3)) close += (close.empty() ? "" : ", ") + n;
       OMNI_FAIL_INPUT(where, ": ", unknown.size(), " key(s) name no module of ", component, ", first '",
-                      unknown.front(), "'; closest modules: ", close);
+                      unknown.front(), "'; closest modules: ", close, " (", docs::kLoraDoesNotFit, ")");
     }
     // Wan2.1 image-conditioning keys: skipped with one warning per file, or an error under --lora-strict.
     if (!image_keys.empty()) {

@@ -8,7 +8,27 @@ namespace omni::models {
 
 namespace {
 const char* kBlockPrefix = "blocks.";
+const char* kVaceBlockPrefix = "vace_blocks.";
+
+bool starts_with_prefix(const std::string& name, const char* prefix) {
+  return name.compare(0, std::char_traits<char>::length(prefix), prefix) == 0;
 }
+
+// Conv3d with kernel == stride is a linear map of each patch: gather patches as rows and multiply by the
+// flattened kernel. Same sum as the convolution, and it runs in every dtype on every device.
+// x [B, C, F, H, W] -> [B, F/pt * H/ph * W/pw, D].
+at::Tensor embed_patches(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                         const std::array<int64_t, 3>& patch) {
+  const int64_t batch = input.size(0), cin = input.size(1), pt = patch[0], ph = patch[1], pw = patch[2];
+  const int64_t gf = input.size(2) / pt, gh = input.size(3) / ph, gw = input.size(4) / pw;
+  auto x = input.reshape({batch, cin, gf, pt, gh, ph, gw, pw});         // [B, C, F', pt, H', ph, W', pw]
+  x = x.permute({0, 2, 4, 6, 1, 3, 5, 7});                              // [B, F', H', W', C, pt, ph, pw]
+  x = x.reshape({batch, gf * gh * gw, cin * pt * ph * pw});             // [B, S, C*pt*ph*pw]
+  const auto w = weight.reshape({weight.size(0), cin * pt * ph * pw});  // [D, C*pt*ph*pw]
+  // Each batch row's patches alone (wan::each_batch_row: every product of the model is one CFG branch's).
+  return wan::each_batch_row(batch, [&](int64_t b) { return at::linear(x.narrow(0, b, 1), w, bias); });
+}
+}  // namespace
 
 WanTransformer3DModel::WanTransformer3DModel(const WanTransformerConfig& config, at::ScalarType dtype)
     : config_(config),
@@ -32,6 +52,17 @@ WanTransformer3DModel::WanTransformer3DModel(const WanTransformerConfig& config,
                                                     config.cross_attn_norm, config.eps, config.added_kv_proj_dim)));
   }
   proj_out_ = child("proj_out", std::make_unique<wan::Linear>(dim, config.out_channels * config.patch_volume()));
+  if (config.is_vace()) {
+    vace_patch_weight_ = &param("vace_patch_embedding.weight", {dim, config.vace_in_channels, config.patch_size[0],
+                                                                config.patch_size[1], config.patch_size[2]});
+    vace_patch_bias_ = &param("vace_patch_embedding.bias", {dim});
+    for (size_t k = 0; k < config.vace_layers.size(); ++k) {
+      vace_blocks_.push_back(
+          child(kVaceBlockPrefix + std::to_string(k),
+                std::make_unique<WanVaceBlock>(dim, config.ffn_dim, config.num_attention_heads, config.cross_attn_norm,
+                                               config.eps, /*input_projection=*/k == 0)));
+    }
+  }
 }
 
 std::unique_ptr<WanTransformer3DModel> WanTransformer3DModel::load(const std::string& component_dir,
@@ -53,10 +84,21 @@ const WanTransformerBlock& WanTransformer3DModel::block(int i) const {
   return *blocks_[i];
 }
 
+const WanVaceBlock& WanTransformer3DModel::vace_block(int k) const {
+  OMNI_CHECK(k >= 0 && k < num_vace_blocks(), "VACE block index ", k, " out of range [0, ", num_vace_blocks(), ")");
+  return *vace_blocks_[k];
+}
+
+std::vector<const Module*> WanTransformer3DModel::units() const {
+  std::vector<const Module*> out(vace_blocks_.begin(), vace_blocks_.end());
+  out.insert(out.end(), blocks_.begin(), blocks_.end());
+  return out;
+}
+
 std::vector<ParamRef> WanTransformer3DModel::root_parameters() const {
   std::vector<ParamRef> out;
   for (auto& p : parameters()) {
-    if (p.name.compare(0, std::char_traits<char>::length(kBlockPrefix), kBlockPrefix) != 0) out.push_back(p);
+    if (!starts_with_prefix(p.name, kBlockPrefix) && !starts_with_prefix(p.name, kVaceBlockPrefix)) out.push_back(p);
   }
   return out;
 }
@@ -96,17 +138,7 @@ WanTransformerState WanTransformer3DModel::prepare(const at::Tensor& hidden_stat
   st.grid = {gf, gh, gw};
   st.rope = rope_.forward(gf, gh, gw, device);
 
-  // Conv3d with kernel == stride is a linear map of each patch: gather patches as rows and multiply by the
-  // flattened kernel. Same sum as the convolution, and it runs in every dtype on every device.
-  auto x = hidden_states.to(device, dtype_);
-  const int64_t cin = c.in_channels;
-  x = x.reshape({batch, cin, gf, pt, gh, ph, gw, pw});                  // [B, C, F', pt, H', ph, W', pw]
-  x = x.permute({0, 2, 4, 6, 1, 3, 5, 7});                              // [B, F', H', W', C, pt, ph, pw]
-  x = x.reshape({batch, seq, cin * pt * ph * pw});                      // [B, S, C*pt*ph*pw]
-  auto w = patch_weight_.reshape({c.inner_dim(), cin * pt * ph * pw});  // [D, C*pt*ph*pw]
-  // Each batch row's patches alone (wan::each_batch_row: every product of the model is one CFG branch's).
-  st.tokens = wan::each_batch_row(batch, [&](int64_t b) { return at::linear(x.narrow(0, b, 1), w, patch_bias_); });
-  // st.tokens: [B, S, D]
+  st.tokens = embed_patches(hidden_states.to(device, dtype_), patch_weight_, patch_bias_, c.patch_size);  // [B, S, D]
 
   // The timesteps go to the device inside (their runs are found where they arrive, usually the host).
   st.cond =
@@ -148,9 +180,34 @@ at::Tensor WanTransformer3DModel::finish(const at::Tensor& x, const WanTransform
   return h.reshape({st.batch, c.out_channels, gf * pt, gh * ph, gw * pw});  // [B, C, F, H, W]
 }
 
+at::Tensor WanTransformer3DModel::embed_control(const at::Tensor& control, const WanTransformerState& st) const {
+  const auto& c = config_;
+  const auto [gf, gh, gw] = st.grid;
+  OMNI_CHECK(control.dim() == 5 && control.size(0) == st.batch && control.size(1) == c.vace_in_channels &&
+                 control.size(2) % c.patch_size[0] == 0 && control.size(2) / c.patch_size[0] <= gf &&
+                 control.size(3) == gh * c.patch_size[1] && control.size(4) == gw * c.patch_size[2],
+             "VACE context must be [", st.batch, ", ", c.vace_in_channels, ", F' <= ", gf * c.patch_size[0], ", ",
+             gh * c.patch_size[1], ", ", gw * c.patch_size[2], "], got ", control.sizes());
+  OMNI_CHECK(vace_patch_weight_->defined(), "transformer root parameters are not loaded (or not gathered)");
+  at::Tensor tokens = embed_patches(control.to(vace_patch_weight_->device(), dtype_), *vace_patch_weight_,
+                                    *vace_patch_bias_, c.patch_size);  // [B, S_c, D]
+  const int64_t seq = st.tokens.size(1);
+  // diffusers pads the context's tokens with zeros up to the video's.
+  if (tokens.size(1) < seq)
+    tokens = at::cat({tokens, tokens.new_zeros({st.batch, seq - tokens.size(1), tokens.size(2)})}, 1);
+  return tokens;  // [B, S, D]
+}
+
 at::Tensor WanTransformer3DModel::forward(const at::Tensor& hidden_states, const at::Tensor& timestep,
                                           const at::Tensor& encoder_hidden_states, const ForwardHooks& hooks,
-                                          const at::Tensor& encoder_hidden_states_image) const {
+                                          const at::Tensor& encoder_hidden_states_image,
+                                          const at::Tensor& control_hidden_states,
+                                          const std::vector<double>& control_scale) const {
+  OMNI_CHECK_USAGE(control_hidden_states.defined() == config_.is_vace(),
+                   config_.is_vace() ? "this transformer (VACE) takes a VACE context; none was given"
+                                     : "a VACE context was given to a transformer without VACE blocks");
+  OMNI_CHECK_USAGE(control_scale.empty() || control_scale.size() == vace_blocks_.size(), "VACE: ", control_scale.size(),
+                   " conditioning scales for ", vace_blocks_.size(), " VACE blocks (give one, or one per block)");
   OMNI_CHECK_USAGE(encoder_hidden_states_image.defined() == config_.has_image_branch(),
                    config_.has_image_branch()
                        ? "this transformer (a Wan2.1 image model) conditions on CLIP image states; none were given"
@@ -162,9 +219,29 @@ at::Tensor WanTransformer3DModel::forward(const at::Tensor& hidden_states, const
   }
   if (hooks.units) hooks.units->before(UnitHooks::kRootUnit);
   auto st = prepare(hidden_states, timestep, encoder_hidden_states, encoder_hidden_states_image);
+  if (config_.is_vace()) st.control = embed_control(control_hidden_states, st);
   AttentionBackend* backend = hooks.tokens ? hooks.tokens->split(st) : hooks.attention;
+  // VACE: its blocks run first, on this rank's tokens, each leaving a hint [B, S', D] for its main block.
+  std::vector<at::Tensor> hints;
+  std::vector<double> scale = control_scale;
+  if (config_.is_vace()) {
+    if (scale.empty()) scale.assign(vace_blocks_.size(), 1.0);
+    at::Tensor control = st.control;
+    for (int k = 0; k < num_vace_blocks(); ++k) {
+      if (hooks.units) hooks.units->before(k);
+      at::Tensor hint = wan::each_batch_row(st.batch, [&](int64_t b) {
+        auto [h, next] = vace_blocks_[k]->forward_vace(
+            control.narrow(0, b, 1), st.tokens.narrow(0, b, 1), st.cond.context.narrow(0, b, 1),
+            st.cond.timestep_proj.narrow(0, b, 1), st.runs, st.rope, backend);
+        control.narrow(0, b, 1).copy_(next);  // the next VACE block's context
+        return h;                             // [1, S', D]
+      });                                     // [B, S', D]
+      hints.push_back(std::move(hint));
+      if (hooks.units) hooks.units->after(k);
+    }
+  }
   const WanBlockRun blocks(*this, st.cond.context, st.cond.context_image, st.cond.timestep_proj, st.runs, st.rope,
-                           backend, hooks.units, hooks.tokens);
+                           backend, hooks.units, hooks.tokens, hints, scale);
   at::Tensor x = hooks.blocks ? hooks.blocks->run(blocks, st.tokens) : blocks.run(0, num_blocks(), st.tokens);
   if (hooks.tokens) x = hooks.tokens->gather(x);  // [B, S, D] on every rank
   auto out = finish(x, st);
@@ -174,7 +251,8 @@ at::Tensor WanTransformer3DModel::forward(const at::Tensor& hidden_states, const
 
 WanBlockRun::WanBlockRun(const WanTransformer3DModel& model, const at::Tensor& context, const at::Tensor& context_image,
                          const at::Tensor& timestep_proj, const TokenRuns& runs, const RotaryEmbedding& rope,
-                         AttentionBackend* backend, UnitHooks* hooks, TokenSplit* split)
+                         AttentionBackend* backend, UnitHooks* hooks, TokenSplit* split,
+                         const std::vector<at::Tensor>& hints, const std::vector<double>& hint_scale)
     : model_(model),
       context_(context),
       context_image_(context_image),
@@ -183,7 +261,17 @@ WanBlockRun::WanBlockRun(const WanTransformer3DModel& model, const at::Tensor& c
       rope_(rope),
       backend_(backend),
       hooks_(hooks),
-      split_(split) {}
+      split_(split),
+      hints_(hints),
+      hint_scale_(hint_scale),
+      hint_of_block_(model.num_blocks(), -1),
+      unit_offset_(model.num_vace_blocks()) {
+  const auto& layers = model.config().vace_layers;
+  OMNI_CHECK(hints.empty() || (hints.size() == layers.size() && hint_scale.size() == layers.size()),
+             "WanBlockRun: ", hints.size(), " VACE hints and ", hint_scale.size(), " scales for ", layers.size(),
+             " VACE layers");
+  for (size_t k = 0; k < hints.size(); ++k) hint_of_block_[layers[k]] = static_cast<int>(k);
+}
 
 int WanBlockRun::num_blocks() const {
   return model_.num_blocks();
@@ -193,7 +281,7 @@ at::Tensor WanBlockRun::run(int first, int end, at::Tensor x) const {
   OMNI_CHECK(first >= 0 && first <= end && end <= num_blocks(), "blocks [", first, ", ", end, ") out of [0, ",
              num_blocks(), ")");
   for (int i = first; i < end; ++i) {
-    if (hooks_) hooks_->before(i);
+    if (hooks_) hooks_->before(unit_offset_ + i);
     // Each batch row alone, under one gather of the block's unit (wan::each_batch_row says why).
     x = wan::each_batch_row(x.size(0), [&](int64_t b) {
       const at::Tensor image = context_image_.defined() ? context_image_.narrow(0, b, 1) : at::Tensor();
@@ -203,17 +291,19 @@ at::Tensor WanBlockRun::run(int first, int end, at::Tensor x) const {
     // Whole sequences, so that a split run's dumps line up with one rank's: a collective of the split's
     // ranks, which all collect dumps for the video (job::GenerationJob::run).
     if (debug::dumps_enabled()) debug::dump("blocks." + std::to_string(i), split_ ? split_->gather(x) : x);
-    if (hooks_) hooks_->after(i);
+    // VACE: the paired block's hint, after the block (diffusers' hidden_states + control_hint * scale).
+    if (const int k = hint_of_block_[i]; k >= 0) x = x + hints_[k] * hint_scale_[k];
+    if (hooks_) hooks_->after(unit_offset_ + i);
   }
   return x;
 }
 
 void WanBlockRun::pass_over(int first, bool keep_gathers) const {
   if (hooks_ == nullptr || first >= num_blocks()) return;
-  if (!keep_gathers) return hooks_->skip(first);
+  if (!keep_gathers) return hooks_->skip(unit_offset_ + first);
   for (int i = first; i < num_blocks(); ++i) {
-    hooks_->before(i);
-    hooks_->after(i);
+    hooks_->before(unit_offset_ + i);
+    hooks_->after(unit_offset_ + i);
   }
 }
 

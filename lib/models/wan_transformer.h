@@ -3,7 +3,12 @@
 // first-last-frame transformers add the CLIP image branch (image_embedder, and image key/values in every
 // cross-attention).
 //
-// HSDP units: the root (patch_embedding, condition_embedder, proj_out, scale_shift_table) and blocks.0..N-1.
+// HSDP units: the root (patch_embedding, condition_embedder, proj_out, scale_shift_table; VACE's
+// vace_patch_embedding) and, in forward order, a VACE model's vace_blocks.0..K-1 then blocks.0..N-1 (unit k is
+// VACE block k, unit K + i block i; blocks_of() lists them so).
+// VACE (WanVACETransformer3DModel, config.is_vace()): the VACE context is patch-embedded, zero-padded to the
+// video's tokens and split like them; the VACE blocks run first, each giving a hint, and the hint of VACE block k
+// times its scale is added to the output of block vace_layers[k].
 // forward() is the model's one path: prepare (patch embedding, condition embedding, rope), the blocks, finish
 // (output norm, proj_out, unpatchify). What the layers above add plugs into it through ForwardHooks: HSDP's
 // unit hooks, an attention backend, a token split (sequence parallelism) and a block runner (the step cache).
@@ -25,6 +30,7 @@
 #include "models/wan_transformer_block.h"
 #include "models/wan_transformer_config.h"
 #include "models/wan_transformer_layers.h"
+#include "models/wan_vace_block.h"
 
 namespace omni::models {
 
@@ -36,6 +42,7 @@ struct WanTransformerState {
   ConditionEmbedding cond;        // temb, timestep_proj ([B, 6, D] or per run [B, R, 6, D]), context, runs
   TokenRuns runs;                 // cond.runs over `tokens`: this rank's after a split (cond.runs stays whole)
   RotaryEmbedding rope;           // [S, d/2] tables
+  at::Tensor control;             // VACE: [B, S, D] the patch-embedded context padded to S (split like tokens)
   std::array<int64_t, 3> grid{};  // post-patch (frames, height, width); S = product
   int64_t batch = 0;
 };
@@ -61,9 +68,12 @@ class WanBlockRun {
  public:
   // context_image: the projected CLIP image tokens [B, N, D] on a transformer with the image branch, else
   // undefined.
+  // hints: VACE's, one [B, S', D] per VACE block (empty: none), added times hint_scale[k] after block
+  // vace_layers[k].
   WanBlockRun(const WanTransformer3DModel& model, const at::Tensor& context, const at::Tensor& context_image,
               const at::Tensor& timestep_proj, const TokenRuns& runs, const RotaryEmbedding& rope,
-              AttentionBackend* backend, UnitHooks* hooks, TokenSplit* split);
+              AttentionBackend* backend, UnitHooks* hooks, TokenSplit* split, const std::vector<at::Tensor>& hints = {},
+              const std::vector<double>& hint_scale = {});
   int num_blocks() const;
   // This call's block modulation input e0: [B, 6, D], or [B, R, 6, D] per run of runs() (this rank's tokens).
   const at::Tensor& timestep_proj() const { return timestep_proj_; }
@@ -84,6 +94,10 @@ class WanBlockRun {
   AttentionBackend* backend_;
   UnitHooks* hooks_;
   TokenSplit* split_;
+  const std::vector<at::Tensor>& hints_;
+  const std::vector<double>& hint_scale_;
+  std::vector<int> hint_of_block_;  // block i -> its VACE hint's index, or -1
+  int unit_offset_ = 0;             // the HSDP unit of block i is unit_offset_ + i (the VACE blocks come first)
 };
 
 // Runs one call's blocks over x [B, S', D]; without one, forward() runs them all. The step cache is one
@@ -119,9 +133,13 @@ class WanTransformer3DModel : public Module {
   at::ScalarType dtype() const { return dtype_; }
 
   int num_blocks() const { return static_cast<int>(blocks_.size()); }
+  int num_vace_blocks() const { return static_cast<int>(vace_blocks_.size()); }
+  const WanVaceBlock& vace_block(int k) const;
+  // Every HSDP unit but the root, in forward order: the VACE blocks, then the blocks.
+  std::vector<const Module*> units() const;
   Module& block(int i);
   const WanTransformerBlock& block(int i) const;
-  // Parameters of the root unit (everything outside blocks.*), with their full checkpoint names.
+  // Parameters of the root unit (everything outside blocks.* and vace_blocks.*), with their full checkpoint names.
   std::vector<ParamRef> root_parameters() const;
   // Parameters of block i, named "blocks.<i>.<...>".
   std::vector<ParamRef> block_parameters(int i) const;
@@ -133,15 +151,21 @@ class WanTransformer3DModel : public Module {
   // diffusers, which finds the image tokens as the first L - 512 of one concatenated context (wrong for any
   // other text length), the two stay apart. Inputs are cast to the model dtype, the result [B, C_out, F, H, W]
   // is in the model dtype, on every rank of a token split.
+  // VACE: control_hidden_states [B, vace_in_channels, F', H, W] (F' <= F: diffusers pads its tokens with zeros)
+  // and control_scale, one per VACE block (empty: all 1), required by a VACE model and refused by others.
   at::Tensor forward(const at::Tensor& hidden_states, const at::Tensor& timestep,
                      const at::Tensor& encoder_hidden_states, const ForwardHooks& hooks = {},
-                     const at::Tensor& encoder_hidden_states_image = at::Tensor()) const;
+                     const at::Tensor& encoder_hidden_states_image = at::Tensor(),
+                     const at::Tensor& control_hidden_states = at::Tensor(),
+                     const std::vector<double>& control_scale = {}) const;
 
  private:
   // forward()'s stages (the root parameters must be resident).
   WanTransformerState prepare(const at::Tensor& hidden_states, const at::Tensor& timestep,
                               const at::Tensor& encoder_hidden_states,
                               const at::Tensor& encoder_hidden_states_image) const;
+  // VACE: the context [B, vace_in_channels, F', H, W] patch-embedded and zero-padded to the video's S tokens.
+  at::Tensor embed_control(const at::Tensor& control, const WanTransformerState& state) const;
   // Output norm (modulated by temb), proj_out and unpatchify: x [B, S, D] -> [B, C_out, F, H, W].
   at::Tensor finish(const at::Tensor& x, const WanTransformerState& state) const;
 
@@ -153,7 +177,15 @@ class WanTransformer3DModel : public Module {
   at::Tensor& patch_bias_;         // [D]
   WanTimeTextEmbedding* condition_embedder_;
   std::vector<WanTransformerBlock*> blocks_;
+  at::Tensor* vace_patch_weight_ = nullptr;  // [D, vace_in_channels, pt, ph, pw]
+  at::Tensor* vace_patch_bias_ = nullptr;    // [D]
+  std::vector<WanVaceBlock*> vace_blocks_;
   wan::Linear* proj_out_;
 };
+
+// The HSDP units of a transformer in forward order (hsdp_sharding.h's blocks_of, with VACE's blocks first).
+inline std::vector<const Module*> blocks_of(const WanTransformer3DModel& m) {
+  return m.units();
+}
 
 }  // namespace omni::models

@@ -20,11 +20,29 @@ int64_t optional_size(io::ConfigFile& file, const char* key) {
 
 WanTransformerConfig WanTransformerConfig::from_json(const nlohmann::json& j, const std::string& source) {
   io::ConfigFile file(j, source, "WanTransformer3DModel");
+  bool vace = false;
   if (const auto* cls = file.find("_class_name")) {
-    OMNI_CHECK_INPUT(cls->is_string() && cls->get<std::string>() == "WanTransformer3DModel", source,
-                     ": key '_class_name' is ", cls->dump(), ", expected \"WanTransformer3DModel\"");
+    vace = cls->is_string() && cls->get<std::string>() == "WanVACETransformer3DModel";
+    OMNI_CHECK_INPUT(vace || (cls->is_string() && cls->get<std::string>() == "WanTransformer3DModel"), source,
+                     ": key '_class_name' is ", cls->dump(),
+                     ", expected \"WanTransformer3DModel\" or \"WanVACETransformer3DModel\"");
   }
   WanTransformerConfig c;
+  if (vace) {
+    // diffusers' defaults: the 14B model's layers and 96 channels.
+    c.vace_layers = {0, 5, 10, 15, 20, 25, 30, 35};
+    if (const auto* v = file.value("vace_layers")) {
+      OMNI_CHECK_INPUT(v->is_array() && !v->empty(), source,
+                       ": key 'vace_layers' must be a list of block indices, found ", v->dump());
+      c.vace_layers.clear();
+      for (const auto& e : *v) {
+        OMNI_CHECK_INPUT(e.is_number_integer(), source, ": key 'vace_layers' must be a list of block indices, found ",
+                         v->dump());
+        c.vace_layers.push_back(e.get<int64_t>());
+      }
+    }
+    c.vace_in_channels = file.int_or("vace_in_channels", 96);
+  }
   if (const auto* p = file.value("patch_size")) {
     OMNI_CHECK_INPUT(p->is_array() && p->size() == 3, source, ": key 'patch_size' must be a list of 3 integers, found ",
                      p->dump());
@@ -96,6 +114,20 @@ void WanTransformerConfig::validate(const std::string& source) const {
   OMNI_CHECK_INPUT(pos_embed_seq_len == 0 || (image_dim > 0 && pos_embed_seq_len % 2 == 0), source,
                    ": key 'pos_embed_seq_len' is ", pos_embed_seq_len,
                    "; it needs 'image_dim' and an even length (two images' tokens)");
+  if (is_vace()) {
+    // diffusers requires layer 0 (the first VACE block adds the video's tokens to the context) and layers inside
+    // the model; it pairs the k-th VACE block with the k-th listed layer in block order, so the list must ascend.
+    bool ascending = true;
+    std::string listed = std::to_string(vace_layers.front());
+    for (size_t i = 1; i < vace_layers.size(); ++i) {
+      ascending = ascending && vace_layers[i] > vace_layers[i - 1];
+      listed += ", " + std::to_string(vace_layers[i]);
+    }
+    OMNI_CHECK_INPUT(vace_layers.front() == 0 && ascending && vace_layers.back() < num_layers, source,
+                     ": key 'vace_layers' must ascend from 0 and stay below num_layers ", num_layers, ", found [",
+                     listed, "]");
+    OMNI_CHECK_INPUT(vace_in_channels > 0, source, ": key 'vace_in_channels' must be positive, got ", vace_in_channels);
+  }
 }
 
 }  // namespace omni::models

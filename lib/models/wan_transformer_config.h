@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace omni::models {
 
@@ -28,7 +29,14 @@ struct WanTransformerConfig {
   int64_t added_kv_proj_dim = 0;
   int64_t pos_embed_seq_len = 0;
 
+  // VACE (WanVACETransformer3DModel: Wan2.1-VACE, Wan2.2-VACE-Fun): the main blocks after which a VACE block's
+  // hint is added (ascending; 0 among them), and the channels of the VACE context the vace_patch_embedding takes
+  // (96 in the published models: the control video's inactive and reactive latents and the mask). Empty: no VACE.
+  std::vector<int64_t> vace_layers;
+  int64_t vace_in_channels = 0;
+
   bool has_image_branch() const { return image_dim > 0; }
+  bool is_vace() const { return !vace_layers.empty(); }
 
   int64_t inner_dim() const { return num_attention_heads * attention_head_dim; }
   int64_t patch_volume() const { return patch_size[0] * patch_size[1] * patch_size[2]; }

@@ -61,6 +61,17 @@ inline std::string case_dir(const std::string& name) {
   return reference_dir() + "/" + name;
 }
 
+// The folder a reference script wrote its cases into, from $`env` (set by tests/CMakeLists.txt's
+// omni_reference_gtest). Unset is a failure, not a skip (a skipped test proves nothing): "/nonexistent" then.
+inline std::string reference_cases(const char* env, const char* script) {
+  const char* dir = std::getenv(env);
+  if (dir == nullptr || *dir == '\0') {
+    ADD_FAILURE() << env << " is not set (ctest sets it; tools/reference/" << script << " writes the cases)";
+    return "/nonexistent";
+  }
+  return dir;
+}
+
 // Runs `fn`, expects an omni::Error with `code` whose message contains every string in `parts`.
 inline void expect_error(const std::function<void()>& fn, ExitCode code, std::initializer_list<std::string> parts) {
   try {

@@ -1,12 +1,16 @@
 // Option precedence: built-in defaults < model preset < --config file < flags, and the errors of each layer.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "config/help.h"
 #include "config/options.h"
 #include "core/error.h"
 
@@ -373,3 +377,50 @@ TEST(Options, LoraListsFromFlagsAndYamlReplaceLowerLayers) {
             }).find("or a list"),
             std::string::npos);
 }
+
+namespace omni::config {
+namespace {
+
+// --help in sections (issue 46): every option in exactly one section; the short help under 60 lines, one line
+// per listed option, the examples and where the manual is; --help SECTION and --help-all describe every option of
+// theirs in full; an unknown section is a usage error naming the sections.
+TEST(Help, EveryOptionInOneSectionAndTheShortHelpFits) {
+  std::map<std::string, int> seen;
+  for (const auto& section : help_section_options())
+    for (const auto& name : section) ++seen[name];
+  for (const auto& spec : option_table()) EXPECT_EQ(seen[spec.name], 1) << "--" << spec.name;
+  EXPECT_EQ(seen.size(), option_table().size());
+
+  const char* argv[] = {"omni-generate", "--help"};
+  const CommandLine cli = parse_command_line(2, argv);
+  ASSERT_TRUE(cli.help);
+  const std::string& text = cli.help_text;
+  EXPECT_LT(std::count(text.begin(), text.end(), '\n'), 60);
+  for (const char* part : {"Model and weights", "Parallelism", "Examples:", "mpirun -np 4 omni-generate",
+                           "docs/troubleshooting.md", "--help-all", "--use-hsdp", "[preset]"})
+    EXPECT_NE(text.find(part), std::string::npos) << part;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(line.size(), 120u) << line;
+
+  const char* all[] = {"omni-generate", "--help-all"};
+  const std::string everything = parse_command_line(2, all).help_text;
+  for (const auto& spec : option_table()) {
+    EXPECT_NE(everything.find("  --" + spec.name + (spec.is_flag ? "\n" : " ")), std::string::npos) << spec.name;
+  }
+  const char* one[] = {"omni-generate", "--help", "memory"};
+  const std::string memory = parse_command_line(3, one).help_text;
+  EXPECT_NE(memory.find("--fp8-matmul"), std::string::npos);
+  EXPECT_EQ(memory.find("--prompt"), std::string::npos);
+  const char* bad[] = {"omni-generate", "--help", "gpus"};
+  try {
+    parse_command_line(3, bad);
+    ADD_FAILURE() << "--help gpus was accepted";
+  } catch (const omni::Error& e) {
+    EXPECT_EQ(e.code(), omni::ExitCode::kUsage);
+    EXPECT_NE(std::string(e.what()).find("model, video, sampling, parallel, memory, outputs, debug"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace omni::config

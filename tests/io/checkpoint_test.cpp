@@ -69,6 +69,65 @@ TEST(Checkpoint, Float8RowScalesAndStoredBytes) {
   EXPECT_THROW(ck.read_range("d.weight", 0, 4, at::kFloat8_e4m3fn), std::exception);
 }
 
+// A NameMap's layout hooks, as a CLIP in Wan's or open_clip's names needs them: a fused [3R, C] tensor listed as
+// three [R, C] blocks (each reading only its rows, float8 per-row scales following them), a [1, 1, D] tensor
+// listed as [D], another model's tensors skipped, and a fused tensor whose rows do not split refused by name.
+TEST(Checkpoint, NameMapSplitsSkipsAndSqueezes) {
+  TempDir dir;
+  at::manual_seed(9);
+  const at::Tensor qkv = at::randn({6, 4});
+  const at::Tensor bias = at::randn({6}).to(at::kHalf);
+  const at::Tensor cls = at::randn({1, 1, 4});
+  const at::Tensor q8 = (at::randn({6, 4}) * 50).to(at::kFloat8_e4m3fn);
+  const at::Tensor s8 = at::tensor({1.f, 2.f, 3.f, 4.f, 5.f, 6.f});
+  const std::string path = dir / "clip.safetensors";
+  write_safetensors(path, {{"qkv.weight", qkv},
+                           {"qkv.bias", bias},
+                           {"f8.weight", q8},
+                           {"f8.weight_scale", s8},
+                           {"cls", cls},
+                           {"text.embed", at::randn({3, 2})}});
+  NameMap m;
+  m.table = "a test table";
+  m.rename = [](const std::string& n) -> std::optional<std::string> {
+    if (n == "cls") return "class_embedding";
+    return std::nullopt;
+  };
+  m.split = [](const std::string& n) -> std::vector<std::string> {
+    if (n.rfind("qkv.", 0) == 0) return {"q." + n.substr(4), "k." + n.substr(4), "v." + n.substr(4)};
+    if (n == "f8.weight") return {"f8_a.weight", "f8_b.weight"};
+    return {};
+  };
+  m.skip = [](const std::string& n) { return n.rfind("text.", 0) == 0; };
+  m.squeeze_leading = [](const std::string& n) { return n == "class_embedding"; };
+  const Checkpoint ck = Checkpoint::open(path, &m);
+  EXPECT_EQ(ck.names(), (std::vector<std::string>{"class_embedding", "f8_a.weight", "f8_b.weight", "k.bias", "k.weight",
+                                                  "q.bias", "q.weight", "v.bias", "v.weight"}));
+  const char* parts[] = {"q", "k", "v"};
+  for (int i = 0; i < 3; ++i) {
+    const std::string p = parts[i];
+    EXPECT_EQ(ck.info(p + ".weight").shape, (std::vector<int64_t>{2, 4})) << p;
+    EXPECT_TRUE(at::equal(ck.read(p + ".weight"), qkv.narrow(0, 2 * i, 2))) << p;
+    EXPECT_TRUE(at::equal(ck.read(p + ".bias"), bias.narrow(0, 2 * i, 2))) << p;
+    EXPECT_TRUE(at::equal(ck.read_range(p + ".weight", 3, 4), qkv.narrow(0, 2 * i, 2).reshape({-1}).narrow(0, 3, 4)));
+  }
+  // HSDP reads runs across our tensors: k's tail then v's head are rows 3 and 4 of the stored tensor.
+  EXPECT_TRUE(at::equal(ck.read_flat({"k.weight", "v.weight"}, 4, 8, at::kFloat), qkv.narrow(0, 3, 2).reshape({-1})));
+  EXPECT_TRUE(at::equal(ck.float8_row_scales("f8_b.weight"), s8.narrow(0, 3, 3)));
+  EXPECT_TRUE(at::equal(ck.read("f8_b.weight", at::kFloat),
+                        q8.narrow(0, 3, 3).to(at::kFloat) * s8.narrow(0, 3, 3).unsqueeze(1)));
+  EXPECT_EQ(ck.info("class_embedding").shape, (std::vector<int64_t>{4}));
+  EXPECT_TRUE(at::equal(ck.read("class_embedding"), cls.reshape({4})));
+  EXPECT_EQ(ck.info("q.weight").data_end - ck.info("q.weight").data_begin, 2 * 4 * 4);
+
+  const std::string odd = dir / "odd.safetensors";
+  write_safetensors(odd, {{"qkv.weight", at::randn({4, 4})}});
+  expect_input_error([&] { Checkpoint::open(odd, &m); }, {"odd.safetensors", "qkv.weight", "3 equal blocks"});
+  const std::string stray = dir / "stray.safetensors";
+  write_safetensors(stray, {{"other.weight", at::randn({2})}});
+  expect_input_error([&] { Checkpoint::open(stray, &m); }, {"stray.safetensors", "other.weight", "a test table"});
+}
+
 // Sharded at 100 bytes: several shards, tensors never split (as Hugging Face's writer does).
 std::string write_sharded(const TempDir& dir) {
   return write_sharded_safetensors(dir.path(), "diffusion_pytorch_model", model_tensors(), 100);

@@ -29,12 +29,7 @@ using test_util::max_rel_err;
 constexpr double kFloat32RelTol = 1e-5;
 
 std::string cases_dir() {
-  const char* dir = std::getenv("OMNI_CLIP_CASES");
-  if (dir == nullptr || *dir == '\0') {
-    ADD_FAILURE() << "OMNI_CLIP_CASES is not set (ctest sets it; tools/reference/clip_cases.py writes the cases)";
-    return "/nonexistent";
-  }
-  return dir;
+  return test_util::reference_cases("OMNI_CLIP_CASES", "clip_cases.py");
 }
 
 struct Cases {
@@ -133,13 +128,19 @@ TEST(ClipVisionModel, ConfigInferredFromALoneFile) {
 TEST(ClipVisionModel, LoneFilesThatCannotBeReadAreRefused) {
   const Cases cases;
   test_util::TempDir dir("clip_lone");
-  // open_clip's layout (one fused q/k/v projection per layer): named as such, with what to give instead.
+  // open_clip's layout (one fused q/k/v projection per layer) is read (tests/e2e/layouts); a fused projection
+  // whose rows are not three equal blocks, and a tower tensor no table names, are refused by name.
   io::write_safetensors(dir / "open_clip.safetensors",
                         {{"visual.conv1.weight", at::zeros({8, 3, 2, 2})},
-                         {"visual.transformer.resblocks.0.attn.in_proj_weight", at::zeros({24, 8})}});
+                         {"visual.transformer.resblocks.0.attn.in_proj_weight", at::zeros({25, 8})}});
   test_util::expect_error(
       [&] { (void)io::component_from_file("image_encoder", dir / "open_clip.safetensors", "--image-encoder"); },
-      ExitCode::kInput, {"--image-encoder", "open_clip", "clip_vision_h.safetensors"});
+      ExitCode::kInput, {"open_clip.safetensors", "in_proj_weight", "3 equal blocks"});
+  io::write_safetensors(dir / "wan.safetensors", {{"visual.transformer.0.attn.to_qkv.weight", at::zeros({24, 8})},
+                                                  {"visual.transformer.0.attn.extra.weight", at::zeros({8, 8})}});
+  test_util::expect_error(
+      [&] { (void)io::component_from_file("image_encoder", dir / "wan.safetensors", "--image-encoder"); },
+      ExitCode::kInput, {"wan.safetensors", "visual.transformer.0.attn.extra.weight", "Wan's CLIP"});
   // Another width than ViT-H's: the heads are in no shape.
   const auto narrow = [&] {
     const ClipVisionConfig c = ClipVisionConfig::from_json(nlohmann::json{{"hidden_size", 64},

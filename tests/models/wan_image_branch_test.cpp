@@ -25,12 +25,7 @@ using test_util::max_rel_err;
 constexpr double kFloat32RelTol = 1e-5;
 
 std::string case_dir(const std::string& name) {
-  const char* dir = std::getenv("OMNI_IMAGE_BRANCH_CASES");
-  if (dir == nullptr || *dir == '\0') {
-    ADD_FAILURE() << "OMNI_IMAGE_BRANCH_CASES is not set (ctest sets it; tools/reference/image_branch_cases.py)";
-    return "/nonexistent";
-  }
-  return std::string(dir) + "/" + name;
+  return test_util::reference_cases("OMNI_IMAGE_BRANCH_CASES", "image_branch_cases.py") + "/" + name;
 }
 
 class ImageBranch : public ::testing::TestWithParam<const char*> {};

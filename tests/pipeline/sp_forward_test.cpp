@@ -57,8 +57,13 @@ WanTransformerConfig tiny_config(int64_t heads) {
 
 // Same values on every rank (seeded generator). Weights ~ N(0, 1/fan_in) so activations stay O(1); norm
 // weights near 1; modulation tables and biases small.
-std::unique_ptr<WanTransformer3DModel> make_model(int64_t heads, at::ScalarType dtype) {
-  auto model = std::make_unique<WanTransformer3DModel>(tiny_config(heads), dtype);
+std::unique_ptr<WanTransformer3DModel> make_model(int64_t heads, at::ScalarType dtype, bool vace = false) {
+  WanTransformerConfig config = tiny_config(heads);
+  if (vace) {  // VACE blocks paired with both blocks, a context of 8 channels
+    config.vace_layers = {0, 1};
+    config.vace_in_channels = 8;
+  }
+  auto model = std::make_unique<WanTransformer3DModel>(config, dtype);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(2024);
   for (const auto& p : model->parameters()) {
     auto r = at::randn(p.shape, gen, at::TensorOptions(at::kFloat));
@@ -136,14 +141,14 @@ struct RecordingHooks : omni::models::UnitHooks {
 
 // forward() with the tokens split over `sp` (degree 1: no split, as the pipeline runs it).
 at::Tensor split_forward(const WanTransformer3DModel& model, const Inputs& in, omni::models::UnitHooks* units,
-                         const SequenceParallel& sp) {
+                         const SequenceParallel& sp, const at::Tensor& control = at::Tensor()) {
   omni::models::ForwardHooks hooks(units);
   std::unique_ptr<omni::pipeline::SequenceSplit> split;
   if (sp.degree() > 1) {
     split = std::make_unique<omni::pipeline::SequenceSplit>(sp);
     hooks.tokens = split.get();
   }
-  return model.forward(in.hidden, in.timestep, in.context, hooks);
+  return model.forward(in.hidden, in.timestep, in.context, hooks, at::Tensor(), control, {});
 }
 
 // Runs `fn` and reports whether it threw a usage error whose message contains `needle`.
@@ -181,6 +186,36 @@ int run_all() {
       const double tol = l.sp.degree() == 1 ? 0.0 : 1e-5;
       g_checks.err("f32 " + l.name + ", " + in.name, max_abs_err(out, ref), tol, ref_max);
       g_checks.truth("hooks order " + l.name + ", " + in.name, hooks.events == ref_hooks.events);
+    }
+  }
+
+  // VACE: the context is split like the tokens (a shorter one zero-padded first), its blocks are units 0..K-1
+  // before the main blocks' K..K+N-1, and every layout gives one rank's output.
+  {
+    auto vace = make_model(4, at::kFloat, /*vace=*/true);
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(77);
+    for (size_t i : {0, 2}) {  // S = 8 and S = 9; the second with a context of 2 of the 3 latent frames
+      const auto& in = inputs[i];
+      const int64_t frames = in.hidden.size(2) == 3 ? 2 : in.hidden.size(2);
+      const auto control = at::randn({2, 8, frames, in.hidden.size(3), in.hidden.size(4)}, gen, at::kFloat);
+      RecordingHooks ref_hooks;
+      const auto ref = vace->forward(in.hidden, in.timestep, in.context, &ref_hooks, at::Tensor(), control, {0.5, 1.5});
+      const double ref_max = ref.abs().max().item<double>();
+      const std::vector<int> want_units = {-1, 0, 1000, 1, 1001, 2, 1002, 3, 1003, 999};
+      g_checks.truth("VACE units in forward order, " + in.name, ref_hooks.events == want_units);
+      for (const auto& l : layouts) {
+        RecordingHooks hooks;
+        omni::models::ForwardHooks fh(&hooks);
+        std::unique_ptr<omni::pipeline::SequenceSplit> split;
+        if (l.sp.degree() > 1) {
+          split = std::make_unique<omni::pipeline::SequenceSplit>(l.sp);
+          fh.tokens = split.get();
+        }
+        const auto out = vace->forward(in.hidden, in.timestep, in.context, fh, at::Tensor(), control, {0.5, 1.5});
+        g_checks.err("VACE f32 " + l.name + ", " + in.name, max_abs_err(out, ref), l.sp.degree() == 1 ? 0.0 : 1e-5,
+                     ref_max);
+        g_checks.truth("VACE hooks order " + l.name + ", " + in.name, hooks.events == ref_hooks.events);
+      }
     }
   }
 

@@ -23,6 +23,10 @@ Checks (this file imports nothing from foreign_layouts.py):
   built from SRC/text_encoder/config.json (encoder.embed_tokens.weight is tied to
   shared.weight and is filled from it), weights equal to the source's; spiece_model bytes
   equal tokenizer/spiece.model when present.
+- CLIP files in Wan's names (the original layout's models_clip_*.pth) and open_clip's: their vision tower run
+  by a plain-torch reading of Wan's VisionTransformer / open_clip's (torch's MultiheadAttention) equals
+  transformers' CLIPVisionModel of the source (hidden_states[-2]) within 1e-5 of scale; with WAN22_SRC, Wan's
+  own VisionTransformer (wan/modules/animate/clip.py) strict-loads visual.* and agrees too.
 - with WAN22_SRC pointing at a Wan-Video/Wan2.2 checkout: the original-layout files
   load_state_dict(strict=True) into wan.modules.model.WanModel (built from config.json),
   wan.modules.t5.T5Encoder, wan.modules.vae2_1/vae2_2 WanVAE_; ComfyUI files (prefix
@@ -526,6 +530,8 @@ def check_original(src: Path, out: Path):
         check_vae(src, torch.load(str(vp), map_location="cpu", weights_only=True), f"original {vp.name}")
     else:
         line("FAIL", f"original {vp.name}", "missing")
+    if (src / "image_encoder").is_dir():
+        check_clip_file(src, out / WAN_CLIP_PTH, "wan", "original")
     tok = out / "google" / "umt5-xxl"
     same = tok.is_dir() and all((tok / f.name).read_bytes() == f.read_bytes() for f in (src / "tokenizer").iterdir())
     line("PASS" if same else "FAIL", "original google/umt5-xxl == tokenizer/")
@@ -585,6 +591,123 @@ def check_clip_vision(src: Path, path: Path):
          f"{len(sd)} tensors, max difference after rounding {worst:g}")
 
 
+WAN_CLIP_PTH = "models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth"
+OPEN_CLIP_BIN = "open_clip_pytorch_model.bin"
+
+
+def _ln(x, sd, name, eps):
+    return torch.nn.functional.layer_norm(x, x.shape[-1:], sd[name + ".weight"].float(), sd[name + ".bias"].float(),
+                                          eps)
+
+
+def _lin(x, sd, name):
+    return torch.nn.functional.linear(x, sd[name + ".weight"].float(), sd[name + ".bias"].float())
+
+
+def clip_tower_forward(sd, names, pixels, heads, eps, layers):
+    """The vision tower of a CLIP file in Wan's names (wan/modules/clip.py VisionTransformer.forward, read from its
+    source: cls token and positions added before pre_norm, pre-norm AttentionBlocks whose to_qkv output is viewed
+    [b, s, 3, n, d], exact GELU) or open_clip's (open_clip's VisionTransformer: the same computation with
+    torch.nn.MultiheadAttention, used here as the module itself), after `layers` blocks."""
+    F = torch.nn.functional
+    wan = names == "wan"
+    x = F.conv2d(pixels, sd["visual.patch_embedding.weight" if wan else "visual.conv1.weight"].float(),
+                 stride=sd["visual.patch_embedding.weight" if wan else "visual.conv1.weight"].shape[-1])
+    x = x.flatten(2).permute(0, 2, 1)  # [b, patches, D]
+    b, _, dim = x.shape
+    cls = sd["visual.cls_embedding" if wan else "visual.class_embedding"].float().reshape(1, 1, dim)
+    pos = sd["visual.pos_embedding" if wan else "visual.positional_embedding"].float().reshape(1, -1, dim)
+    x = torch.cat([cls.expand(b, -1, -1), x], 1) + pos
+    x = _ln(x, sd, "visual.pre_norm" if wan else "visual.ln_pre", eps)
+    for i in range(layers):
+        p = f"visual.transformer.{i}." if wan else f"visual.transformer.resblocks.{i}."
+        h = _ln(x, sd, p + ("norm1" if wan else "ln_1"), eps)
+        if wan:
+            s = h.shape[1]
+            q, k, v = _lin(h, sd, p + "attn.to_qkv").view(b, s, 3, heads, dim // heads).unbind(2)
+            a = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+            a = _lin(a.transpose(1, 2).reshape(b, s, dim), sd, p + "attn.proj")
+        else:
+            mha = torch.nn.MultiheadAttention(dim, heads, batch_first=True)
+            mha.load_state_dict({"in_proj_weight": sd[p + "attn.in_proj_weight"].float(),
+                                 "in_proj_bias": sd[p + "attn.in_proj_bias"].float(),
+                                 "out_proj.weight": sd[p + "attn.out_proj.weight"].float(),
+                                 "out_proj.bias": sd[p + "attn.out_proj.bias"].float()})
+            a = mha(h, h, h, need_weights=False)[0]
+        x = x + a
+        h = _ln(x, sd, p + ("norm2" if wan else "ln_2"), eps)
+        h = _lin(F.gelu(_lin(h, sd, p + ("mlp.0" if wan else "mlp.c_fc"))), sd, p + ("mlp.2" if wan else "mlp.c_proj"))
+        x = x + h
+    return x
+
+
+def wan_clip_module():
+    """wan.modules.animate.clip of WAN22_SRC (Wan2.2 keeps Wan2.1's clip.py there), its flash_attention replaced by
+    SDPA (flash-attn needs CUDA) and torchvision stubbed when missing (only its transforms, unused here)."""
+    if wan_modules() is None:
+        return None
+    import importlib
+    root = os.environ["WAN22_SRC"]
+    try:
+        importlib.import_module("torchvision")
+    except Exception:
+        tv = types.ModuleType("torchvision")
+        tv.transforms = types.ModuleType("torchvision.transforms")
+        sys.modules["torchvision"], sys.modules["torchvision.transforms"] = tv, tv.transforms
+    m = types.ModuleType("wan.modules.animate")
+    m.__path__ = [str(Path(root, "wan", "modules", "animate"))]
+    sys.modules["wan.modules.animate"] = m
+    clip = importlib.import_module("wan.modules.animate.clip")
+
+    def sdpa(q, k, v, **_):  # [b, s, n, d] as flash_attention takes them
+        o = torch.nn.functional.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+        return o.transpose(1, 2)
+    clip.flash_attention = sdpa
+    return clip
+
+
+def check_clip_file(src: Path, path: Path, names: str, where: str):
+    """A CLIP file in Wan's or open_clip's names: its vision tower computes what transformers' CLIPVisionModel of the
+    source computes (hidden_states[-2], the state Wan's image models use), through clip_tower_forward, and with
+    WAN22_SRC through Wan's own VisionTransformer (strict load of visual.* less the head). The text tower is not
+    checked: it is a stand-in the loader must skip."""
+    from transformers import CLIPVisionModel
+    what = f"{where} {path.name}"
+    if not path.exists():
+        line("FAIL", what, "missing")
+        return
+    sd = torch.load(str(path), map_location="cpu", weights_only=True)
+    ref = CLIPVisionModel.from_pretrained(str(src / "image_encoder"), torch_dtype=torch.float32).eval()
+    c = ref.config
+    # The file's values, rounded to its dtype, in the reference: the comparison is then about names and layout.
+    dtype = sd["visual.pre_norm.weight" if names == "wan" else "visual.ln_pre.weight"].dtype
+    with torch.no_grad():
+        for p in ref.parameters():
+            p.copy_(p.to(dtype).float())
+        pixels = torch.randn(2, c.num_channels, c.image_size, c.image_size, generator=torch.Generator().manual_seed(5))
+        want = ref(pixel_values=pixels, output_hidden_states=True).hidden_states[-2]
+        got = clip_tower_forward(sd, names, pixels, c.num_attention_heads, c.layer_norm_eps, c.num_hidden_layers - 1)
+    err = ((got - want).abs().max() / want.abs().max()).item()
+    line("PASS" if err < 1e-5 else "FAIL", f"{what}: {names} vision tower == transformers' hidden_states[-2]",
+         f"{len(sd)} tensors, max difference {err:.2e} of scale")
+    clip = wan_clip_module() if names == "wan" else None
+    if clip is None:
+        if names == "wan":
+            line("SKIP", f"{what}: Wan's VisionTransformer", "WAN22_SRC not set")
+        return
+    vt = clip.VisionTransformer(image_size=c.image_size, patch_size=c.patch_size, dim=c.hidden_size,
+                                mlp_ratio=c.intermediate_size / c.hidden_size, out_dim=sd["visual.head"].shape[1],
+                                num_heads=c.num_attention_heads, num_layers=c.num_hidden_layers, pool_type="token",
+                                pre_norm=True, post_norm=False, activation="gelu", norm_eps=c.layer_norm_eps).eval()
+    visual = {k[len("visual."):]: v for k, v in sd.items() if k.startswith("visual.")}
+    if strict_load(vt, visual, f"{what}: Wan's VisionTransformer"):
+        with torch.no_grad():
+            got = vt(pixels, use_31_block=True)
+        err = ((got - want).abs().max() / want.abs().max()).item()
+        line("PASS" if err < 1e-5 else "FAIL", f"{what}: Wan's VisionTransformer(use_31_block) == transformers'",
+             f"max difference {err:.2e} of scale")
+
+
 def main(argv):
     if len(argv) != 3:
         print(__doc__)
@@ -595,6 +718,10 @@ def main(argv):
         print("note: WAN22_SRC not set (or not a Wan2.2 checkout): Wan-source lines are skipped")
     if (out / "models_t5_umt5-xxl-enc-bf16.pth").exists():
         check_original(src, out)
+    elif (out / WAN_CLIP_PTH).exists() or (out / OPEN_CLIP_BIN).exists():
+        for names, f in (("wan", WAN_CLIP_PTH), ("open_clip", OPEN_CLIP_BIN)):
+            if (out / f).exists():
+                check_clip_file(src, out / f, names, "clip")
     else:
         check_comfy(src, out)
     n_fail = RESULTS.count("FAIL")

@@ -13,6 +13,7 @@ proves the result right independently.
 
     foreign_layouts.py original SRC OUT [--dtype keep|bf16|fp16|fp32] [--shard-bytes N]
                                         [--model-type t2v|i2v|ti2v]
+    foreign_layouts.py clip SRC OUT --names wan|open_clip [--dtype keep|bf16|fp16|fp32]
     foreign_layouts.py comfy SRC OUT --dtype fp16|bf16|fp32|fp8_scaled
                                      [--prefix model.diffusion_model.|none] [--spiece]
                                      [--new-style] [--input-scale] [--fp8-rest fp16|bf16|fp32]
@@ -31,6 +32,8 @@ ORIGINAL layout (OUT/):
   says bf16; with --dtype keep the source dtype is written anyway).
   Wan2.1_VAE.pth (z_dim 16) or Wan2.2_VAE.pth (z_dim 48): torch.save of the VAE state dict.
   google/umt5-xxl/: a copy of tokenizer/.
+  models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth (Wan2.1's image models, from image_encoder/): Wan's
+  own CLIP names (WAN_CLIP_PTH below); `clip` writes it, or open_clip's open_clip_pytorch_model.bin, alone.
   --dtype applies to every tensor written (transformer, T5, VAE).
 
 COMFY layout (OUT/):
@@ -562,6 +565,114 @@ def comfy_clip_sd(src: Path) -> dict:
             for k, v in sd.items()}
 
 
+# Wan's own CLIP (wan/modules/clip.py XLMRobertaCLIP, Wan2.1's models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth,
+# loaded by its CLIPModel with load_state_dict): the vision tower under visual.* in VisionTransformer's module names
+# (patch_embedding without bias, cls_embedding [1, 1, D], pos_embedding [1, N, D], pre_norm, transformer.N.{norm1,
+# attn.to_qkv (q, k, v stacked: its forward views [b, s, 3, n, d]), attn.proj, norm2, mlp.0, mlp.2}, post_norm,
+# head [D, out]), the XLM-RoBERTa text tower under textual.* and log_scale. The text tower here is a stand-in with
+# XLMRoberta's module names (the loader must skip it, never read it).
+WAN_CLIP_PTH = "models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth"
+# open_clip's checkpoint of a CLIP (laion/CLIP-ViT-H-14-laion2B-s32B-b79K open_clip_pytorch_model.bin): the vision
+# tower under visual.* in open_clip's VisionTransformer names (conv1, class_embedding [D], positional_embedding
+# [N, D], ln_pre, transformer.resblocks.N.{ln_1, attn.in_proj_weight / in_proj_bias (nn.MultiheadAttention: q, k, v
+# stacked), attn.out_proj, ln_2, mlp.c_fc, mlp.c_proj}, ln_post, proj [D, out]) and the text tower at the top
+# level (a stand-in here, with open_clip's names).
+OPEN_CLIP_BIN = "open_clip_pytorch_model.bin"
+
+
+def clip_vision_sd(src: Path) -> dict:
+    """The source's image_encoder under transformers 4's names (vision_model.*), without the position_ids buffer."""
+    sd = load_diffusers_component(Path(src) / "image_encoder")
+    sd = {(k if k.startswith(("vision_model.", "visual_projection.")) else "vision_model." + k): v
+          for k, v in sd.items()}
+    return {k: v for k, v in sd.items() if not k.endswith("position_ids")}
+
+
+def _clip_layers(sd: dict) -> int:
+    return len({k.split(".")[3] for k in sd if k.startswith("vision_model.encoder.layers.")})
+
+
+def _stand_in(shapes: dict, seed: int) -> dict:
+    g = torch.Generator().manual_seed(seed)
+    return {k: torch.randn(shape, generator=g) for k, shape in shapes.items()}
+
+
+# Per layout: the embeddings' and norms' names (None: ours), the layer prefix, the fused q/k/v's name and the
+# other layer modules' names, the projection head's name, the stand-in text tower, and whether the class token and
+# position table carry leading unit dims (Wan's).
+CLIP_LAYOUTS = {
+    "wan": dict(
+        top={"embeddings.patch_embedding.weight": "visual.patch_embedding.weight",
+             "embeddings.class_embedding": "visual.cls_embedding",
+             "embeddings.position_embedding.weight": "visual.pos_embedding",
+             "pre_layrnorm": "visual.pre_norm", "post_layernorm": "visual.post_norm"},
+        layer="visual.transformer.{}.", qkv="attn.to_qkv.{}",
+        modules={"layer_norm1": "norm1", "self_attn.out_proj": "attn.proj", "layer_norm2": "norm2",
+                 "mlp.fc1": "mlp.0", "mlp.fc2": "mlp.2"},
+        head="visual.head", unit_dims=True, seed=3,
+        text={"textual.token_embedding.weight": (11, 8), "textual.type_embedding.weight": (1, 8),
+              "textual.pos_embedding.weight": (13, 8), "textual.norm.weight": (8,),
+              "textual.blocks.0.attn.q.weight": (8, 8), "textual.blocks.0.ffn.0.weight": (16, 8),
+              "textual.head.0.weight": (12, 8), "log_scale": ()}),
+    "open_clip": dict(
+        top={"embeddings.patch_embedding.weight": "visual.conv1.weight",
+             "embeddings.class_embedding": "visual.class_embedding",
+             "embeddings.position_embedding.weight": "visual.positional_embedding",
+             "pre_layrnorm": "visual.ln_pre", "post_layernorm": "visual.ln_post"},
+        layer="visual.transformer.resblocks.{}.", qkv="attn.in_proj_{}",
+        modules={"layer_norm1": "ln_1", "self_attn.out_proj": "attn.out_proj", "layer_norm2": "ln_2",
+                 "mlp.fc1": "mlp.c_fc", "mlp.fc2": "mlp.c_proj"},
+        head="visual.proj", unit_dims=False, seed=4,
+        text={"token_embedding.weight": (11, 8), "positional_embedding": (13, 8),
+              "transformer.resblocks.0.attn.in_proj_weight": (24, 8), "ln_final.weight": (8,),
+              "text_projection": (8, 8), "logit_scale": ()}),
+}
+
+
+def to_clip_layout(sd: dict, names: str) -> dict:
+    """A transformers CLIPVisionModel state dict (vision_model.*) in Wan's or open_clip's names (CLIP_LAYOUTS)."""
+    L = CLIP_LAYOUTS[names]
+    v = "vision_model."
+    d = sd[v + "embeddings.class_embedding"].shape[0]
+    out = {}
+    for ours, theirs in L["top"].items():
+        if ours.startswith("embeddings."):
+            t = sd[v + ours]
+            if L["unit_dims"] and ours != "embeddings.patch_embedding.weight":
+                t = t.reshape(1, -1, d)  # [1, 1, D] / [1, N, D]
+            out[theirs] = t
+        else:  # a LayerNorm
+            for p in ("weight", "bias"):
+                out[f"{theirs}.{p}"] = sd[f"{v}{ours}.{p}"]
+    for i in range(_clip_layers(sd)):
+        a, b = f"{v}encoder.layers.{i}.", L["layer"].format(i)
+        for p in ("weight", "bias"):
+            out[b + L["qkv"].format(p)] = torch.cat([sd[a + f"self_attn.{x}_proj.{p}"] for x in "qkv"], 0)
+            for ours, theirs in L["modules"].items():
+                out[f"{b}{theirs}.{p}"] = sd[f"{a}{ours}.{p}"]
+    proj = sd.get("visual_projection.weight")
+    out[L["head"]] = (proj.t().contiguous() if proj is not None
+                      else torch.randn(d, d, generator=torch.Generator().manual_seed(L["seed"])))
+    out.update(_stand_in(L["text"], L["seed"]))
+    return out
+
+
+def to_wan_clip(sd: dict) -> dict:
+    return to_clip_layout(sd, "wan")
+
+
+def to_open_clip(sd: dict) -> dict:
+    return to_clip_layout(sd, "open_clip")
+
+
+def write_clip(src, out, names, dtype="keep"):
+    """One CLIP file of the source's image_encoder in Wan's (WAN_CLIP_PTH) or open_clip's (OPEN_CLIP_BIN) layout."""
+    sd = clip_vision_sd(src)
+    sd = _cast(to_wan_clip(sd) if names == "wan" else to_open_clip(sd), None if dtype == "keep" else DTYPES[dtype])
+    with _Staging(out) as tmp:
+        torch.save(sd, str(tmp / (WAN_CLIP_PTH if names == "wan" else OPEN_CLIP_BIN)))
+
+
 def comfy_t5_name(dt: str) -> str:
     return "umt5_xxl_fp8_e4m3fn_scaled.safetensors" if dt == "fp8_scaled" else f"umt5_xxl_{dt}.safetensors"
 
@@ -594,6 +705,8 @@ def write_original(src, out, dtype="keep", shard_bytes=65536, model_type=None):
         torch.save(vae, str(tmp / original_vae_name(p.z_dim)))
         (tmp / "google").mkdir()
         shutil.copytree(p.src / "tokenizer", tmp / "google" / "umt5-xxl")
+        if (p.src / "image_encoder").is_dir():
+            torch.save(_cast(to_wan_clip(clip_vision_sd(p.src)), dt), str(tmp / WAN_CLIP_PTH))
 
 
 def write_comfy(src, out, dtype, prefix="model.diffusion_model.", spiece=False,
@@ -657,8 +770,15 @@ def main(argv=None):
                    "float8 (default: every 2-D Linear weight of the blocks, as ComfyUI's files)")
     c.add_argument("--fp8-scale", default="tensor", choices=["tensor", "row"],
                    help="one scale per tensor (ComfyUI's files), or one per output row ([rows] scale_weight)")
+    k = sp.add_parser("clip")
+    k.add_argument("src")
+    k.add_argument("out")
+    k.add_argument("--names", required=True, choices=["wan", "open_clip"])
+    k.add_argument("--dtype", default="keep", choices=["keep", "bf16", "fp16", "fp32"])
     a = ap.parse_args(argv)
-    if a.layout == "original":
+    if a.layout == "clip":
+        write_clip(a.src, a.out, a.names, a.dtype)
+    elif a.layout == "original":
         write_original(a.src, a.out, a.dtype, a.shard_bytes, a.model_type)
     else:
         write_comfy(a.src, a.out, a.dtype, a.prefix, a.spiece, a.new_style, a.input_scale, a.fp8_rest,

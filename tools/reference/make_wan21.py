@@ -4,6 +4,10 @@
              layout, below;
   --flf2v    first-last-frame (Wan-AI/Wan2.1-FLF2V-14B-720P-Diffusers, tests/data/reference/flf2v-wan21-tiny/model):
              the same with the transformer's image position table (pos_embed_seq_len: two images' CLIP tokens, 2 x 5);
+  --vith     image-to-video with a CLIP of ViT-H/14's width and image size (1280 wide, 16 heads of 80, MLP 5120,
+             224 pixels in 14-pixel patches, exact GELU) but 2 layers, and CLIPImageProcessor's defaults (the
+             published image_processor): what an original Wan2.1 folder's CLIP implies, whose config no file states
+             (the layouts tests write it to their cache);
   --t2v      text-to-video (Wan-AI/Wan2.1-T2V-14B-Diffusers, tests/data/reference/t2v-wan21-tiny/model): one
              transformer (t2v-a14b-tiny's first expert, as stored), no boundary_ratio, no image encoder; the other
              components copied from t2v-a14b-tiny/model.
@@ -54,9 +58,9 @@ def make_t2v(out):
 
 def main():
     args = sys.argv[1:]
-    flf2v, t2v = "--flf2v" in args, "--t2v" in args
-    args = [a for a in args if a not in ("--flf2v", "--t2v")]
-    if len(args) != 1 or (flf2v and t2v):
+    flf2v, t2v, vith = "--flf2v" in args, "--t2v" in args, "--vith" in args
+    args = [a for a in args if a not in ("--flf2v", "--t2v", "--vith")]
+    if len(args) != 1 or flf2v + t2v + vith > 1:
         sys.exit(__doc__)
     out = args[0]
     if os.path.exists(out):
@@ -67,11 +71,12 @@ def main():
     for part in ("text_encoder", "tokenizer", "vae", "scheduler"):
         shutil.copytree(os.path.join(SOURCE, part), os.path.join(out, part))
 
-    torch.manual_seed(2022 if flf2v else 2021)
+    torch.manual_seed(2022 if flf2v else 2023 if vith else 2021)
+    clip_width = 1280 if vith else 16
     config = json.load(open(os.path.join(SOURCE, "transformer", "config.json")))
     config = {k: v for k, v in config.items() if not k.startswith("_")}
-    # The CLIP below makes (28 / 14)^2 + 1 = 5 tokens per image.
-    config.update(image_dim=16, added_kv_proj_dim=24, pos_embed_seq_len=10 if flf2v else None)
+    # The CLIP below makes (28 / 14)^2 + 1 = 5 tokens per image (--vith: 257).
+    config.update(image_dim=clip_width, added_kv_proj_dim=24, pos_embed_seq_len=10 if flf2v else None)
     transformer = WanTransformer3DModel(**config).eval()
     with torch.no_grad():
         for name, p in transformer.named_parameters():
@@ -83,9 +88,15 @@ def main():
                 p.copy_(0.2 * torch.randn_like(p))
     transformer.save_pretrained(os.path.join(out, "transformer"))
 
-    clip = CLIPVisionModel(CLIPVisionConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2,
-                                            num_hidden_layers=3, image_size=28, patch_size=14, hidden_act="gelu",
-                                            layer_norm_eps=1e-5, projection_dim=16)).eval()
+    if vith:
+        clip_config = CLIPVisionConfig(hidden_size=1280, intermediate_size=5120, num_attention_heads=16,
+                                       num_hidden_layers=2, image_size=224, patch_size=14, hidden_act="gelu",
+                                       layer_norm_eps=1e-5, projection_dim=1024)
+    else:
+        clip_config = CLIPVisionConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2,
+                                       num_hidden_layers=3, image_size=28, patch_size=14, hidden_act="gelu",
+                                       layer_norm_eps=1e-5, projection_dim=16)
+    clip = CLIPVisionModel(clip_config).eval()
     with torch.no_grad():
         for name, p in clip.named_parameters():
             if "position_embedding" in name or "class_embedding" in name:
@@ -100,9 +111,12 @@ def main():
     save_file({k if k.startswith("vision_model.") else "vision_model." + k: v for k, v in tensors.items()}, path,
               metadata={"format": "pt"})
 
-    CLIPImageProcessor(size={"shortest_edge": 28}, crop_size={"height": 28, "width": 28}, resample=3,
-                       do_center_crop=True, do_resize=True, do_rescale=True, do_normalize=True,
-                       do_convert_rgb=True).save_pretrained(os.path.join(out, "image_processor"))
+    if vith:
+        CLIPImageProcessor().save_pretrained(os.path.join(out, "image_processor"))
+    else:
+        CLIPImageProcessor(size={"shortest_edge": 28}, crop_size={"height": 28, "width": 28}, resample=3,
+                           do_center_crop=True, do_resize=True, do_rescale=True, do_normalize=True,
+                           do_convert_rgb=True).save_pretrained(os.path.join(out, "image_processor"))
 
     index = {
         "_class_name": "WanImageToVideoPipeline",

@@ -5,6 +5,7 @@
 # OUT/original        Wan2.2's original layout (.pth T5 and VAE, sharded experts), the source's float32 values
 # OUT/original-twin   the source folder (ti2v: with Wan2.2's latent normalization, which the original layout's VAE
 #                     implies, in vae/config.json)
+# OUT/clip-NAMES      models with a CLIP image encoder: the encoder alone in Wan's (NAMES wan) or open_clip's names
 # OUT/comfy-DT        ComfyUI single files (DT: fp32 fp16 bf16 fp8_scaled), OUT/comfy-DT-twin their twins
 # Every layout is first proven by tools/reference/check_foreign_layouts.py (diffusers' from_single_file,
 # transformers' UMT5, the fp8 rounding bound).
@@ -37,6 +38,15 @@ if c["z_dim"] == 48:
     c["latents_mean"], c["latents_std"] = MEAN, STD
     json.dump(c, open(path, "w"), indent=2)
 PY
+if [[ -d $model/image_encoder ]]; then
+  # The CLIP alone in Wan's own names (models_clip_*.pth) and open_clip's (open_clip_pytorch_model.bin), for
+  # --image-encoder.
+  for names in wan open_clip; do
+    "$py" "$tools/foreign_layouts.py" clip "$model" "$out/clip-$names" --names "$names" >/dev/null
+    "$py" "$tools/check_foreign_layouts.py" "$model" "$out/clip-$names" >"$out/clip-$names.check" ||
+      { cat "$out/clip-$names.check"; flunk "the $names CLIP file of $model does not compute what transformers does"; }
+  done
+fi
 for dt in $dtypes; do
   "$py" "$tools/foreign_layouts.py" comfy "$model" "$out/comfy-$dt" --dtype "$dt" --spiece >/dev/null
   "$py" "$tools/check_foreign_layouts.py" "$model" "$out/comfy-$dt" >"$out/comfy-$dt.check" ||
@@ -44,5 +54,5 @@ for dt in $dtypes; do
   "$py" "$tools/layout_twin.py" "$model" "$out/comfy-$dt" "$out/comfy-$dt-twin" >/dev/null 2>&1 ||
     flunk "no diffusers twin of the ComfyUI $dt files of $model"
 done
-pass "$model: original and ComfyUI ($dtypes) layouts written and read back by the references"
+pass "$model: original, CLIP and ComfyUI ($dtypes) layouts written and read back by the references"
 summary

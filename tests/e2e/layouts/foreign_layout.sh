@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # omni-generate on weights in a foreign layout against the same weights in the diffusers layout (the twin):
 #   foreign_layout.sh GENERATE VENV CONVERTED LAYOUT NP [extra flags...]
-# LAYOUT: original (--model CONVERTED/original), comfy-DT (--model the twin, every component replaced by the
+# LAYOUT: original (--model CONVERTED/original), clip-NAMES (the diffusers folder with --image-encoder the CLIP file
+# in Wan's or open_clip's names), comfy-DT (--model the twin, every component replaced by the
 # ComfyUI files: --transformer, --transformer-2, --text-encoder, --vae, --image-encoder), or files-DT (the ComfyUI files alone,
 # with --tokenizer: every config inferred from the tensor shapes, Wan2.2's defaults), or carried-DT (the same
 # without --tokenizer: the SentencePiece model the ComfyUI text-encoder file carries). Both runs on NP ranks with the same
@@ -22,6 +23,10 @@ twin=$conv/$layout-twin
 files=()
 if [[ $layout == original ]]; then
   files=(--model "$conv/original")
+elif [[ $layout == clip-* ]]; then
+  twin=$conv/original-twin
+  files=(--model "$twin")
+  for f in "$conv/$layout"/*.pth "$conv/$layout"/*.bin; do [[ -f $f ]] && files+=(--image-encoder "$f"); done
 else
   files=(--model "$twin")
   [[ $files_only == 1 ]] && files=(--tokenizer "$twin/tokenizer")
@@ -50,7 +55,7 @@ assert set(a) == set(b) and "frames" in a, f"tensor sets differ: {sorted(set(a) 
 worst = max(((a[k].double() - b[k].double()).abs().max().item(), k) for k in a)
 print(f"{layout} np{np_}: {len(a)} tensors, max difference {worst[0]:g} ({worst[1]})")
 assert worst[0] == 0, "not bit-identical"
-if np_ > 1 and layout in ("original", "comfy-fp32"):
+if np_ > 1 and layout in ("original", "comfy-fp32", "clip-wan", "clip-open_clip"):
     rt = [r["disk_bytes_read"] for r in json.load(open(f"{work}/twin.json"))["ranks"]]
     rc = [r["disk_bytes_read"] for r in json.load(open(f"{work}/conv.json"))["ranks"]]
     print(f"bytes read per rank: diffusers layout {rt}, {layout} {rc}")

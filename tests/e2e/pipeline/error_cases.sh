@@ -49,6 +49,9 @@ expect last_image_one_frame 2 2 "--last-image needs at least 5 frames" -- "${i2v
 wan21=$ref/i2v-wan21-tiny/model
 expect wan21_i2v_last_image_np2 2 2 "conditions its CLIP branch on one image" -- --model "$wan21" --prompt x \
   --height 32 --width 48 --num-frames 5 --image "$first" --last-image "$last" --output "$work/a.mp4"
+# --image-encoder with a file that is no CLIP (here a VAE): one line naming the file and the three name layouts read.
+expect image_encoder_not_clip_np2 2 3 "not a CLIP image encoder" -- --model "$wan21" --prompt x --height 32 \
+  --width 48 --num-frames 5 --image "$first" --image-encoder "$ref/t2v-a14b-tiny/model/vae" --output "$work/a.mp4"
 # model_folder NAME SOURCE INDEX_EDIT: a copy of SOURCE's model_index.json edited by python, the components linked.
 model_folder() {
   mkdir -p "$work/$1"
