@@ -32,6 +32,7 @@ hub_repo Wan-AI/Wan2.2-TI2V-5B-Diffusers "$ref/ti2v-5b-tiny/model"
 hub_repo Wan-AI/Wan2.1-T2V-14B-Diffusers "$ref/t2v-wan21-tiny/model"
 hub_repo Wan-AI/Wan2.1-I2V-14B-480P-Diffusers "$ref/i2v-wan21-tiny/model"
 hub_repo Wan-AI/Wan2.1-FLF2V-14B-720P-Diffusers "$ref/flf2v-wan21-tiny/model"
+hub_repo Wan-AI/Wan2.1-VACE-14B-diffusers "$ref/vace-tiny/model"
 
 # The commands the recipes call, scaled down.
 cat > "$work/bin/omni-generate" <<EOF
@@ -68,6 +69,12 @@ cp "$ref/i2v-jpeg/image.jpg" "$inputs/cat.jpg"
 cp "$ref/i2v-flf2v/first.jpg" "$inputs/first.jpg"
 cp "$ref/i2v-flf2v/last.png" "$inputs/last.png"
 cp "$ref/t2v-v2v/clip.mp4" "$inputs/clip.mp4"
+# VACE's control video and mask, square like the recipes' scaled-down videos (a control video keeps its aspect).
+ffmpeg -v error -y -f lavfi -i "testsrc2=size=64x64:rate=16" -frames:v 12 -c:v libx264 -pix_fmt yuv420p \
+  "$inputs/pose.mp4"
+ffmpeg -v error -y -filter_complex \
+  "color=c=black:size=64x64:rate=16[bg];color=c=white:size=32x32:rate=16[box];[bg][box]overlay=x=16:y=16:shortest=1" \
+  -frames:v 12 -c:v libx264 -pix_fmt yuv420p "$inputs/mask.mp4"
 
 # Extract: FILE LINE, then the block's lines, then a line "<<END>>".
 extract() {

@@ -84,6 +84,19 @@ bool to_bool(const std::string& v, const std::string& where) {
   OMNI_FAIL_USAGE(where, ": expected true or false, got '", v, "'");
 }
 
+// "0.5" or "0.5,1,1.2" (a JSON list's numbers arrive joined by commas).
+std::vector<double> to_double_list(const std::string& v, const std::string& where) {
+  std::vector<double> out;
+  std::stringstream ss(v);
+  for (std::string item; std::getline(ss, item, ',');) {
+    const size_t b = item.find_first_not_of(" \t[]"), e = item.find_last_not_of(" \t[]");
+    OMNI_CHECK_USAGE(b != std::string::npos, where, " must be numbers separated by commas, got '", v, "'");
+    out.push_back(to_double(item.substr(b, e - b + 1), where));
+  }
+  OMNI_CHECK_USAGE(!out.empty(), where, " must be one number or several separated by commas, got '", v, "'");
+  return out;
+}
+
 std::vector<LoraSpec> to_lora_list(const std::string& v, const std::string& where) {
   std::vector<LoraSpec> out;
   std::stringstream ss(v);
@@ -123,8 +136,11 @@ const Choices<LayoutMode>& layout_choices() {
   return c;
 }
 const Choices<TaskChoice>& task_choices() {
-  static const Choices<TaskChoice> c = {
-      {TaskChoice::kAuto, "auto"}, {TaskChoice::kT2V, "t2v"}, {TaskChoice::kI2V, "i2v"}, {TaskChoice::kTI2V, "ti2v"}};
+  static const Choices<TaskChoice> c = {{TaskChoice::kAuto, "auto"},
+                                        {TaskChoice::kT2V, "t2v"},
+                                        {TaskChoice::kI2V, "i2v"},
+                                        {TaskChoice::kTI2V, "ti2v"},
+                                        {TaskChoice::kVace, "vace"}};
   return c;
 }
 // The names are core's (dtype_name: what diffusers' configs write as torch_dtype).
@@ -244,6 +260,19 @@ const std::vector<Binding>& bindings() {
            },
            "(none)"});
     };
+    // Repeatable files (--reference-image a --reference-image b), in order.
+    auto file_list = [&](const char* name, const char* help, std::vector<std::string> GenerateOptions::*field) {
+      OptionSpec spec{name, help, "", false, "FILE"};
+      spec.is_list = true;
+      t.push_back({spec,
+                   [field](GenerateOptions& o, const std::string& v, const std::string&) {
+                     (o.*field).clear();
+                     std::stringstream ss(v);
+                     for (std::string item; std::getline(ss, item);)
+                       if (!item.empty()) (o.*field).push_back(item);
+                   },
+                   [field](const GenerateOptions& o) { return nlohmann::json(o.*field); }, "(none)"});
+    };
     using G = GenerateOptions;
     str("model",
         "diffusers-layout model folder, or ORG/NAME in the Hugging Face cache (offline); empty: the "
@@ -269,7 +298,8 @@ const std::vector<Binding>& bindings() {
         "Wan2.1 image models' CLIP image encoder: ComfyUI's clip_vision_h.safetensors, Wan's "
         "models_clip_*.pth, open_clip's .bin or a diffusers image_encoder folder",
         "", &G::image_encoder_file, "(from --model)");
-    choice("task", "auto: from model_index.json and --image; or t2v, i2v, ti2v", "auto", &G::task, task_choices());
+    choice("task", "auto: from model_index.json and --image; or t2v, i2v, ti2v, vace", "auto", &G::task,
+           task_choices());
     str("config", "YAML file of options (same names as the flags, without dashes)", "", &G::config_file);
     str("prompt", "text prompt", "", &G::prompt);
     str("negative-prompt", "negative prompt (default: the model preset's)", "", &G::negative_prompt);
@@ -291,6 +321,24 @@ const std::vector<Binding>& bindings() {
         "with --video: how much of the clip is remade, in (0, 1]; the last int(steps x strength) of the "
         "--num-inference-steps steps run, from the clip noised to the first of them",
         "0.8", &G::strength);
+    str("control-video",
+        "VACE models: the control video (depth, pose, edges, a clip to inpaint or extend; its first --num-frames "
+        "frames at the video's size), diffusers' WanVACEPipeline video; default: a grey clip",
+        "", &G::control_video);
+    str("mask-video",
+        "VACE models, with --control-video: the mask video, white where the video is generated and black where the "
+        "control video is kept (grey-scale; its first --num-frames frames); default: all white",
+        "", &G::mask_video);
+    file_list("reference-image",
+              "VACE models: a reference image (a subject, a style), padded onto a white canvas of the video's "
+              "size and denoised as a frame before the video; repeatable",
+              &G::reference_images);
+    t.push_back({{"conditioning-scale",
+                  "VACE models: the weight of the control signal, one value or one per VACE layer (X,Y,...)", "1",
+                  false, "FLOAT[,FLOAT...]"},
+                 [](G& o, const std::string& v, const std::string& w) { o.conditioning_scale = to_double_list(v, w); },
+                 [](const G& o) { return nlohmann::json(o.conditioning_scale); },
+                 ""});
     lora_list("lora",
               "LoRA file merged into `transformer` (A14B: the high-noise expert; TI2V-5B: the model) at load, with "
               "strength SCALE (default 1); repeatable, applied in order",
@@ -698,6 +746,11 @@ void validate_options(const GenerateOptions& o) {
   OMNI_CHECK_USAGE(o.video.empty() || o.image.empty(),
                    "--video and --image together: video-to-video starts from the clip alone (drop one of them)");
   OMNI_CHECK_USAGE(o.strength > 0 && o.strength <= 1, "--strength must lie in (0, 1], got ", o.strength);
+  OMNI_CHECK_USAGE(o.mask_video.empty() || !o.control_video.empty(),
+                   "--mask-video needs --control-video: the mask says which of its pixels to keep (as diffusers' "
+                   "WanVACEPipeline, which takes a mask only with a video)");
+  for (double c : o.conditioning_scale)
+    OMNI_CHECK_USAGE(std::isfinite(c), "--conditioning-scale must be finite numbers, got ", c);
   OMNI_CHECK_USAGE(o.video.empty() || o.num_inference_steps * o.strength >= 1, "--strength ", o.strength, " with ",
                    o.num_inference_steps, " --num-inference-steps runs no step (int(steps x strength) is 0); ",
                    "raise either");
@@ -750,6 +803,10 @@ std::string preset_for(const std::string& model_name, const ModelFacts& facts) {
   std::string upper = model_name;
   std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
   auto says = [&](const char* word) { return upper.find(word) != std::string::npos; };
+  if (facts.vace) {
+    if (facts.experts == 2) return "wan2.2-vace-fun-a14b";
+    return facts.inner_dim == 1536 ? "wan2.1-vace-1.3b" : "wan2.1-vace-14b";
+  }
   if (facts.first_last_frame) return "wan2.1-flf2v-14b-720p";
   if (facts.clip_image) return says("720P") ? "wan2.1-i2v-14b-720p" : "wan2.1-i2v-14b-480p";
   if (facts.expand_timesteps) return "wan2.2-ti2v-5b";
@@ -776,7 +833,9 @@ std::string option_value(const GenerateOptions& o, const std::string& key) {
   if (b->spec.is_list) {
     std::string text;
     for (const auto& item : v)
-      text += (text.empty() ? "" : ", ") + item["path"].get<std::string>() + ":" + item["scale"].dump();
+      text +=
+          (text.empty() ? "" : ", ") +
+          (item.is_string() ? item.get<std::string>() : item["path"].get<std::string>() + ":" + item["scale"].dump());
     return text;
   }
   return v.is_string() ? v.get<std::string>() : v.dump();

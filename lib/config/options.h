@@ -30,7 +30,7 @@ enum class WeightFormat { kRunDtype, kFloat8 };
 // --layout: degrees chosen from the work, or as given.
 enum class LayoutMode { kAuto, kManual };
 // --task: from model_index.json and --image, or forced.
-enum class TaskChoice { kAuto, kT2V, kI2V, kTI2V };
+enum class TaskChoice { kAuto, kT2V, kI2V, kTI2V, kVace };
 
 const char* name_of(sched::Solver v);
 const char* name_of(pipeline::StepCacheMode v);
@@ -73,11 +73,18 @@ struct GenerateOptions {
   std::string negative_prompt;
   std::string prompts_file;
   std::string image;
-  std::string last_image;        // --last-image: the last frame (first-last-frame video on an I2V model)
-  std::string video;             // --video: the clip a video-to-video run starts from (T2V and TI2V-5B models)
-  double strength{};             // --strength: the fraction of the schedule a video-to-video run denoises
-  std::vector<LoraSpec> lora;    // --lora (repeatable): merged into `transformer`
-  std::vector<LoraSpec> lora_2;  // --lora-2 (repeatable): merged into `transformer_2`
+  std::string last_image;  // --last-image: the last frame (first-last-frame video on an I2V model)
+  std::string video;       // --video: the clip a video-to-video run starts from (T2V and TI2V-5B models)
+  double strength{};       // --strength: the fraction of the schedule a video-to-video run denoises
+  // VACE models (WanVACEPipeline): the control video (diffusers' `video`), its mask (`mask`: white generates,
+  // black keeps), the reference images (`reference_images`, in order) and the conditioning scale (one value, or
+  // one per VACE layer; empty: 1).
+  std::string control_video;                  // --control-video
+  std::string mask_video;                     // --mask-video
+  std::vector<std::string> reference_images;  // --reference-image (repeatable)
+  std::vector<double> conditioning_scale;     // --conditioning-scale X or X,Y,...
+  std::vector<LoraSpec> lora;                 // --lora (repeatable): merged into `transformer`
+  std::vector<LoraSpec> lora_2;               // --lora-2 (repeatable): merged into `transformer_2`
 
   // Sampling.
   int height{};
@@ -206,12 +213,13 @@ struct ModelFacts {
   bool clip_image = false;        // the transformer's CLIP image branch: Wan2.1 I2V and FLF2V
   bool first_last_frame = false;  // with its image position table: Wan2.1 FLF2V
   int64_t inner_dim = 0;          // the transformer's width: 1536 for Wan2.1 T2V-1.3B, 5120 for the 14B models
+  bool vace = false;              // WanVACEPipeline: Wan2.1-VACE, Wan2.2-VACE-Fun (two experts)
 };
 
 // Which preset fits a model. What its files say decides where it can (a CLIP image branch is Wan2.1 I2V, with the
-// position table FLF2V; two experts Wan2.2 A14B; expand_timesteps TI2V-5B; width 1536 Wan2.1 T2V-1.3B); the name
-// decides what they cannot: 480P or 720P for Wan2.1 I2V (480P when it says neither), and whether a one-expert
-// 14B text-to-video model is Wan2.1 ("Wan2.1" in the name) or a Wan2.2 expert alone (the default,
+// position table FLF2V; VACE by its width and experts; two experts Wan2.2 A14B; expand_timesteps TI2V-5B; width 1536
+// Wan2.1 T2V-1.3B); the name decides what they cannot: 480P or 720P for Wan2.1 I2V (480P when it says neither), and
+// whether a one-expert 14B text-to-video model is Wan2.1 ("Wan2.1" in the name) or a Wan2.2 expert alone (the default,
 // "wan2.2-t2v-a14b").
 std::string preset_for(const std::string& model_name, const ModelFacts& facts);
 

@@ -109,23 +109,45 @@ json transformer_config(const Checkpoint& ckpt, const json* wan_config, const st
     if (ckpt.contains("condition_embedder.image_embedder.pos_embed"))
       pos_len = shape_of(ckpt, "condition_embedder.image_embedder.pos_embed", 3, "the image position table")[1];
   }
-  return json{{"_class_name", "WanTransformer3DModel"},
-              {"patch_size", {patch[2], patch[3], patch[4]}},
-              {"num_attention_heads", heads},
-              {"attention_head_dim", dim / heads},
-              {"in_channels", patch[1]},
-              {"out_channels", out_dim},
-              {"text_dim", text_dim},
-              {"freq_dim", freq_dim},
-              {"ffn_dim", ffn_dim},
-              {"num_layers", layers},
-              {"cross_attn_norm", true},
-              {"qk_norm", "rms_norm_across_heads"},
-              {"eps", eps},
-              {"image_dim", image_dim},
-              {"added_kv_proj_dim", added_kv},
-              {"rope_max_seq_len", 1024},
-              {"pos_embed_seq_len", pos_len}};
+  json out{{"_class_name", "WanTransformer3DModel"},
+           {"patch_size", {patch[2], patch[3], patch[4]}},
+           {"num_attention_heads", heads},
+           {"attention_head_dim", dim / heads},
+           {"in_channels", patch[1]},
+           {"out_channels", out_dim},
+           {"text_dim", text_dim},
+           {"freq_dim", freq_dim},
+           {"ffn_dim", ffn_dim},
+           {"num_layers", layers},
+           {"cross_attn_norm", true},
+           {"qk_norm", "rms_norm_across_heads"},
+           {"eps", eps},
+           {"image_dim", image_dim},
+           {"added_kv_proj_dim", added_kv},
+           {"rope_max_seq_len", 1024},
+           {"pos_embed_seq_len", pos_len}};
+  // VACE (Wan's VaceWanModel): its blocks' count and the context's channels from the weights; the main blocks
+  // they pair with from the config where it states vace_layers, else every (layers / K)-th from 0, as Wan's
+  // VACE-1.3B (15 of 30) and VACE-14B (8 of 40) configs list them and ComfyUI infers them.
+  if (ckpt.contains("vace_patch_embedding.weight")) {
+    const int64_t k = count_blocks(ckpt, "vace_blocks.", ".scale_shift_table");
+    OMNI_CHECK_INPUT(k > 0, ckpt.path(), ": vace_patch_embedding without VACE blocks (vace_blocks.0)");
+    json vace_layers = json::array();
+    if (wan_config != nullptr && wan_config->contains("vace_layers")) {
+      vace_layers = (*wan_config)["vace_layers"];
+      OMNI_CHECK_INPUT(vace_layers.is_array() && static_cast<int64_t>(vace_layers.size()) == k, wan_source,
+                       ": 'vace_layers' must list one block per VACE block (", k, " in ", ckpt.path(), "), found ",
+                       vace_layers.dump());
+    } else {
+      OMNI_CHECK_INPUT(layers % k == 0, ckpt.path(), ": ", k, " VACE blocks (vace_blocks.N) do not pair evenly with ",
+                       layers, " blocks, and no config.json states vace_layers");
+      for (int64_t i = 0; i < k; ++i) vace_layers.push_back(i * (layers / k));
+    }
+    out["_class_name"] = "WanVACETransformer3DModel";
+    out["vace_layers"] = vace_layers;
+    out["vace_in_channels"] = shape_of(ckpt, "vace_patch_embedding.weight", 5, "the VACE patch embedding")[1];
+  }
+  return out;
 }
 
 // transformers' UMT5 config from the tensor shapes (our names).
@@ -489,10 +511,21 @@ std::map<std::string, ModelComponent> original_layout_components(const std::stri
   return out;
 }
 
-OriginalDefaults original_defaults(int64_t in_channels, bool two_experts, const std::string& source) {
+OriginalDefaults original_defaults(int64_t in_channels, bool two_experts, const std::string& source, bool vace) {
   // wan/configs: t2v_A14B (shift 12, boundary 0.875), i2v_A14B (shift 5, boundary 0.9), ti2v_5B (shift 5).
   OriginalDefaults d;
-  if (in_channels == 16 && two_experts) {
+  if (vace) {
+    // VACE on the T2V models: Wan2.2-VACE-Fun-A14B as T2V-A14B (two experts), Wan2.1-VACE with its preset's shift.
+    OMNI_CHECK_INPUT(in_channels == 16, source, ": a VACE transformer with ", in_channels,
+                     " input channels (Wan's VACE models take 16)");
+    d.pipeline_class = "WanVACEPipeline";
+    if (two_experts) {
+      d.boundary_ratio = 0.875;
+      d.sample_shift = 12.0;
+    } else {
+      d.shift_from_preset = true;
+    }
+  } else if (in_channels == 16 && two_experts) {
     d.pipeline_class = "WanPipeline";
     d.boundary_ratio = 0.875;
     d.sample_shift = 12.0;

@@ -68,7 +68,7 @@ std::map<std::string, ModelComponent> original_layout_components(const std::stri
 // The scheduler and pipeline settings Wan2.2's own configs (wan/configs) give a task, told from the transformer's
 // input channels (16 text-to-video, 36 image-to-video, 48 TI2V) and whether there are two experts.
 struct OriginalDefaults {
-  std::string pipeline_class;  // WanPipeline or WanImageToVideoPipeline
+  std::string pipeline_class;  // WanPipeline, WanImageToVideoPipeline or WanVACEPipeline
   bool expand_timesteps = false;
   std::optional<double> boundary_ratio;
   double sample_shift = 5.0;
@@ -76,7 +76,9 @@ struct OriginalDefaults {
   // FLF2V), which the channels do not tell: the scheduler states none and the model's preset gives it.
   bool shift_from_preset = false;
 };
-OriginalDefaults original_defaults(int64_t in_channels, bool two_experts, const std::string& source);
+// `vace`: the transformer has VACE blocks (Wan2.1-VACE: one expert, the preset's shift; Wan2.2-VACE-Fun: T2V-A14B's
+// two experts).
+OriginalDefaults original_defaults(int64_t in_channels, bool two_experts, const std::string& source, bool vace = false);
 // diffusers' UniPCMultistepScheduler config for flow matching with `shift` (as the Wan2.2 Diffusers repositories
 // ship it).
 nlohmann::json unipc_scheduler_config(double shift);

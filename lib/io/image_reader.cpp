@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -181,6 +182,23 @@ at::Tensor conditioning_image(const at::Tensor& read, int64_t height, int64_t wi
   // VaeImageProcessor: np.float32(x) / 255, then normalize: 2 * x - 1, both in float32
   at::Tensor x = map_levels(image, [](float v) { return 2.0f * v - 1.0f; });  // [H, W, 3]
   return x.permute({2, 0, 1}).unsqueeze(0).contiguous();                      // [1, 3, H, W]
+}
+
+at::Tensor vace_reference_image(const at::Tensor& image, int64_t height, int64_t width, int64_t multiple,
+                                const std::string& path) {
+  const int64_t h = image.size(0) - image.size(0) % multiple, w = image.size(1) - image.size(1) % multiple;
+  OMNI_CHECK_INPUT(h > 0 && w > 0, path, ": a reference image of ", image.size(1), "x", image.size(0),
+                   " pixels is smaller than the VAE's ", multiple, "-pixel cell");
+  const at::Tensor x = conditioning_image(image, h, w);  // [1, 3, h, w] in [-1, 1]
+  // Python's min(H / h, W / w) and int(h * scale): doubles, truncated.
+  const double scale = std::min(static_cast<double>(height) / static_cast<double>(h),
+                                static_cast<double>(width) / static_cast<double>(w));
+  const auto nh = static_cast<int64_t>(static_cast<double>(h) * scale);
+  const auto nw = static_cast<int64_t>(static_cast<double>(w) * scale);
+  const at::Tensor resized = at::upsample_bilinear2d(x, {nh, nw}, /*align_corners=*/false);  // [1, 3, nh, nw]
+  at::Tensor canvas = at::ones({3, height, width}, x.options());
+  canvas.narrow(1, (height - nh) / 2, nh).narrow(2, (width - nw) / 2, nw).copy_(resized[0]);
+  return canvas;  // [3, height, width]
 }
 
 }  // namespace omni::io

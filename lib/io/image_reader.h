@@ -37,6 +37,14 @@ at::Tensor load_conditioning_image(const std::string& path, int64_t height, int6
 at::Tensor conditioning_image(const at::Tensor& image, int64_t height, int64_t width,
                               ResizeFilter filter = ResizeFilter::kLanczos);
 
+// A VACE reference image as diffusers' WanVACEPipeline.preprocess_conditions places it, from the image as read
+// ([h, w, 3] uint8): VideoProcessor.preprocess with no size (its own size floored to multiples of `multiple`, the
+// VAE's spatial factor, LANCZOS when that changes it), scaled by min(height / h, width / w) with F.interpolate
+// (bilinear, align_corners=False, no antialias; each side int(side x scale)) and centred on a white canvas
+// (ones). [3, height, width] float32 in [-1, 1]. An image smaller than `multiple` is an input error naming `path`.
+at::Tensor vace_reference_image(const at::Tensor& image, int64_t height, int64_t width, int64_t multiple,
+                                const std::string& path);
+
 // Applies an EXIF orientation (1..8) to [H, W, C], as Pillow's ImageOps.exif_transpose.
 at::Tensor apply_exif_orientation(const at::Tensor& image, int orientation);
 

@@ -54,8 +54,8 @@ const std::map<std::string, std::vector<std::string>>& supported_classes() {
   static const std::map<std::string, std::vector<std::string>> m = {
       {"text_encoder", {"UMT5EncoderModel"}},
       {"tokenizer", {"T5Tokenizer", "T5TokenizerFast"}},
-      {"transformer", {"WanTransformer3DModel"}},
-      {"transformer_2", {"WanTransformer3DModel"}},
+      {"transformer", {"WanTransformer3DModel", "WanVACETransformer3DModel"}},
+      {"transformer_2", {"WanTransformer3DModel", "WanVACETransformer3DModel"}},
       {"vae", {"AutoencoderKLWan"}},
       {"scheduler", {"UniPCMultistepScheduler", "FlowMatchEulerDiscreteScheduler"}},
       {"image_encoder", {"CLIPVisionModel", "CLIPVisionModelWithProjection"}},
@@ -78,10 +78,12 @@ ModelIndex parse_model_index(const nlohmann::json& j, const std::string& path) {
   const nlohmann::json* cls = file.find("_class_name");
   OMNI_CHECK_INPUT(cls != nullptr && cls->is_string(), path, ": missing string \"_class_name\" (the pipeline class)");
   mi.class_name = cls->get<std::string>();
-  OMNI_CHECK_INPUT(mi.class_name == "WanPipeline" || mi.class_name == "WanImageToVideoPipeline", path,
-                   ": unsupported pipeline class '", mi.class_name,
-                   "' (supported: WanPipeline, WanImageToVideoPipeline)");
+  OMNI_CHECK_INPUT(mi.class_name == "WanPipeline" || mi.class_name == "WanImageToVideoPipeline" ||
+                       mi.class_name == "WanVACEPipeline",
+                   path, ": unsupported pipeline class '", mi.class_name,
+                   "' (supported: WanPipeline, WanImageToVideoPipeline, WanVACEPipeline)");
   mi.image_to_video = mi.class_name == "WanImageToVideoPipeline";
+  mi.vace = mi.class_name == "WanVACEPipeline";
 
   if (const nlohmann::json* br = file.find("boundary_ratio")) {
     OMNI_CHECK_INPUT(br->is_number(), path, ": \"boundary_ratio\" must be a number or null, found ", br->dump());
@@ -112,6 +114,14 @@ ModelIndex parse_model_index(const nlohmann::json& j, const std::string& path) {
   }
   for (const char* required : {"text_encoder", "tokenizer", "transformer", "vae", "scheduler"})
     OMNI_CHECK_INPUT(mi.has(required), path, ": required component '", required, "' is missing or null");
+  // WanVACEPipeline runs VACE transformers only, the other pipelines none (diffusers would fail on the first call).
+  for (const char* t : {"transformer", "transformer_2"}) {
+    if (!mi.has(t)) continue;
+    const bool vace = mi.components.at(t).class_name == "WanVACETransformer3DModel";
+    OMNI_CHECK_INPUT(vace == mi.vace, path, ": component '", t, "' is ", mi.components.at(t).class_name,
+                     " but the pipeline is ", mi.class_name,
+                     mi.vace ? " (it takes WanVACETransformer3DModel)" : " (VACE transformers run in WanVACEPipeline)");
+  }
   // diffusers switches to transformer_2 below the boundary; a boundary without it cannot run.
   OMNI_CHECK_INPUT(!mi.boundary_ratio || mi.has("transformer_2"), path, ": \"boundary_ratio\" is ",
                    mi.boundary_ratio.value_or(0.0), " but component 'transformer_2' is absent");
@@ -244,12 +254,15 @@ void ModelDir::set_index_from_components(const std::string& source) {
   }
   const nlohmann::json& tc = *components_.at("transformer").config;
   const bool two = components_.count("transformer_2") != 0;
-  const auto d = original_defaults(tc.at("in_channels").get<int64_t>(), two, components_.at("transformer").origin);
+  const bool vace = tc.value("_class_name", "") == "WanVACETransformer3DModel";
+  const auto d =
+      original_defaults(tc.at("in_channels").get<int64_t>(), two, components_.at("transformer").origin, vace);
   index_ = ModelIndex();
   index_source_ = "Wan2.2's configs (wan/configs), from the transformer's " +
                   std::to_string(tc.at("in_channels").get<int64_t>()) + " input channels";
   index_.class_name = d.pipeline_class;
   index_.image_to_video = d.pipeline_class == "WanImageToVideoPipeline";
+  index_.vace = d.pipeline_class == "WanVACEPipeline";
   index_.expand_timesteps = d.expand_timesteps;
   index_.boundary_ratio = d.boundary_ratio;
   ModelComponent scheduler;

@@ -270,6 +270,23 @@ std::pair<int64_t, int64_t> video_size(const std::string& path) {
   return display_rotation(stream) % 180 != 0 ? std::make_pair(w, h) : std::make_pair(h, w);
 }
 
+int64_t video_packet_count(const std::string& path) {
+  Decoder dec;
+  const AVCodec* codec = nullptr;
+  const int index = open_video(path, dec, &codec);
+  dec.packet = av_packet_alloc();
+  OMNI_CHECK(dec.packet, "av_packet_alloc failed");
+  int64_t count = 0;
+  for (;;) {
+    const int rc = av_read_frame(dec.fmt, dec.packet);
+    if (rc == AVERROR_EOF) break;
+    OMNI_CHECK_INPUT(rc >= 0, "video '", path, "': reading a packet failed: ", av_error_string(rc));
+    count += dec.packet->stream_index == index ? 1 : 0;
+    av_packet_unref(dec.packet);
+  }
+  return count;
+}
+
 VideoLevels read_clip_frames(const std::string& path, int64_t num_frames) {
   VideoLevels video = read_video_levels(path, num_frames, RgbConversion::kAsFfmpeg);
   OMNI_CHECK_INPUT(video.info.frame_count >= num_frames, "video '", path, "' has ", video.info.frame_count,

@@ -55,6 +55,10 @@ Video read_video(const std::string& path, int64_t max_frames = -1);
 // the stream's parameters: no frame is converted. Input errors as read_video's.
 std::pair<int64_t, int64_t> video_size(const std::string& path);
 
+// The packets of the video stream of `path`, read without decoding: its frame count for the codecs cameras and
+// editors write (one frame per packet). Input errors as read_video's.
+int64_t video_packet_count(const std::string& path);
+
 // The first `num_frames` frames of `path` (kAsFfmpeg); a video with fewer is an input error naming both numbers.
 VideoLevels read_clip_frames(const std::string& path, int64_t num_frames);
 

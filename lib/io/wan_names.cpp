@@ -43,10 +43,15 @@ bool is_param(const std::string& s) {
   return s == "weight" || s == "bias";
 }
 
-// blocks.N.<rest> of the original transformer -> ours.
-std::optional<std::string> transformer_block_name(int n, const std::vector<std::string>& p) {
+// blocks.N.<rest> (or VACE's vace_blocks.N.<rest>: `prefix`) of the original transformer -> ours.
+std::optional<std::string> transformer_block_name(const std::string& prefix, int n, const std::vector<std::string>& p) {
   // p: the parts after "blocks.N".
-  const std::string out = "blocks." + std::to_string(n) + ".";
+  const std::string out = prefix + std::to_string(n) + ".";
+  // VACE blocks (Wan's VaceWanAttentionBlock) project the context in (block 0) and their hint out.
+  if (prefix == "vace_blocks." && p.size() == 2 && is_param(p[1])) {
+    if (p[0] == "before_proj") return out + "proj_in." + p[1];
+    if (p[0] == "after_proj") return out + "proj_out." + p[1];
+  }
   if (p.size() == 1 && p[0] == "modulation") return out + "scale_shift_table";
   if (p.size() == 2 && p[0] == "norm3" && is_param(p[1])) return out + "norm2." + p[1];
   if (p.size() == 3 && p[0] == "ffn" && is_param(p[2])) {
@@ -136,9 +141,11 @@ std::optional<std::string> transformer_name_from_original(const std::string& sto
     auto it = kImg.find(p[2]);
     if (it != kImg.end()) return "condition_embedder.image_embedder." + it->second + "." + p[3];
   }
+  // VACE (Wan2.1-VACE, Wan2.2-VACE-Fun): its patch embedding keeps its name, its blocks are vace_blocks.N.
+  if (p.size() == 2 && p[0] == "vace_patch_embedding" && is_param(p[1])) return stored;
   int n = 0;
-  if (p.size() >= 3 && p[0] == "blocks" && parse_index(p[1], &n))
-    return transformer_block_name(n, std::vector<std::string>(p.begin() + 2, p.end()));
+  if (p.size() >= 3 && (p[0] == "blocks" || p[0] == "vace_blocks") && parse_index(p[1], &n))
+    return transformer_block_name(p[0] + ".", n, std::vector<std::string>(p.begin() + 2, p.end()));
   return std::nullopt;
 }
 

@@ -39,7 +39,8 @@ LayoutDecision decide_layout(const config::GenerateOptions& opts, const Resolved
     const pipeline::VideoParams v = videos[i].params();
     work.guidance = work.guidance || v.guidance_on();
     // Tokens at the requested size (an image-derived size keeps about the same area).
-    work.min_tokens = std::min(work.min_tokens, tc.token_count(v.latent_frames(tf), v.height / sf, v.width / sf));
+    work.min_tokens =
+        std::min(work.min_tokens, tc.token_count(v.denoised_latent_frames(tf), v.height / sf, v.width / sf));
   }
   // The nodes (a collective, as the mesh's own discovery later): Ulysses is kept inside one.
   const dist::Topology topology = dist::Topology::discover(world);

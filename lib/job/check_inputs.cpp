@@ -14,6 +14,26 @@ namespace omni::job {
 pipeline::Task choose_task(const io::ModelIndex& index, config::TaskChoice task, const pipeline::VideoParams& in) {
   using config::TaskChoice;
   const char* flag = config::name_of(task);
+  const bool vace_inputs = in.control_video || in.mask_video || in.reference_images > 0;
+  if (index.vace) {
+    // WanVACEPipeline conditions through its control video, mask and reference images (each optional: none is
+    // text-to-video through the VACE blocks); it takes no image or clip of the other pipelines.
+    OMNI_CHECK_USAGE(task == TaskChoice::kAuto || task == TaskChoice::kVace, "--task ", flag,
+                     " does not fit this model: its model_index.json names WanVACEPipeline; use --task vace");
+    OMNI_CHECK_USAGE(!in.image && !in.video, in.image ? "--image" : "--video",
+                     ": this model is VACE (WanVACEPipeline); give the picture as --reference-image, or the clip as "
+                     "--control-video (with --mask-video: black where it is kept)");
+    return pipeline::Task::kVace;
+  }
+  OMNI_CHECK_USAGE(task != TaskChoice::kVace, "--task vace needs a VACE model (WanVACEPipeline); this one is ",
+                   index.class_name);
+  OMNI_CHECK_USAGE(!vace_inputs,
+                   in.control_video ? "--control-video"
+                   : in.mask_video  ? "--mask-video"
+                                    : "--reference-image",
+                   ": this model (", index.class_name,
+                   ") has no VACE blocks; control videos, masks and reference images need a VACE model "
+                   "(Wan2.1-VACE, Wan2.2-VACE-Fun: WanVACEPipeline)");
   if (index.image_to_video) {
     OMNI_CHECK_USAGE(task == TaskChoice::kAuto || task == TaskChoice::kI2V, "--task ", flag,
                      " does not fit this model: its "
@@ -63,6 +83,11 @@ void check_video(const pipeline::ModelSpec& model, const pipeline::VideoParams& 
                      "this first-last-frame model (its transformer's pos_embed holds two "
                      "images' CLIP states) needs --last-image");
   }
+  // VACE: every reference image is one more latent frame, and the rotary tables hold rope_max_seq_len of them.
+  const auto& tc = model.experts.front();
+  OMNI_CHECK_USAGE(v.denoised_latent_frames(tf) <= tc.rope_max_seq_len, v.reference_images,
+                   " --reference-image and --num-frames ", v.num_frames, " make ", v.denoised_latent_frames(tf),
+                   " latent frames; this model's position tables hold ", tc.rope_max_seq_len);
   const int m = model.spatial_multiple();
   OMNI_CHECK_USAGE(v.height % m == 0 && v.width % m == 0, "--height and --width must be multiples of ", m,
                    " for this model (VAE factor ", model.vae.scale_factor_spatial, " x patch size), got ", v.height,
@@ -77,15 +102,45 @@ void check_video(const pipeline::ModelSpec& model, const pipeline::VideoParams& 
   }
 }
 
+std::pair<int64_t, int64_t> vace_control_size(int64_t video_h, int64_t video_w, int64_t height, int64_t width,
+                                              int64_t vae_factor, int64_t multiple) {
+  // get_default_height_width: the first frame's size floored to the VAE's factor.
+  int64_t h = video_h - video_h % vae_factor, w = video_w - video_w % vae_factor;
+  if (h * w > height * width) {
+    // Python's min(width / w, height / h) and int(h * scale), in doubles.
+    const double scale = std::min(static_cast<double>(width) / static_cast<double>(w),
+                                  static_cast<double>(height) / static_cast<double>(h));
+    h = static_cast<int64_t>(static_cast<double>(h) * scale);
+    w = static_cast<int64_t>(static_cast<double>(w) * scale);
+  }
+  return {h - h % multiple, w - w % multiple};
+}
+
 namespace {
 
 // The files a list's videos read, each checked once: its path, the first video naming it (for messages) and, for a
-// video-to-video clip, the most frames any video takes from it.
+// clip, the most frames any video takes from it.
 struct InputFile {
   int index = 0;  // among the distinct files: which rank decodes it at prepare
   std::string origin;
   int64_t frames = 0;  // 0: an image
+  bool mask = false;   // a VACE mask: grey-scale
 };
+
+// A VACE mask's frames ([F, H, W, 3] uint8) are grey: diffusers takes the red channel for the context's mask
+// and every channel for the kept / generated split, which a coloured mask would make disagree. A codec's chroma
+// noise (a level or two) passes.
+void check_grey(const at::Tensor& frames, const std::string& path) {
+  const at::Tensor f = frames.to(at::kShort);
+  const at::Tensor spread = at::amax(f, 3) - at::amin(f, 3);  // [F, H, W]
+  const int64_t worst = at::argmax(spread.flatten()).item<int64_t>();
+  const int64_t level = spread.flatten()[worst].item<int64_t>();
+  const int64_t per_frame = frames.size(1) * frames.size(2);
+  OMNI_CHECK_USAGE(level <= 16, "--mask-video '", path, "' is not grey-scale: frame ", worst / per_frame, " at (x ",
+                   worst % frames.size(2), ", y ", worst % per_frame / frames.size(2), ") has channels ", level,
+                   " levels apart; a VACE mask is white where the video is generated and black where the "
+                   "control video is kept");
+}
 
 }  // namespace
 
@@ -93,41 +148,94 @@ std::vector<pipeline::Task> check_inputs(VideoQueue& queue, const pipeline::Mode
                                          const dist::Communicator& world) {
   std::vector<pipeline::Task> tasks;
   std::map<std::string, InputFile> distinct;
-  auto add = [&](const std::string& path, const std::string& origin, int64_t frames) {
-    auto it = distinct.emplace(path, InputFile{static_cast<int>(distinct.size()), origin, 0}).first;
+  auto add = [&](const std::string& path, const std::string& origin, int64_t frames, bool mask = false) {
+    auto it = distinct.emplace(path, InputFile{static_cast<int>(distinct.size()), origin, 0, mask}).first;
     it->second.frames = std::max(it->second.frames, frames);
+    it->second.mask = it->second.mask || mask;
   };
   std::map<std::string, std::pair<int64_t, int64_t>> sizes;  // image or clip path -> [H, W] from its header
+  // Each file's header read once over the list; names the file: missing, unreadable, not an image or a video.
+  auto header = [&](const std::string& path, bool video) {
+    auto it = sizes.find(path);
+    if (it == sizes.end()) it = sizes.emplace(path, video ? io::video_size(path) : io::image_size(path)).first;
+    return it->second;
+  };
+  std::map<std::string, int64_t> packet_counts;  // a clip's frame count, read once over the list
+  auto packets = [&](const std::string& path) {
+    auto it = packet_counts.find(path);
+    if (it == packet_counts.end()) it = packet_counts.emplace(path, io::video_packet_count(path)).first;
+    return it->second;
+  };
+  const int64_t tf = model.temporal_factor();
   for (int i = 0; i < static_cast<int>(queue.size()); ++i) {
     VideoSpec& v = queue.video(i);
     auto& o = v.opts;
     with_origin(v.origin, [&] {
       tasks.push_back(choose_task(model.index(), o.task, v.params()));
+      const int64_t frames = v.params().rounded_num_frames(tf);
+      // VACE's conditioning scale: one, or one per VACE layer (as diffusers takes a float or a list).
+      const auto& layers = model.experts.front().vace_layers;
+      OMNI_CHECK_USAGE(model.index().vace || !config::set_by_user(o, "conditioning-scale"),
+                       "--conditioning-scale: this model (", model.index().class_name,
+                       ") has no VACE blocks; it weighs a VACE model's control signal");
+      OMNI_CHECK_USAGE(
+          !model.index().vace || o.conditioning_scale.size() == 1 || o.conditioning_scale.size() == layers.size(),
+          "--conditioning-scale: ", o.conditioning_scale.size(), " values for this model's ", layers.size(),
+          " VACE layers (give one for all, or one per layer)");
       // The file whose picture decides the size when none was given: the image, or the clip.
-      const std::string& sized = o.video.empty() ? o.image : o.video;
-      if (sized.empty()) return;
-      // Each file's header read once over the list; names the file: missing, unreadable, not an image or a video.
-      auto header = [&](const std::string& path, bool video) {
-        auto it = sizes.find(path);
-        if (it == sizes.end()) it = sizes.emplace(path, video ? io::video_size(path) : io::image_size(path)).first;
-        return it;
-      };
-      const auto known = header(sized, !o.video.empty());
-      if (!o.video.empty()) add(o.video, v.origin, v.params().rounded_num_frames(model.temporal_factor()));
+      const std::string& sized = !o.control_video.empty() ? o.control_video : o.video.empty() ? o.image : o.video;
+      const bool clip = !o.control_video.empty() || !o.video.empty();
+      if (!o.video.empty()) add(o.video, v.origin, frames);
+      if (!o.control_video.empty()) add(o.control_video, v.origin, frames);
       if (!o.image.empty()) add(o.image, v.origin, 0);
       if (!o.last_image.empty()) {
         (void)header(o.last_image, false);
         add(o.last_image, v.origin, 0);
       }
-      // Without explicit sizes the picture decides them.
-      if (config::set_by_user(o, "height") || config::set_by_user(o, "width")) return;
-      const auto [ih, iw] = known->second;
-      const auto hw = io::derive_size(ih, iw, static_cast<int64_t>(o.height) * o.width, model.spatial_multiple());
-      o.height = static_cast<int>(hw.first);
-      o.width = static_cast<int>(hw.second);
-      if (world.rank() == 0)
-        OMNI_INFO("size ", o.height, "x", o.width, " from the ", o.video.empty() ? "image" : "video", " (", ih, "x", iw,
-                  ")", queue.size() > 1 ? " for " + v.output : "");
+      for (const std::string& path : o.reference_images) {
+        (void)header(path, false);
+        add(path, v.origin, 0);
+      }
+      if (!o.mask_video.empty()) {
+        // diffusers resizes the mask to the video's size and takes as many frames: the same clip's shape.
+        const auto control = header(o.control_video, true), mask = header(o.mask_video, true);
+        OMNI_CHECK_USAGE(control == mask, "--mask-video '", o.mask_video, "' is ", mask.second, "x", mask.first,
+                         " but --control-video '", o.control_video, "' is ", control.second, "x", control.first,
+                         ": a mask has its video's size");
+        const int64_t nc = packets(o.control_video), nm = packets(o.mask_video);
+        OMNI_CHECK_USAGE(nc == nm, "--mask-video '", o.mask_video, "' has ", nm, " frames but --control-video '",
+                         o.control_video, "' has ", nc, ": a mask has its video's length (diffusers refuses the pair)");
+        add(o.mask_video, v.origin, frames, /*mask=*/true);
+      }
+      if (sized.empty()) return;
+      const auto [ih, iw] = header(sized, clip);
+      const bool given = config::set_by_user(o, "height") || config::set_by_user(o, "width");
+      if (!given) {
+        // Without explicit sizes the picture decides them.
+        const auto hw = io::derive_size(ih, iw, static_cast<int64_t>(o.height) * o.width, model.spatial_multiple());
+        o.height = static_cast<int>(hw.first);
+        o.width = static_cast<int>(hw.second);
+      }
+      if (!o.control_video.empty()) {
+        // WanVACEPipeline sizes the control video itself (preprocess_conditions), from its own size within the
+        // video's: the two must agree, or its latents would not fit the video's. Without explicit sizes, the
+        // largest that does (each pass only shrinks).
+        const int64_t vf = model.vae.scale_factor_spatial, m = model.spatial_multiple();
+        auto resolved = vace_control_size(ih, iw, o.height, o.width, vf, m);
+        auto fits = [&] { return resolved.first == o.height && resolved.second == o.width; };
+        while (!given && !fits() && resolved.first > 0 && resolved.second > 0) {
+          o.height = static_cast<int>(resolved.first);
+          o.width = static_cast<int>(resolved.second);
+          resolved = vace_control_size(ih, iw, o.height, o.width, vf, m);
+        }
+        OMNI_CHECK_USAGE(fits(), "--control-video '", o.control_video, "' (", iw, "x", ih, ") becomes ",
+                         resolved.second, "x", resolved.first, " in diffusers' WanVACEPipeline at a ", o.width, "x",
+                         o.height, " video, whose latents it must fit: give --width ", resolved.second, " --height ",
+                         resolved.first, ", or a clip of the video's aspect ratio");
+      }
+      if (!given && world.rank() == 0)
+        OMNI_INFO("size ", o.height, "x", o.width, " from the ", clip ? "video" : "image", " (", ih, "x", iw, ")",
+                  queue.size() > 1 ? " for " + v.output : "");
     });
   }
   // Each file decoded whole once, by one rank: a file broken past its header, or a clip shorter than a video
@@ -138,7 +246,8 @@ std::vector<pipeline::Task> check_inputs(VideoQueue& queue, const pipeline::Mode
       if (file.frames == 0) {
         (void)io::read_image(path);
       } else {
-        (void)io::read_clip_frames(path, file.frames);
+        const io::VideoLevels clip = io::read_clip_frames(path, file.frames);
+        if (file.mask) check_grey(clip.frames, path);
       }
     });
   }

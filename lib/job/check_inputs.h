@@ -4,6 +4,8 @@
 // the caller's with_origin).
 #pragma once
 
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "config/options.h"
@@ -28,6 +30,12 @@ pipeline::Task choose_task(const io::ModelIndex& index, config::TaskChoice task,
 // with --vae-parallel at least one latent row per rank of `decode_ranks`. Warns, as diffusers does, when
 // num_frames is not of the form 4k+1 (the video then has rounded_num_frames()).
 void check_video(const pipeline::ModelSpec& model, const pipeline::VideoParams& video, int decode_ranks);
+
+// The size diffusers' WanVACEPipeline.preprocess_conditions gives a control video of video_h x video_w at a
+// height x width video: its size floored to `vae_factor`, scaled by min(width / w, height / h) when its area is
+// the larger (each side truncated), floored to `multiple` (VAE factor x patch). {height, width}.
+std::pair<int64_t, int64_t> vace_control_size(int64_t video_h, int64_t video_w, int64_t height, int64_t width,
+                                              int64_t vae_factor, int64_t multiple);
 
 // Every video of `queue` against the model, before any weight is read (call it agreed: an error is one line on
 // every rank): its task (choose_task), its image's size from the file's header (io::image_size; no pixels),

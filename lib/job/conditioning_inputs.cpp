@@ -1,5 +1,7 @@
 #include "job/conditioning_inputs.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "io/image_reader.h"
 #include "io/video_reader.h"
@@ -30,11 +32,27 @@ void ConditioningInputs::fill(const config::GenerateOptions& o, pipeline::Genera
     req.last_image = cached(str_cat(o.last_image, "@", h, "x", w), last_.tensor, last_.key,
                             [&] { return io::conditioning_image(req.last_image_pixels, h, w); });
   }
-  if (!o.video.empty()) {
-    const int frames = req.video.rounded_num_frames(temporal_factor_);
-    req.clip = cached(str_cat(o.video, "@", frames, "x", h, "x", w), clip_.tensor, clip_.key,
-                      [&] { return io::load_conditioning_video(o.video, frames, h, w); });  // [1, 3, F, H, W]
+  const int frames = req.video.rounded_num_frames(temporal_factor_);
+  auto clip = [&](const std::string& path, Cached& c) {
+    return cached(str_cat(path, "@", frames, "x", h, "x", w), c.tensor, c.key,
+                  [&] { return io::load_conditioning_video(path, frames, h, w); });  // [1, 3, F, H, W] in [-1, 1]
+  };
+  if (!o.video.empty()) req.clip = clip(o.video, clip_);
+  // VACE (WanVACEPipeline.preprocess_conditions): the control video and the mask as video_processor.preprocess_video
+  // gives them at the video's size (job::check_inputs made the control video's own rule agree with it), the mask
+  // taken back to [0, 1] as diffusers does ((x + 1) / 2, clamped).
+  if (!o.control_video.empty()) req.control_video = clip(o.control_video, control_);
+  if (!o.mask_video.empty()) req.mask_video = clip(o.mask_video, mask_).add(1).div(2).clamp(0, 1);
+  references_.resize(std::max(references_.size(), o.reference_images.size()));
+  req.reference_images.clear();
+  for (size_t i = 0; i < o.reference_images.size(); ++i) {
+    const std::string& path = o.reference_images[i];
+    req.reference_images.push_back(
+        cached(str_cat(path, "@", h, "x", w), references_[i].tensor, references_[i].key, [&] {
+          return io::vace_reference_image(io::read_image(path), h, w, vae_factor_, path);  // [3, H, W]
+        }));
   }
+  req.conditioning_scale = o.conditioning_scale;
 }
 
 }  // namespace omni::job

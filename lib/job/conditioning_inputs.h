@@ -1,5 +1,6 @@
 // The conditioning inputs of each video read into its request: the first and the last image (I2V, first-last
-// frame, TI2V's image mode) and the video-to-video clip, each resized to the video's size as diffusers'
+// frame, TI2V's image mode), the video-to-video clip and VACE's control video, mask and reference images, each
+// resized to the video's size as diffusers'
 // processors resize them (io/image_reader.h, io/video_reader.h). A file consecutive videos share (one --image
 // over a whole list) is read and resized once.
 #pragma once
@@ -7,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include <string>
+#include <vector>
 
 #include "config/options.h"
 #include "pipeline/wan_pipeline.h"
@@ -16,10 +18,12 @@ namespace omni::job {
 class ConditioningInputs {
  public:
   // `temporal_factor`: the VAE's, which rounds a video's frame count (VideoParams::rounded_num_frames).
-  explicit ConditioningInputs(int temporal_factor) : temporal_factor_(temporal_factor) {}
+  // `vae_factor`: the VAE's spatial factor (VACE's reference images are floored to it first).
+  ConditioningInputs(int temporal_factor, int vae_factor)
+      : temporal_factor_(temporal_factor), vae_factor_(vae_factor) {}
 
-  // Sets req.image, req.last_image (with their pixels as read) and req.clip from the video's options `o`
-  // (req.video already set).
+  // Sets req.image, req.last_image (with their pixels as read), req.clip and VACE's control video, mask,
+  // reference images and conditioning scale from the video's options `o` (req.video already set).
   void fill(const config::GenerateOptions& o, pipeline::GenerationRequest& req);
 
  private:
@@ -29,7 +33,9 @@ class ConditioningInputs {
     at::Tensor tensor;
   };
   int temporal_factor_;
-  Cached first_, last_, clip_;
+  int vae_factor_ = 8;
+  Cached first_, last_, clip_, control_, mask_;
+  std::vector<Cached> references_;
   Cached first_read_, last_read_;  // the images as read (key: the path)
 };
 

@@ -39,7 +39,7 @@ GenerationJob::GenerationJob(config::GenerateOptions options, ResolvedRun run, s
                 nlohmann::json::object()},
       queue_(std::make_unique<VideoQueue>(std::move(run.videos), run.written)),
       writer_(opts_),
-      inputs_(model_->temporal_factor()) {
+      inputs_(model_->temporal_factor(), static_cast<int>(model_->vae.scale_factor_spatial)) {
   // Before any kernel, and before a dry run's report says what ran.
   dist::set_float32_math(opts_.tf32            ? dist::Float32Math::kTf32
                          : opts_.exact_float32 ? dist::Float32Math::kIeee

@@ -97,6 +97,7 @@ void apply_json_line(VideoSpec& video, const std::string& text, const config::Ge
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     std::string key = it.key();
     std::replace(key.begin(), key.end(), '_', '-');
+    if (key == "reference-images") key = "reference-image";  // a list of files, as diffusers' reference_images
     const bool known = std::find(allowed.begin(), allowed.end(), key) != allowed.end();
     if (!known) {
       const std::string closest = config::closest_option(key);
@@ -107,6 +108,19 @@ void apply_json_line(VideoSpec& video, const std::string& text, const config::Ge
     }
     // null is a key not given: the run's value (Python writes None so; never the text "null").
     if (it.value().is_null()) continue;
+    // Lists: the reference images (strings, one per line as a repeated flag's) and the per-layer conditioning
+    // scales (numbers, joined by commas as the flag takes them).
+    if (it.value().is_array() && (key == "reference-image" || key == "conditioning-scale")) {
+      const bool files = key == "reference-image";
+      std::string joined;
+      for (const auto& item : it.value()) {
+        OMNI_CHECK_USAGE(files ? item.is_string() : item.is_number(), "key '", it.key(), "' must be a list of ",
+                         files ? "file names (strings)" : "numbers", ", found ", item.dump());
+        joined += (files || joined.empty() ? "" : ",") + raw_text(item) + (files ? "\n" : "");
+      }
+      values[key] = joined;
+      continue;
+    }
     OMNI_CHECK_USAGE(it.value().is_string() || it.value().is_number(), "key '", it.key(),
                      "' must be a string or a number, got ", it.value().type_name());
     values[key] = raw_text(it.value());
@@ -142,6 +156,9 @@ pipeline::VideoParams video_params(const config::GenerateOptions& o) {
   v.last_image = !o.last_image.empty();
   v.video = !o.video.empty();
   v.strength = o.strength;
+  v.reference_images = static_cast<int>(o.reference_images.size());
+  v.control_video = !o.control_video.empty();
+  v.mask_video = !o.mask_video.empty();
   return v;
 }
 
@@ -157,6 +174,10 @@ const std::vector<std::string>& per_video_options() {
                                                 "last-image",
                                                 "video",
                                                 "strength",
+                                                "control-video",
+                                                "mask-video",
+                                                "reference-image",
+                                                "conditioning-scale",
                                                 "output",
                                                 "height",
                                                 "width",

@@ -43,6 +43,7 @@ const std::map<std::string, std::string>& block_names() {
 const std::map<std::string, std::string>& root_names() {
   static const std::map<std::string, std::string> m = {
       {"patch_embedding", "patch_embedding"},
+      {"vace_patch_embedding", "vace_patch_embedding"},
       {"condition_embedder.text_embedder.linear_1", "text_embedding.0"},
       {"condition_embedder.text_embedder.linear_2", "text_embedding.2"},
       {"condition_embedder.time_embedder.linear_1", "time_embedding.0"},
@@ -177,11 +178,16 @@ std::string lora_file_path(const std::string& path, const std::string& flag) {
 }
 
 std::string wan_original_module_name(const std::string& module) {
-  if (module.rfind("blocks.", 0) == 0) {
-    const size_t dot = module.find('.', 7);
+  // blocks.N.*, and VACE's vace_blocks.N.* (Wan's VaceWanAttentionBlock: before_proj / after_proj besides).
+  for (const std::string prefix : {"blocks.", "vace_blocks."}) {
+    if (module.rfind(prefix, 0) != 0) continue;
+    const size_t dot = module.find('.', prefix.size());
     if (dot == std::string::npos) return "";
-    auto it = block_names().find(module.substr(dot + 1));
-    return it == block_names().end() ? "" : module.substr(0, dot + 1) + it->second;
+    const std::string rest = module.substr(dot + 1), head = module.substr(0, dot + 1);
+    if (prefix == "vace_blocks." && (rest == "proj_in" || rest == "proj_out"))
+      return head + (rest == "proj_in" ? "before_proj" : "after_proj");
+    auto it = block_names().find(rest);
+    return it == block_names().end() ? "" : head + it->second;
   }
   auto it = root_names().find(module);
   return it == root_names().end() ? "" : it->second;

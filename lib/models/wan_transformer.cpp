@@ -183,14 +183,18 @@ at::Tensor WanTransformer3DModel::finish(const at::Tensor& x, const WanTransform
 at::Tensor WanTransformer3DModel::embed_control(const at::Tensor& control, const WanTransformerState& st) const {
   const auto& c = config_;
   const auto [gf, gh, gw] = st.grid;
-  OMNI_CHECK(control.dim() == 5 && control.size(0) == st.batch && control.size(1) == c.vace_in_channels &&
-                 control.size(2) % c.patch_size[0] == 0 && control.size(2) / c.patch_size[0] <= gf &&
-                 control.size(3) == gh * c.patch_size[1] && control.size(4) == gw * c.patch_size[2],
-             "VACE context must be [", st.batch, ", ", c.vace_in_channels, ", F' <= ", gf * c.patch_size[0], ", ",
+  OMNI_CHECK(control.dim() == 5 && (control.size(0) == st.batch || control.size(0) == 1) &&
+                 control.size(1) == c.vace_in_channels && control.size(2) % c.patch_size[0] == 0 &&
+                 control.size(2) / c.patch_size[0] <= gf && control.size(3) == gh * c.patch_size[1] &&
+                 control.size(4) == gw * c.patch_size[2],
+             "VACE context must be [", st.batch, " or 1, ", c.vace_in_channels, ", F' <= ", gf * c.patch_size[0], ", ",
              gh * c.patch_size[1], ", ", gw * c.patch_size[2], "], got ", control.sizes());
   OMNI_CHECK(vace_patch_weight_->defined(), "transformer root parameters are not loaded (or not gathered)");
   at::Tensor tokens = embed_patches(control.to(vace_patch_weight_->device(), dtype_), *vace_patch_weight_,
                                     *vace_patch_bias_, c.patch_size);  // [B, S_c, D]
+  // One context for every batch row (the pipeline's cond and uncond share it): embedded once, then a copy per
+  // row, since each row's VACE blocks write their own.
+  if (tokens.size(0) != st.batch) tokens = tokens.expand({st.batch, tokens.size(1), tokens.size(2)}).contiguous();
   const int64_t seq = st.tokens.size(1);
   // diffusers pads the context's tokens with zeros up to the video's.
   if (tokens.size(1) < seq)
@@ -226,6 +230,9 @@ at::Tensor WanTransformer3DModel::forward(const at::Tensor& hidden_states, const
   std::vector<double> scale = control_scale;
   if (config_.is_vace()) {
     if (scale.empty()) scale.assign(vace_blocks_.size(), 1.0);
+    // diffusers passes the scales as a tensor of the transformer's dtype: each rounded to it (0.7 is 0.69921875 in
+    // bfloat16).
+    for (double& v : scale) v = at::scalar_tensor(v, at::TensorOptions().dtype(dtype_)).item<double>();
     at::Tensor control = st.control;
     for (int k = 0; k < num_vace_blocks(); ++k) {
       if (hooks.units) hooks.units->before(k);

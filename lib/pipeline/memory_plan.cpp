@@ -177,6 +177,7 @@ struct MemoryPlanner::Shapes {
   models::WanVaeConfig vae;
   bool expand_timesteps = false;
   bool image_to_video = false;
+  bool vace = false;  // WanVACEPipeline: every video encodes its control clip (grey without one)
   int64_t vae_resident = 0;
   int64_t vae_mapped = 0;
   int64_t lora_mapped[2] = {0, 0};  // per expert
@@ -187,6 +188,7 @@ MemoryPlanner::MemoryPlanner(const ModelSpec& model, const MemoryPlanSettings& s
   auto& s = *shapes_;
   s.expand_timesteps = model.index().expand_timesteps;
   s.image_to_video = model.index().image_to_video;
+  s.vace = model.index().vace;
   s.text = model.text_encoder;
   {
     const models::Umt5Encoder encoder(s.text, settings.run.dtype);
@@ -227,8 +229,8 @@ StepTraffic MemoryPlanner::step_traffic(const VideoParams& v) const {
   const auto& tc = s.transformer;
   const int64_t e = esize(set.run.dtype);
   const int64_t u = set.ulysses, r = set.ring, sp = u * r;
-  const int64_t lat_t = v.latent_frames(s.vae.scale_factor_temporal), lat_h = v.height / s.vae.scale_factor_spatial,
-                lat_w = v.width / s.vae.scale_factor_spatial;
+  const int64_t lat_t = v.denoised_latent_frames(s.vae.scale_factor_temporal),
+                lat_h = v.height / s.vae.scale_factor_spatial, lat_w = v.width / s.vae.scale_factor_spatial;
   const int64_t tokens = tc.token_count(lat_t, lat_h, lat_w);
   const bool guidance = v.guidance_on();
   const int64_t batch = guidance && set.cfg == 1 ? 2 : 1;
@@ -363,7 +365,7 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   std::vector<MemoryPart> best_parts;
   for (const auto& pv : work.videos) {
     const VideoParams& v = pv.video;
-    const int64_t lat_t = v.latent_frames(tf), lat_h = v.height / sf, lat_w = v.width / sf;
+    const int64_t lat_t = v.denoised_latent_frames(tf), lat_h = v.height / sf, lat_w = v.width / sf;
     const int64_t tokens = tc.token_count(lat_t, lat_h, lat_w);
     const int64_t batch = v.guidance_on() && set.cfg == 1 ? 2 : 1;  // cond and uncond batched on one rank
     // The blocks and finish() run each batch row alone (models::wan::each_batch_row): the batch's input and
@@ -380,6 +382,12 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     // tokens that share one (models::TokenRuns): a few rows, not [B, S, 7 D].
     const int64_t state = e * full * dim + e * batch * max_text * dim + f32 * 2 * tokens * head_dim;
     parts.push_back({"transformer forward state", state});
+    // VACE: the patch-embedded context on every token (split like them after prepare()) and one hint per VACE
+    // block on this rank's tokens, held until its main block adds it.
+    if (tc.is_vace()) {
+      const auto hints = static_cast<int64_t>(tc.vace_layers.size());
+      parts.push_back({"VACE context and hints", e * full * dim + e * hints * batch * local * dim});
+    }
     // One block on this rank's tokens. Attention: the block input, the normalized input, q, k, v, the
     // attention output, its flattened copy and the output projection, plus the rotary products in float32;
     // Ulysses adds the all-to-all buffers of q, k, v and the output, ring the received key/value blocks and
@@ -442,16 +450,18 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   MemoryPhase encode{"image_encode", {}};
   for (const auto& pv : work.videos) {
     const VideoParams& v = pv.video;
-    if (!v.image && !v.video) continue;
+    if (!v.image && !v.video && !s.vace) continue;
     std::vector<VaeLevel> enc;
     int64_t frames = 4;
     for (int64_t l = 0; l < levels; ++l) {
       enc.push_back({vc.base_dim * vc.dim_mult[static_cast<size_t>(l)], frames, int64_t{1} << l});
       if (l + 1 < levels && vc.temperal_downsample[static_cast<size_t>(l)]) frames = std::max<int64_t>(1, frames / 2);
     }
-    const int64_t clip_frames = s.image_to_video || v.video ? v.rounded_num_frames(tf) : 1;
+    const int64_t clip_frames = s.image_to_video || v.video || s.vace ? v.rounded_num_frames(tf) : 1;
     MemoryPhase p{"image_encode", plan.resident};
-    p.parts.push_back({"conditioning clip", (f32 + ev) * 3 * clip_frames * v.height * v.width});
+    // VACE: the control clip, its mask, and the kept and generated parts encoded one after the other.
+    const int64_t clips = s.vace ? 4 : 1;
+    p.parts.push_back({"conditioning clip", clips * (f32 + ev) * 3 * clip_frames * v.height * v.width});
     p.parts.push_back({"vae encode working set",
                        vae_working_set(enc, v.height / patch, v.width / patch, vc.num_res_blocks, ev, host)});
     if (p.bytes() > encode.bytes()) encode = p;

@@ -23,8 +23,9 @@ double default_step_cache_threshold(StepCacheMode mode);
 
 // kFirstLastFrameToVideo: image-to-video with the last frame given too (WanImageToVideoPipeline's last_image).
 // kVideoToVideo: a text-to-video model (T2V, TI2V-5B in text mode) started from a noised clip
-// (WanVideoToVideoPipeline).
-enum class Task { kTextToVideo, kImageToVideo, kTextImageToVideo, kFirstLastFrameToVideo, kVideoToVideo };
+// (WanVideoToVideoPipeline). kVace: a VACE model (WanVACEPipeline), conditioned on a control video, its mask
+// and reference images, each optional.
+enum class Task { kTextToVideo, kImageToVideo, kTextImageToVideo, kFirstLastFrameToVideo, kVideoToVideo, kVace };
 const char* task_name(Task task);
 
 struct PipelineSettings {

@@ -22,6 +22,11 @@ struct VideoParams {
   bool last_image = false;  // with `image`, the last frame too (first-last-frame video; I2V models)
   bool video = false;       // video-to-video: the denoising starts from the VAE-encoded clip, noised
   double strength = 1.0;    // with `video`: the fraction of the schedule that runs
+  // VACE (WanVACEPipeline): the reference images, each one latent frame denoised before the video's (diffusers
+  // draws the noise for num_frames + 4 x references frames) and cut off before decoding.
+  int reference_images = 0;
+  bool control_video = false;  // VACE: a control video is given (else diffusers' grey clip)
+  bool mask_video = false;     // VACE: with it, a mask (else all white)
 
   // diffusers' do_classifier_free_guidance: the first scale above 1 (the second expert follows the first's
   // decision, with its own scale).
@@ -42,6 +47,10 @@ struct VideoParams {
   // Latent frames: the first frame alone, then one per temporal_factor frames.
   int64_t latent_frames(int64_t temporal_factor) const {
     return (rounded_num_frames(temporal_factor) - 1) / temporal_factor + 1;
+  }
+  // The latent frames the transformer denoises: the video's, after VACE's reference frames.
+  int64_t denoised_latent_frames(int64_t temporal_factor) const {
+    return latent_frames(temporal_factor) + reference_images;
   }
 };
 

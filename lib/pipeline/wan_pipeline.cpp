@@ -20,6 +20,7 @@
 #include "models/umt5_encoder.h"
 #include "models/wan_transformer.h"
 #include "pipeline/prompt_encoding.h"
+#include "pipeline/vace_condition.h"
 #include "sched/scheduler.h"
 #include "text/umt5_tokenizer.h"
 
@@ -65,6 +66,8 @@ const char* task_name(Task task) {
       return "flf2v";
     case Task::kVideoToVideo:
       return "v2v";
+    case Task::kVace:
+      return "vace";
   }
   return "?";
 }
@@ -201,13 +204,14 @@ at::Tensor WanPipeline::encode_image_states(const GenerationRequest& req, Genera
 }
 
 at::Tensor WanPipeline::run_transformer(int expert, const at::Tensor& x, const at::Tensor& timestep,
-                                        const at::Tensor& context, const at::Tensor& image_states) {
+                                        const at::Tensor& context, const CallState& call) {
   models::HsdpHooks units(experts_sharded_[static_cast<size_t>(expert)].get());
   models::ForwardHooks hooks(&units);
   std::optional<SequenceSplit> split;  // tokens split over ulysses x ring
   if (sp_) hooks.tokens = &split.emplace(*sp_);
   hooks.blocks = step_cache_.get();  // blocks through the step cache
-  return experts_[static_cast<size_t>(expert)]->forward(x, timestep, context, hooks, image_states);
+  return experts_[static_cast<size_t>(expert)]->forward(x, timestep, context, hooks, call.image_states, call.control,
+                                                        call.control_scale);
 }
 
 at::Tensor WanPipeline::guided_prediction(int expert, const ModelInput& input, const at::Tensor& prompt_embeds,
@@ -230,7 +234,7 @@ at::Tensor WanPipeline::guided_prediction(int expert, const ModelInput& input, c
     at::Tensor out;
     {
       debug::DumpScope scope(numbered("call", call));
-      out = run_transformer(expert, x, timestep, prompt_embeds, state.image_states);
+      out = run_transformer(expert, x, timestep, prompt_embeds, state);
     }
     dump_call(call, x, recorded, prompt_embeds, out);
     return out;
@@ -243,8 +247,7 @@ at::Tensor WanPipeline::guided_prediction(int expert, const ModelInput& input, c
     at::Tensor mine;
     {
       debug::DumpScope scope(numbered("call", is_cond ? call : call + 1));
-      mine = run_transformer(expert, x, timestep, is_cond ? prompt_embeds : negative_embeds, state.image_states)
-                 .contiguous();
+      mine = run_transformer(expert, x, timestep, is_cond ? prompt_embeds : negative_embeds, state).contiguous();
     }
     dump_call(is_cond ? call : call + 1, x, recorded, is_cond ? prompt_embeds : negative_embeds, mine);
     at::Tensor both = at::empty({2 * mine.numel()}, mine.options());
@@ -258,7 +261,7 @@ at::Tensor WanPipeline::guided_prediction(int expert, const ModelInput& input, c
     {
       debug::DumpScope scope(numbered("call", call) + "_" + numbered("call", call + 1));
       out = run_transformer(expert, at::cat({x, x}, 0), at::cat({timestep, timestep}, 0),
-                            at::cat({prompt_embeds, negative_embeds}, 0), state.image_states);  // [2B, C, F, H, W]
+                            at::cat({prompt_embeds, negative_embeds}, 0), state);  // [2B, C, F, H, W]
     }
     cond = out.narrow(0, 0, b);
     uncond = out.narrow(0, b, b);
@@ -273,7 +276,7 @@ WanPipeline::LatentShape WanPipeline::latent_shape(const VideoParams& video) con
   LatentShape shape;
   // I2V and TI2V denoise the VAE's latent channels; T2V's transformer takes them as its input channels.
   shape.channels = (index_.image_to_video || index_.expand_timesteps) ? vcfg.z_dim : experts_[0]->config().in_channels;
-  shape.frames = video.latent_frames(temporal_factor());
+  shape.frames = video.denoised_latent_frames(temporal_factor());  // VACE's reference frames first
   shape.height = video.height / vcfg.scale_factor_spatial;
   shape.width = video.width / vcfg.scale_factor_spatial;
   return shape;
@@ -362,6 +365,54 @@ at::Tensor WanPipeline::encode_clip(const GenerationRequest& req, const LatentSh
       "the clip's latents ", z.sizes(), " are not the video's [1, ", shape.channels, ", ", shape.frames, ", ",
       shape.height, ", ", shape.width, "]");
   return z;
+}
+
+at::Tensor WanPipeline::prepare_vace_condition(const GenerationRequest& req, const LatentShape& shape,
+                                               GenerationResult& result) const {
+  if (!index_.vace) return at::Tensor();
+  ScopedPhase phase(result.times, "image_encode", settings_.device);
+  const at::Device dev = settings_.device;
+  const VideoParams& video = req.video;
+  const int tf = temporal_factor();
+  const int64_t num_frames = video.rounded_num_frames(tf), refs = video.reference_images;
+  const std::vector<int64_t> clip_shape = {1, 3, num_frames, video.height, video.width};
+  for (const at::Tensor* t : {&req.control_video, &req.mask_video})
+    OMNI_CHECK(!t->defined() || t->sizes() == at::IntArrayRef(clip_shape), "VACE clip of shape ", t->sizes(),
+               " is not ", at::IntArrayRef(clip_shape));
+  OMNI_CHECK(static_cast<int64_t>(req.reference_images.size()) == refs,
+             "GenerationRequest: ", req.reference_images.size(), " reference images but video.reference_images is ",
+             refs);
+  const auto f32 = at::TensorOptions().dtype(at::kFloat).device(dev);
+  // preprocess_conditions' defaults: no video, zeros (mid-grey); no mask, ones (every pixel generated).
+  const at::Tensor control =
+      req.control_video.defined() ? req.control_video.to(dev, at::kFloat) : at::zeros(clip_shape, f32);
+  const at::Tensor mask = req.mask_video.defined() ? req.mask_video.to(dev, at::kFloat) : at::ones(clip_shape, f32);
+  // prepare_video_latents: the clip and the thresholded mask in the VAE's dtype, the part to keep (inactive) and
+  // the part to generate (reactive) encoded apart, each normalized and rounded to the VAE's dtype.
+  const auto vae_dtype = settings_.vae_dtype;
+  const at::Tensor binary = vace_binary_mask(mask).to(vae_dtype);
+  const at::Tensor clip = control.to(vae_dtype);
+  auto encoded = [&](const at::Tensor& pixels, const char* keep_as) {
+    return encode_normalized(pixels, req.keep_tensors ? keep_as : nullptr, result).to(vae_dtype).to(at::kFloat);
+  };
+  at::Tensor z =
+      at::cat({encoded(clip * (1 - binary), "vace_inactive_latents"), encoded(clip * binary, "vace_reactive_latents")},
+              1);  // [1, 2z, T, h, w]
+  // Each reference image's latents (and zeros for its reactive half) put in front of what is there: diffusers'
+  // loop, so with several the last given comes first.
+  for (const at::Tensor& ref : req.reference_images) {
+    OMNI_CHECK(ref.dim() == 3 && ref.size(1) == video.height && ref.size(2) == video.width, "reference image of shape ",
+               ref.sizes(), " is not [3, ", video.height, ", ", video.width, "]");
+    const at::Tensor r = encoded(ref.to(dev, at::kFloat).unsqueeze(0).unsqueeze(2), nullptr);  // [1, z, 1, h, w]
+    z = at::cat({at::cat({r, at::zeros_like(r)}, 1), z}, 2);                                   // [1, 2z, +1, h, w]
+  }
+  const at::Tensor m = vace_latent_mask(mask, tf, vae_->config().scale_factor_spatial, static_cast<int>(refs));
+  at::Tensor context = at::cat({z, m}, 1);  // [1, 2z + sf^2, R + T, h, w]
+  OMNI_CHECK(context.size(2) == shape.frames && context.size(3) == shape.height && context.size(4) == shape.width,
+             "VACE context ", context.sizes(), " does not fit the latents [", shape.frames, ", ", shape.height, ", ",
+             shape.width, "]");
+  if (req.keep_tensors) result.tensors.emplace_back("vace_context", to_float_cpu(context));
+  return context.to(settings_.dtype);
 }
 
 WanPipeline::ModelInput WanPipeline::model_input(const at::Tensor& latents, const ImageCondition& image, int64_t t,
@@ -453,6 +504,9 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   OMNI_CHECK(video.video == req.clip.defined() && (!video.video || (!index_.image_to_video && !video.image)),
              "GenerationRequest: video.video is ", video.video, " but the clip is ",
              req.clip.defined() ? "given" : "missing", " (text-to-video models, without an image)");
+  OMNI_CHECK(index_.vace || (!req.control_video.defined() && !req.mask_video.defined() &&
+                             req.reference_images.empty() && video.reference_images == 0),
+             "GenerationRequest: VACE inputs for a model that is not VACE");
   OMNI_CHECK(video.last_image == req.last_image.defined() && (!video.last_image || index_.image_to_video),
              "GenerationRequest: video.last_image is ", video.last_image, " but the last image tensor is ",
              req.last_image.defined() ? "given" : "missing", " (image-to-video models only)");
@@ -494,9 +548,10 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
                                        scheduler->timestep_values().end());  // the steps that run
   if (req.clip.defined()) latents = scheduler->add_noise(encode_clip(req, shape, result), latents, timesteps[0]);
 
-  // 3. Image conditioning (I2V; TI2V with an image), and on Wan2.1's image models the CLIP states.
+  // 3. Image conditioning (I2V; TI2V with an image), on Wan2.1's image models the CLIP states, VACE's context.
   const ImageCondition image = prepare_image_condition(req, shape, result);
   const at::Tensor image_states = encode_image_states(req, result);
+  const at::Tensor control = prepare_vace_condition(req, shape, result);
   if (image_encoder_sharded_) image_encoder_sharded_->settle_timings();
 
   // 4. Denoise: the expert by boundary_ratio (the second takes the low-noise steps, with its own scale).
@@ -508,6 +563,13 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
     CallState state;
     state.num_steps = static_cast<int>(timesteps.size());
     state.image_states = image_states;
+    state.control = control;
+    if (control.defined()) {
+      // One scale for every VACE layer, as diffusers repeats a float; else one per layer (the model checks).
+      state.control_scale = req.conditioning_scale;
+      if (state.control_scale.size() == 1)
+        state.control_scale.assign(experts_.front()->config().vace_layers.size(), req.conditioning_scale.front());
+    }
     for (size_t i = 0; i < timesteps.size(); ++i) {
       const int64_t t = timesteps[i];  // step i of those that run (diffusers' callback numbers them so)
       const int64_t received_before = stats_->received_bytes_total;
@@ -529,6 +591,9 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
     latents = (1 - image.first_frame_mask) * image.condition + image.first_frame_mask * latents;
   }
   keep("latents", latents);
+  // VACE: the reference images' latent frames are not the video's.
+  if (video.reference_images > 0)
+    latents = latents.narrow(2, video.reference_images, shape.frames - video.reference_images);
   if (step_cache_)
     for (int e = 0; e < 2; ++e) result.step_cache[e] = step_cache_->counts(e);
 

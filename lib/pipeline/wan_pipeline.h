@@ -50,7 +50,16 @@ struct GenerationRequest {
   // encoder's input (diffusers hands it the user's image, not the resized one).
   at::Tensor image_pixels;
   at::Tensor last_image_pixels;
-  at::Tensor clip;            // video-to-video (video.video): [1, 3, F, H, W] float32 in [-1, 1], or undefined
+  at::Tensor clip;  // video-to-video (video.video): [1, 3, F, H, W] float32 in [-1, 1], or undefined
+  // VACE (WanVACEPipeline; each optional): the control video [1, 3, F, H, W] float32 in [-1, 1] (undefined:
+  // diffusers' zeros, a grey clip), its mask [1, 3, F, H, W] float32 in [0, 1] (white generates, black keeps;
+  // undefined: all ones), the reference images on their canvases, each [3, H, W] float32 in [-1, 1]
+  // (io::vace_reference_image; video.reference_images of them), and the conditioning scale (one per VACE layer,
+  // or one for all; empty: 1).
+  at::Tensor control_video;
+  at::Tensor mask_video;
+  std::vector<at::Tensor> reference_images;
+  std::vector<double> conditioning_scale;
   bool decode = true;         // this rank gets the frames (the writing rank)
   bool decode_band = false;   // --vae-parallel: this rank decodes its band (every rank of the group, together)
   bool keep_tensors = false;  // collect the --save-tensors intermediates
@@ -126,6 +135,8 @@ class WanPipeline {
     int step = 0;
     int num_steps = 0;
     at::Tensor image_states;  // the CLIP image encoder's states of this video (Wan2.1 image models), else undefined
+    at::Tensor control;       // VACE's context [1, vace_in_channels, R + T, h, w] of this video, else undefined
+    std::vector<double> control_scale;  // with it: one scale per VACE layer
   };
 
   int temporal_factor() const;
@@ -138,6 +149,11 @@ class WanPipeline {
   // A pixel clip [1, 3, F, H, W] in [-1, 1] (float32, on the device) through the VAE encoder: its mean (diffusers'
   // argmax), normalized; dumped as vae_encode.in / .mean, and kept for --save-tensors as `keep_as` (null: not).
   at::Tensor encode_normalized(const at::Tensor& clip, const char* keep_as, GenerationResult& result) const;
+  // VACE: the context [1, 2 z + sf^2, R + T, h, w] in the transformer's dtype (WanVACEPipeline's
+  // conditioning_latents: the control video's inactive and reactive latents, the reference images' latents in
+  // front, and the mask); undefined for other models.
+  at::Tensor prepare_vace_condition(const GenerationRequest& req, const LatentShape& shape,
+                                    GenerationResult& result) const;
   // Video-to-video: the clip's normalized latents [1, z, T, h, w] (the VAE's mean, as diffusers' argmax).
   at::Tensor encode_clip(const GenerationRequest& req, const LatentShape& shape, GenerationResult& result) const;
   // `video`: the request's VideoParams (video-to-video records its timestep as WanVideoToVideoPipeline passes it).
@@ -149,8 +165,9 @@ class WanPipeline {
   // The CLIP image encoder's penultimate states [I, N, E] of the request's image (and last image): what
   // WanImageToVideoPipeline.encode_image gives. Undefined for a model without an image encoder.
   at::Tensor encode_image_states(const GenerationRequest& req, GenerationResult& result);
+  // `call`: the video's conditioning every call takes (CLIP image states, VACE's context).
   at::Tensor run_transformer(int expert, const at::Tensor& x, const at::Tensor& timestep, const at::Tensor& context,
-                             const at::Tensor& image_states);
+                             const CallState& call);
   // The guided velocity: cond and uncond batched, or each on its cfg rank and exchanged.
   at::Tensor guided_prediction(int expert, const ModelInput& input, const at::Tensor& prompt_embeds,
                                const at::Tensor& negative_embeds, double scale, bool do_cfg, CallState& call);

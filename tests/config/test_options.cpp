@@ -159,7 +159,7 @@ TEST(Options, ValidationNamesTheFlag) {
       {{"--layout", "fixed"}, "--layout must be auto or manual, got 'fixed'"},
       {{"--log-level", "loud"}, "--log-level must be debug, info, warn, warning, error or off, got 'loud'"},
       {{"--boundary-ratio", "1.5"}, "--boundary-ratio must lie in [0, 1], got 1.5"},
-      {{"--task", "v2v"}, "--task must be auto, t2v, i2v or ti2v, got 'v2v'"},
+      {{"--task", "v2v"}, "--task must be auto, t2v, i2v, ti2v or vace, got 'v2v'"},
       {{"--prompt", "a", "--prompts-file", "p.txt"}, "--prompt and --prompts-file are exclusive"},
   };
   for (const auto& c : cases) {
@@ -209,6 +209,21 @@ TEST(Options, PresetForModel) {
   }
   EXPECT_EQ(omni::config::preset_options("wan2.1-i2v-14b-480p").at("flow-shift"), "3.0");
   EXPECT_EQ(omni::config::preset_options("wan2.1-flf2v-14b-720p").at("flow-shift"), "16.0");
+  // VACE (WanVACEPipeline): the files say VACE and how many experts; the width tells 1.3B from 14B, whatever the
+  // folder's name.
+  ModelFacts vace_14b{"WanVACEPipeline", false, 1, false, false, 5120};
+  vace_14b.vace = true;
+  ModelFacts vace_1_3b = vace_14b;
+  vace_1_3b.inner_dim = 1536;
+  ModelFacts vace_fun = vace_14b;
+  vace_fun.experts = 2;
+  EXPECT_EQ(preset_for("Wan-AI/Wan2.1-VACE-14B-diffusers", vace_14b), "wan2.1-vace-14b");
+  EXPECT_EQ(preset_for("Wan-AI/Wan2.1-VACE-1.3B-diffusers", vace_1_3b), "wan2.1-vace-1.3b");
+  EXPECT_EQ(preset_for("/data/Wan2.2-VACE-Fun-A14B-diffusers", vace_fun), "wan2.2-vace-fun-a14b");
+  EXPECT_EQ(preset_for("/data/my-model", vace_1_3b), "wan2.1-vace-1.3b");
+  EXPECT_EQ(omni::config::preset_options("wan2.1-vace-1.3b").at("height"), "480");
+  EXPECT_EQ(omni::config::preset_options("wan2.1-vace-14b").at("flow-shift"), "16.0");
+  EXPECT_EQ(omni::config::preset_options("wan2.2-vace-fun-a14b").at("boundary-ratio"), "0.875");
 }
 
 // Scripts append overrides to a base command line: as with argparse, the last value wins.

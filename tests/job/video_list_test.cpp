@@ -81,6 +81,37 @@ TEST_F(PromptsFile, JsonLinesTakeTheFirstAndLastImages) {
   EXPECT_NE(e.find("--last-image needs --image"), std::string::npos) << e;
 }
 
+TEST_F(PromptsFile, JsonLinesTakeTheVaceInputs) {
+  // control_video, mask_video, reference_images (a list, in order; one string is one image) and
+  // conditioning_scale (a number, or one per VACE layer) per line; a line without them has the run's.
+  const auto run = run_with("vace.jsonl",
+                            "{\"prompt\": \"a\", \"control_video\": \"pose.mp4\", \"mask_video\": \"m.mp4\", "
+                            "\"reference_images\": [\"cat.jpg\", \"hat.png\"], \"conditioning_scale\": [0.5, 1.25]}\n"
+                            "{\"prompt\": \"b\", \"reference_images\": \"dog.jpg\", \"conditioning_scale\": 0.7}\n"
+                            "{\"prompt\": \"c\"}\n");
+  const auto videos = omni::job::read_video_list(run);
+  ASSERT_EQ(videos.size(), 3u);
+  EXPECT_EQ(videos[0].opts.control_video, "pose.mp4");
+  EXPECT_EQ(videos[0].opts.mask_video, "m.mp4");
+  EXPECT_EQ(videos[0].opts.reference_images, (std::vector<std::string>{"cat.jpg", "hat.png"}));
+  EXPECT_EQ(videos[0].opts.conditioning_scale, (std::vector<double>{0.5, 1.25}));
+  EXPECT_EQ(videos[0].params().reference_images, 2);
+  EXPECT_TRUE(videos[0].params().control_video);
+  EXPECT_EQ(videos[1].opts.reference_images, (std::vector<std::string>{"dog.jpg"}));
+  EXPECT_EQ(videos[1].opts.conditioning_scale, (std::vector<double>{0.7}));
+  EXPECT_TRUE(videos[2].opts.reference_images.empty());
+  EXPECT_EQ(videos[2].opts.conditioning_scale, run.conditioning_scale);
+  EXPECT_FALSE(videos[2].params().control_video);
+  // A mask without its video, and a list of the wrong items, are refused on their line.
+  std::string e = error_of("{\"prompt\": \"a\", \"mask_video\": \"m.mp4\"}");
+  EXPECT_NE(e.find("line 2"), std::string::npos) << e;
+  EXPECT_NE(e.find("--mask-video needs --control-video"), std::string::npos) << e;
+  e = error_of("{\"prompt\": \"a\", \"conditioning_scale\": [\"high\"]}");
+  EXPECT_NE(e.find("must be a list of numbers"), std::string::npos) << e;
+  e = error_of("{\"prompt\": \"a\", \"reference_images\": [1]}");
+  EXPECT_NE(e.find("must be a list of file names"), std::string::npos) << e;
+}
+
 TEST_F(PromptsFile, JsonNullIsAKeyNotGiven) {
   // null is "not set on this line": the run's value, never the text "null".
   const auto run = run_with("null.jsonl", "{\"prompt\": \"a\", \"negative_prompt\": null, \"seed\": null}\n");

@@ -105,6 +105,12 @@ TEST(Lora, OriginalWanNames) {
   EXPECT_EQ(wan_original_module_name("blocks.0.norm2"), "blocks.0.norm3");
   EXPECT_EQ(wan_original_module_name("condition_embedder.time_proj"), "time_projection.1");
   EXPECT_EQ(wan_original_module_name("proj_out"), "head.head");
+  // VACE's blocks (Wan2.1's VaceWanAttentionBlock: before_proj / after_proj, diffusers' proj_in / proj_out).
+  EXPECT_EQ(wan_original_module_name("vace_blocks.0.proj_in"), "vace_blocks.0.before_proj");
+  EXPECT_EQ(wan_original_module_name("vace_blocks.7.proj_out"), "vace_blocks.7.after_proj");
+  EXPECT_EQ(wan_original_module_name("vace_blocks.1.attn2.to_v"), "vace_blocks.1.cross_attn.v");
+  EXPECT_EQ(wan_original_module_name("vace_patch_embedding"), "vace_patch_embedding");
+  EXPECT_EQ(wan_original_module_name("blocks.0.proj_in"), "");
   EXPECT_EQ(wan_original_module_name("rope"), "");
 }
 

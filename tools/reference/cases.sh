@@ -14,8 +14,9 @@
 #                                                 remake, in place, the committed inputs that these tools made:
 #                                                 the generated checkpoints (tests/data/reference/<case>/model)
 #                                                 and the conditioning images of ti2v-5b-tiny-image,
-#                                                 i2v-jpeg, ti2v-jpeg and i2v-flf2v, and the clip of
-#                                                 t2v-v2v and ti2v-v2v
+#                                                 i2v-jpeg, ti2v-jpeg and i2v-flf2v, the clip of
+#                                                 t2v-v2v and ti2v-v2v, and the VACE cases' folders,
+#                                                 clips, masks and images
 #
 # CASE is one of the names below (default: all). OUT_ROOT=tests/data/reference rewrites the committed
 # references in place. The inputs stay where they are: the checkpoints (tests/data/reference/<model>, see
@@ -30,7 +31,7 @@ venv=${REFERENCE_VENV:-$here/.venv}
 fixture_cases=(t2v-a14b-tiny i2v-a14b-tiny ti2v-5b-tiny)
 new_cases=(ti2v-5b-tiny-image t2v-headdim16 t2v-headdim64 t2v-portrait t2v-euler ti2v-guidance-off
            t2v-vae-blocks2 ti2v-vae-blocks2 t2v-lora i2v-jpeg ti2v-jpeg i2v-flf2v t2v-v2v ti2v-v2v i2v-wan21-clip
-           flf2v-wan21-clip t2v-wan21)
+           flf2v-wan21-clip t2v-wan21 vace-a14b-control vace-ref2v vace-outpaint)
 all_cases=("${fixture_cases[@]}" "${new_cases[@]}")
 
 # model_of CASE: the checkpoint folder a case runs, relative to tests/data/reference. The new cases name it in
@@ -43,6 +44,8 @@ model_of() {
     i2v-wan21-clip) echo i2v-wan21-tiny/model ;;
     flf2v-wan21-clip) echo flf2v-wan21-tiny/model ;;
     t2v-wan21) echo t2v-wan21-tiny/model ;;
+    vace-a14b-control) echo vace-a14b-tiny/model ;;
+    vace-ref2v | vace-outpaint) echo vace-tiny/model ;;
     *) echo "$1/model" ;;
   esac
 }
@@ -108,6 +111,28 @@ PY
 make_clip() {
   ffmpeg -v error -y -f lavfi -i "testsrc2=size=64x40:rate=16,noise=alls=24:allf=t" -frames:v 12 \
     -c:v libx264 -preset medium -crf 18 -pix_fmt yuv420p -colorspace bt709 -color_primaries bt709 -color_trc bt709 \
+    -fflags +bitexact -flags:v +bitexact -movflags +faststart "$1"
+}
+
+# make_vace_clip PATH: the VACE cases' control video: H.264 MP4 as make_clip's, 96 x 64 (the 48 x 32 videos'
+# aspect: WanVACEPipeline sizes a control video by its own aspect), 12 frames.
+make_vace_clip() {
+  ffmpeg -v error -y -f lavfi -i "testsrc2=size=96x64:rate=16,noise=alls=24:allf=t" -frames:v 12 \
+    -c:v libx264 -preset medium -crf 18 -pix_fmt yuv420p -colorspace bt709 -color_primaries bt709 -color_trc bt709 \
+    -fflags +bitexact -flags:v +bitexact -movflags +faststart "$1"
+}
+
+# make_mask PATH KIND: a VACE mask video as an editor exports one (H.264, 4:2:0, grey), 96 x 64, 12 frames. box: a
+# white box (generated) moving right over black (kept), inpainting; border: black in the middle, white around it,
+# outpainting.
+make_mask() {
+  local graph
+  if [[ $2 == box ]]; then
+    graph="color=c=black:size=96x64:rate=16[bg];color=c=white:size=40x32:rate=16[box];[bg][box]overlay=x='8+4*n':y=12:shortest=1,format=yuv420p"
+  else
+    graph="color=c=white:size=96x64:rate=16[bg];color=c=black:size=64x32:rate=16[box];[bg][box]overlay=x=16:y=16:shortest=1,format=yuv420p"
+  fi
+  ffmpeg -v error -y -filter_complex "$graph" -frames:v 12 -c:v libx264 -preset medium -crf 18 -pix_fmt yuv420p \
     -fflags +bitexact -flags:v +bitexact -movflags +faststart "$1"
 }
 
@@ -266,6 +291,44 @@ run_case() {
         --height 32 --width 64 --num-frames 5 --num-inference-steps 5 \
         --guidance-scale 5 --seed 24 --max-sequence-length 16
       ;;
+    vace-a14b-control)
+      # VACE with two experts (make_vace.py --a14b): an H.264 control video, a mask video of a moving box (its
+      # first 9 frames), a landscape JPEG as the reference image on a white canvas, one conditioning scale per VACE
+      # layer. The first step on transformer, the others on transformer_2.
+      copy_image "$name" "$out" control.mp4
+      copy_image "$name" "$out" mask.mp4
+      copy_image "$name" "$out" ref.jpg
+      record "$name" "$out" --control-video "$out/control.mp4" --mask-video "$out/mask.mp4" \
+        --reference-image "$out/ref.jpg" --conditioning-scale 0.8,1.2 \
+        --prompt "A dancer spins on a stage under a spotlight" \
+        --negative-prompt "blurry, low quality" \
+        --height 32 --width 48 --num-frames 9 --num-inference-steps 3 \
+        --guidance-scale 4 --guidance-scale-2 3 --seed 41 --max-sequence-length 16
+      ;;
+    vace-ref2v)
+      # VACE reference-to-video on one transformer (make_vace.py): two reference images (a turned camera JPEG, a PNG
+      # of another aspect) and no control video or mask (diffusers' grey clip and all-white mask); diffusers puts
+      # each reference in front of the ones before it.
+      copy_image "$name" "$out" first.jpg
+      copy_image "$name" "$out" second.png
+      record "$name" "$out" --reference-image "$out/first.jpg" --reference-image "$out/second.png" \
+        --prompt "A corgi wearing sunglasses walks on a beach" \
+        --negative-prompt "blurry, low quality" \
+        --height 32 --width 48 --num-frames 5 --num-inference-steps 3 \
+        --guidance-scale 5 --seed 42 --max-sequence-length 16
+      ;;
+    vace-outpaint)
+      # VACE outpainting on one transformer: the control video kept in the middle, a white border generated, one
+      # conditioning scale.
+      copy_image "$name" "$out" control.mp4
+      copy_image "$name" "$out" mask.mp4
+      record "$name" "$out" --control-video "$out/control.mp4" --mask-video "$out/mask.mp4" \
+        --conditioning-scale 0.7 \
+        --prompt "A harbour at dusk, wide shot" \
+        --negative-prompt "blurry, low quality" \
+        --height 32 --width 48 --num-frames 9 --num-inference-steps 3 \
+        --guidance-scale 5 --seed 43 --max-sequence-length 16
+      ;;
     t2v-headdim16)
       # The generated head-dim checkpoints (see checkpoint_flags), both experts used.
       record "$name" "$out" \
@@ -392,6 +455,27 @@ make_inputs() {
     mkdir -p "$ref/$name"
     make_clip "$ref/$name/clip.mp4"
     echo "cases.sh: $name/clip.mp4 made"
+  fi
+  if [[ $name == vace-a14b-control ]]; then
+    mkdir -p "$ref/$name"
+    "$venv/bin/python" "$here/make_vace.py" --a14b "$ref/vace-a14b-tiny/model"
+    make_vace_clip "$ref/$name/control.mp4"
+    make_mask "$ref/$name/mask.mp4" box
+    make_jpeg "$ref/$name/ref.jpg" 1 52 100 2 85
+    echo "cases.sh: vace-a14b-tiny/model, $name/control.mp4, mask.mp4 and ref.jpg made"
+  fi
+  if [[ $name == vace-ref2v ]]; then
+    mkdir -p "$ref/$name"
+    "$venv/bin/python" "$here/make_vace.py" "$ref/vace-tiny/model"
+    make_jpeg "$ref/$name/first.jpg" 6 45 72 2 90
+    make_image "$ref/$name/second.png"
+    echo "cases.sh: vace-tiny/model, $name/first.jpg and second.png made"
+  fi
+  if [[ $name == vace-outpaint ]]; then
+    mkdir -p "$ref/$name"
+    make_vace_clip "$ref/$name/control.mp4"
+    make_mask "$ref/$name/mask.mp4" border
+    echo "cases.sh: $name/control.mp4 and mask.mp4 made"
   fi
   if [[ $name == ti2v-jpeg ]]; then
     mkdir -p "$ref/$name"

@@ -220,8 +220,12 @@ def wan_vae(vcfg):
 # ---------------------------------------------------------------- component checks
 
 def check_transformer(src: Path, sub: str, sd: dict, what: str, prefix: str, cfg_json=None):
-    from diffusers import WanTransformer3DModel
+    import diffusers
     ref = load_file(str(src / sub / "diffusion_pytorch_model.safetensors"))
+    # WanVACETransformer3DModel for a VACE source (diffusers' converter maps its vace_blocks), else WanTransformer3DModel.
+    src_cfg = json.loads((src / sub / "config.json").read_text())
+    vace = src_cfg["_class_name"] == "WanVACETransformer3DModel"
+    model_cls = getattr(diffusers, src_cfg["_class_name"])
     fp8 = any(v.dtype == torch.float8_e4m3fn for v in sd.values())
     if fp8:
         marker = sd.get(prefix + "scaled_fp8")
@@ -246,7 +250,7 @@ def check_transformer(src: Path, sub: str, sd: dict, what: str, prefix: str, cfg
         f = Path(td) / "single.safetensors"
         save_file({k: v.contiguous() for k, v in load_sd.items()}, str(f))
         try:
-            m = WanTransformer3DModel.from_single_file(str(f), config=str(src), subfolder=sub,
+            m = model_cls.from_single_file(str(f), config=str(src), subfolder=sub,
                                                        torch_dtype=torch.float32, local_files_only=True)
         except Exception as e:  # noqa: BLE001
             line("FAIL", f"{what}: diffusers from_single_file", str(e).replace("\n", " ")[:300])
@@ -273,6 +277,9 @@ def check_transformer(src: Path, sub: str, sd: dict, what: str, prefix: str, cfg
     line("PASS" if ok else "FAIL", f"{what}: diffusers from_single_file == source ({detail_dt})", det)
     if cfg_json is not None:
         check_wan_config(src, sub, cfg_json, what)
+    if vace:
+        # Wan2.2's repository has no VACE model (VaceWanModel is Wan2.1's); diffusers' load above is the check.
+        return
     W = wan_modules()
     if W is None:
         line("SKIP", f"{what}: Wan WanModel strict load", "WAN22_SRC not set")
@@ -335,7 +342,8 @@ PUBLISHED_KEYS = {"_class_name", "_diffusers_version", "dim", "eps", "ffn_dim", 
 
 def check_wan_config(src, sub, cfg, what):
     c = json.loads((src / sub / "config.json").read_text())
-    exp = {"_class_name": "WanModel", "dim": c["num_attention_heads"] * c["attention_head_dim"],
+    vace = c["_class_name"] == "WanVACETransformer3DModel"
+    exp = {"_class_name": "VaceWanModel" if vace else "WanModel", "dim": c["num_attention_heads"] * c["attention_head_dim"],
            "eps": c["eps"], "ffn_dim": c["ffn_dim"], "freq_dim": c["freq_dim"],
            "in_dim": c["in_channels"], "num_heads": c["num_attention_heads"],
            "num_layers": c["num_layers"], "out_dim": c["out_channels"], "text_len": 512}
@@ -344,7 +352,9 @@ def check_wan_config(src, sub, cfg, what):
     extra = set(cfg) - PUBLISHED_KEYS
     if cfg.get("text_dim", 4096) != c["text_dim"]:
         bad.append("text_dim")
-    ok = not bad and not missing and cfg.get("model_type") in ("t2v", "i2v", "ti2v")
+    if vace and (cfg.get("vace_layers") != c["vace_layers"] or cfg.get("vace_in_dim") != c["vace_in_channels"]):
+        bad.append("vace_layers / vace_in_dim")
+    ok = not bad and not missing and cfg.get("model_type") in (("vace",) if vace else ("t2v", "i2v", "ti2v"))
     line("PASS" if ok else "FAIL", f"{what}: config.json",
          f"model_type={cfg.get('model_type')} extra keys {sorted(extra)}" if ok else f"bad {bad} missing {missing}")
 

@@ -107,6 +107,7 @@ _TRANSFORMER_TOP = [
     ("condition_embedder.image_embedder.norm2.", "img_emb.proj.4."),
     ("condition_embedder.image_embedder.pos_embed", "img_emb.emb_pos"),
     ("patch_embedding.", "patch_embedding."),
+    ("vace_patch_embedding.", "vace_patch_embedding."),
     ("proj_out.", "head.head."),
     ("scale_shift_table", "head.modulation"),
 ]
@@ -136,16 +137,20 @@ _TRANSFORMER_BLOCK = [
     ("scale_shift_table", "modulation"),
 ]
 
-_BLOCK_RE = re.compile(r"^blocks\.(\d+)\.(.+)$")
+# VACE blocks (Wan2.1's VaceWanAttentionBlock; diffusers' convert_wan_to_diffusers: before_proj -> proj_in,
+# after_proj -> proj_out): the block names above plus these.
+_VACE_BLOCK = [("proj_in.", "before_proj."), ("proj_out.", "after_proj.")] + _TRANSFORMER_BLOCK
+
+_BLOCK_RE = re.compile(r"^(blocks|vace_blocks)\.(\d+)\.(.+)$")
 
 
 def transformer_key_to_original(key: str) -> str:
     m = _BLOCK_RE.match(key)
     if m:
-        n, rest = m.groups()
-        for a, b in _TRANSFORMER_BLOCK:
+        kind, n, rest = m.groups()
+        for a, b in (_VACE_BLOCK if kind == "vace_blocks" else _TRANSFORMER_BLOCK):
             if rest.startswith(a):
-                return f"blocks.{n}.{b}{rest[len(a):]}"
+                return f"{kind}.{n}.{b}{rest[len(a):]}"
         raise KeyError(f"transformer: no rule for block key {key!r}")
     for a, b in _TRANSFORMER_TOP:
         if key == a or (a.endswith(".") and key.startswith(a)):
@@ -513,6 +518,10 @@ def wan_config(tcfg: dict, model_type: str) -> dict:
     for k, v in extras.items():
         if v != WANMODEL_DEFAULTS[k]:
             cfg[k] = v
+    if "vace_layers" in tcfg:
+        # Wan2.1-VACE's config.json (VaceWanModel): model_type "vace", its block pairing and context channels.
+        cfg.update(_class_name="VaceWanModel", model_type="vace", vace_layers=list(tcfg["vace_layers"]),
+                   vace_in_dim=tcfg["vace_in_channels"])
     return dict(sorted(cfg.items()))
 
 
@@ -534,6 +543,8 @@ class Pipeline:
         if len(self.experts) == 1 and self.z_dim == 48:
             return "ti2v"
         c = self.tcfg("transformer")
+        if "vace_layers" in c:
+            return "vace"
         return "i2v" if c["in_channels"] != c["out_channels"] else "t2v"
 
     def expert_dirs(self):

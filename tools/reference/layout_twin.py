@@ -7,7 +7,8 @@ files can be held bit for bit to its run on the twin.
 
 Every tensor is written in float32: the file's fp16 / bf16 / float8 x scale values convert to float32 exactly, so
 a float32 run reads the same numbers from either.
-- transformers: diffusers' own WanTransformer3DModel.from_single_file (config from SRC);
+- transformers: diffusers' own WanTransformer3DModel (VACE: WanVACETransformer3DModel).from_single_file (config
+  from SRC);
   an fp8_scaled file is first dequantized here (float8 x scale_weight in float32: ComfyUI's definition of the
   format, independent of any name table), since diffusers ignores the scales.
 - text encoder: the ComfyUI file already has transformers' names; its scales are applied the same way and the
@@ -56,7 +57,7 @@ def stored_dtype(path):
 
 def main():
     src, comfy, out = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
-    from diffusers import WanTransformer3DModel
+    import diffusers
 
     if out.exists():
         shutil.rmtree(out)
@@ -74,7 +75,9 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             plain = Path(tmp) / "plain.safetensors"
             save_file(dequantized(sd), str(plain))
-            model = WanTransformer3DModel.from_single_file(str(plain), config=str(src), subfolder=component,
+            # WanVACETransformer3DModel for a VACE source (its vace_blocks), else WanTransformer3DModel.
+            cls = getattr(diffusers, json.loads((src / component / "config.json").read_text())["_class_name"])
+            model = cls.from_single_file(str(plain), config=str(src), subfolder=component,
                                                            torch_dtype=torch.float32)
             state = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
         target = out / component / "diffusion_pytorch_model.safetensors"

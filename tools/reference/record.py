@@ -19,6 +19,10 @@ Which pipeline runs:
                                                          a two-expert folder with WanPipeline's expert rule (t >=
                                                          boundary_ratio * T: transformer, else transformer_2)
                                                          and one guidance scale, which is all it takes
+  model_index.json WanVACEPipeline                    -> WanVACEPipeline (--control-video: its video, as load_video
+                                                         reads it, its first --num-frames frames; --mask-video: its
+                                                         mask, likewise; --reference-image: its reference_images,
+                                                         as load_image reads them; --conditioning-scale)
 
 Run it in the environment that tools/reference/setup.sh makes, for example
   tools/reference/.venv/bin/python tools/reference/record.py --model DIR --out expected.safetensors \
@@ -47,6 +51,7 @@ from diffusers import (  # noqa: E402
     WanImageToVideoPipeline,
     WanPipeline,
     WanTransformer3DModel,
+    WanVACEPipeline,
     WanVideoToVideoPipeline,
 )
 from diffusers.pipelines.wan.pipeline_wan import prompt_clean  # noqa: E402
@@ -78,6 +83,12 @@ def parse_args(argv):
     p.add_argument("--video", type=Path, default=None,
                    help="video-to-video: the clip to start from (WanVideoToVideoPipeline)")
     p.add_argument("--strength", type=float, default=0.8, help="with --video: the pipeline's strength")
+    p.add_argument("--control-video", type=Path, default=None, help="VACE: the control video (the pipeline's video)")
+    p.add_argument("--mask-video", type=Path, default=None, help="VACE: the mask video (the pipeline's mask)")
+    p.add_argument("--reference-image", type=Path, action="append", default=[],
+                   help="VACE: a reference image (the pipeline's reference_images, in order); repeatable")
+    p.add_argument("--conditioning-scale", default=None,
+                   help="VACE: one scale, or one per VACE layer separated by commas (default: the pipeline's 1)")
     p.add_argument("--solver", choices=("unipc", "euler"), default="unipc")
     p.add_argument("--flow-shift", type=float, default=None, help="replaces the scheduler config's flow_shift")
     p.add_argument("--boundary-ratio", type=float, default=None,
@@ -126,6 +137,10 @@ def load_pipeline(model_dir: Path, image: Path | None, video: Path | None = None
         if name != "WanPipeline" or image is not None:
             sys.exit(f"record.py: --video needs a text-to-video folder (WanPipeline) and no --image")
         cls = WanVideoToVideoPipeline
+    elif name == "WanVACEPipeline":
+        if image is not None:
+            sys.exit("record.py: a VACE folder takes --control-video, --mask-video and --reference-image, not --image")
+        cls = WanVACEPipeline
     elif name == "WanImageToVideoPipeline":
         if image is None:
             sys.exit(f"record.py: {model_dir} is an image-to-video model: pass --image")
@@ -276,6 +291,9 @@ class Recorder:
             self.put(f"{key}.hidden_states", kwargs["hidden_states"])
             self.put(f"{key}.timestep", kwargs["timestep"])
             self.put(f"{key}.encoder_hidden_states", kwargs["encoder_hidden_states"])
+            if "control_hidden_states" in kwargs and "vace_context" not in self.tensors:
+                # WanVACEPipeline's conditioning_latents, the same on every call.
+                self.put("vace_context", kwargs["control_hidden_states"])
             self.put(f"{key}.out", output[0] if isinstance(output, tuple) else output.sample)
         return hook
 
@@ -474,6 +492,21 @@ def main(argv):
             sys.exit(f"record.py: {args.video} has {len(call['video'])} frames, fewer than --num-frames")
         call["strength"] = args.strength
         del call["num_frames"]
+    vace = isinstance(pipe, WanVACEPipeline)
+    if not vace and (args.control_video or args.mask_video or args.reference_image or args.conditioning_scale):
+        sys.exit("record.py: --control-video, --mask-video, --reference-image and --conditioning-scale need a VACE "
+                 "folder (WanVACEPipeline)")
+    if vace:
+        for flag, path in (("video", args.control_video), ("mask", args.mask_video)):
+            if path is not None:
+                call[flag] = load_video(str(path))[: args.num_frames]
+                if len(call[flag]) < args.num_frames:
+                    sys.exit(f"record.py: {path} has {len(call[flag])} frames, fewer than --num-frames")
+        if args.reference_image:
+            call["reference_images"] = [load_image(str(p)) for p in args.reference_image]
+        if args.conditioning_scale is not None:
+            scales = [float(x) for x in args.conditioning_scale.split(",")]
+            call["conditioning_scale"] = scales[0] if len(scales) == 1 else scales
     rec = Recorder(pipe)
     rec.seed = args.seed
     unwrap = rec.wrap_pipeline(pipe)
@@ -505,6 +538,10 @@ def main(argv):
         **({"video": relative_to_case(args.video, args.case_json), "strength": args.strength}
            if args.video is not None else {}),
         **({"last_image": relative_to_case(args.last_image, args.case_json)} if args.last_image is not None else {}),
+        **({"control_video": relative_to_case(args.control_video, args.case_json) if args.control_video else None,
+            "mask_video": relative_to_case(args.mask_video, args.case_json) if args.mask_video else None,
+            "reference_images": [relative_to_case(p, args.case_json) for p in args.reference_image],
+            "conditioning_scale": args.conditioning_scale} if vace else {}),
         "pipeline": type(pipe).__name__,
         "solver": args.solver,
         "num_inference_steps": args.num_inference_steps,

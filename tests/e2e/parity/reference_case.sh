@@ -3,9 +3,9 @@
 # line, in float32 on the CPU:
 #   reference_case.sh GENERATE COMPARE NP MODEL_DIR EXPECTED CASE_WORK NSTEPS [omni-generate flags...]
 # Runs omni-generate (under mpirun when NP > 1) with --save-tensors and --dump-tensors and checks against
-# EXPECTED: init_latents exactly; the prompt embeddings, every stepNN.latents, the text encoder's ids, masks and
-# last_hidden_state, every transformer call's inputs (callNN.hidden_states / .timestep / .encoder_hidden_states)
-# and the VAE encoder's input and mean (image cases) within 1e-5, the calls' outputs (callNN.out) within 1e-5 of
+# EXPECTED: init_latents exactly; the prompt embeddings (and VACE's context, vace_context), every stepNN.latents,
+# the text encoder's ids, masks and last_hidden_state, every transformer call's inputs (callNN.hidden_states /
+# .timestep / .encoder_hidden_states) and the VAE encoder's input and mean (image cases) within 1e-5, the calls' outputs (callNN.out) within 1e-5 of
 # their largest magnitude; the frames within 1e-4, and in the VAE
 # decoder's own scales its input within 1e-4 (vae_decode.in is the final latents times latents_std, up to 3.3
 # in the A14B VAE: 1.1e-5 where the latents agree to 3.5e-6) and its output within 2e-4 (vae_decode.out is
@@ -53,7 +53,8 @@ if guided and cfg_parallel:
 fields = ("hidden_states", "timestep", "encoder_hidden_states", "out")
 groups = {
     "saved_1e5": ["prompt_embeds"] + (["negative_prompt_embeds"] if guided else [])
-                 + (["image_embeds"] if "image_embeds" in keys else []) + steps,
+                 + (["image_embeds"] if "image_embeds" in keys else [])
+                 + (["vace_context"] if "vace_context" in keys else []) + steps,
     "saved_1e4": ["frames"],
     "dump_1e5": sorted(k for k in keys if re.fullmatch(r"(prompt|negative)\.\w+|vae_encode\.(in|mean)", k))
                 + [f"{c}.{f}" for c in calls for f in fields if f != "out"],

@@ -87,6 +87,39 @@ expect i2v_with_video_np2 2 2 "--video: this model is image-to-video" -- "${i2v[
   --output "$work/a.mp4"
 expect clip_too_short_np2 2 3 "has 12 frames; the video needs 17" -- "${t2v[@]}" --video "$clip" --num-frames 17 \
   --output "$work/a.mp4"
+# VACE: its flags on a VACE model only (and the others' inputs not on one), a mask only with a control video and of
+# its size and length, a grey mask, a control video whose own size (diffusers sizes it by its aspect) fits the
+# video's latents, --task named right.
+vace=(--model "$ref/vace-tiny/model" --prompt "a harbour" --height 32 --width 48 --num-frames 9
+      --num-inference-steps 2 --max-sequence-length 16 --dtype float32)
+control=$ref/vace-outpaint/control.mp4 vmask=$ref/vace-outpaint/mask.mp4
+expect control_video_on_t2v_np2 2 2 "--control-video: this model (WanPipeline) has no VACE blocks" -- "${t2v[@]}" \
+  --control-video "$control" --output "$work/a.mp4"
+expect reference_image_on_i2v 1 2 "--reference-image: this model (WanImageToVideoPipeline) has no VACE blocks" -- \
+  "${i2v[@]}" --image "$first" --reference-image "$first" --output "$work/a.mp4"
+expect image_on_vace 1 2 "--image: this model is VACE" -- "${vace[@]}" --image "$first" --output "$work/a.mp4"
+expect task_t2v_on_vace 1 2 "use --task vace" -- "${vace[@]}" --task t2v --output "$work/a.mp4"
+expect conditioning_scale_on_t2v 1 2 "--conditioning-scale: this model (WanPipeline) has no VACE blocks" -- \
+  "${t2v[@]}" --conditioning-scale 0.5 --output "$work/a.mp4"
+expect mask_without_control 1 2 "--mask-video needs --control-video" -- "${vace[@]}" --mask-video "$vmask" \
+  --output "$work/a.mp4"
+ffmpeg -v error -y -i "$vmask" -vf scale=48:32 -c:v libx264 -pix_fmt yuv420p "$work/small_mask.mp4"
+expect mask_other_size_np2 2 2 "is 48x32 but --control-video" -- "${vace[@]}" --control-video "$control" \
+  --mask-video "$work/small_mask.mp4" --output "$work/a.mp4"
+ffmpeg -v error -y -i "$vmask" -frames:v 10 -c:v libx264 -pix_fmt yuv420p "$work/short_mask.mp4"
+expect mask_other_length 1 2 "has 10 frames but --control-video" -- "${vace[@]}" --control-video "$control" \
+  --mask-video "$work/short_mask.mp4" --output "$work/a.mp4"
+ffmpeg -v error -y -i "$control" -c:v libx264 -pix_fmt yuv420p "$work/colour_mask.mp4"
+expect mask_in_colour_np2 2 2 "is not grey-scale" -- "${vace[@]}" --control-video "$control" \
+  --mask-video "$work/colour_mask.mp4" --output "$work/a.mp4"
+expect control_video_aspect 1 2 "give --width 48 --height 16" -- "${vace[@]}" --control-video "$clip" \
+  --output "$work/a.mp4"
+expect control_video_too_short_np2 2 3 "has 12 frames; the video needs 17" -- "${vace[@]}" \
+  --control-video "$control" --num-frames 17 --output "$work/a.mp4"
+expect missing_reference_image 1 3 "$work/nope.png" -- "${vace[@]}" --reference-image "$work/nope.png" \
+  --output "$work/a.mp4"
+expect conditioning_scale_count 1 2 "--conditioning-scale: 3 values for this model's 2 VACE layers" -- "${vace[@]}" \
+  --conditioning-scale 1,1,1 --output "$work/a.mp4"
 expect output_folder_missing 2 2 "$work/no/such/dir" -- "${t2v[@]}" --output "$work/no/such/dir/a.mp4"
 echo "a file" > "$work/plainfile"
 expect output_parent_is_file 1 2 "$work/plainfile" -- "${t2v[@]}" --output "$work/plainfile/a.mp4"
