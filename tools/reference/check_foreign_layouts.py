@@ -237,7 +237,8 @@ def check_transformer(src: Path, sub: str, sd: dict, what: str, prefix: str, cfg
                  f"shape {None if marker is None else tuple(marker.shape)}")
         qset = {k[len(prefix):] for k in scales}
         expect_q = {k for k in sd_orig_names(sd, prefix)
-                    if re.match(r"^blocks\.\d+\.(self_attn\.[qkvo]|cross_attn\.(?:[qkvo]|k_img|v_img)|ffn\.[02])\.weight$", k)}
+                    if re.match(r"^(?:vace_)?blocks\.\d+\.(self_attn\.[qkvo]|cross_attn\.(?:[qkvo]|k_img|v_img)"
+                                r"|ffn\.[02]|before_proj|after_proj)\.weight$", k)}
         line("PASS" if qset == expect_q else "FAIL", f"{what}: fp8 tensor set",
              f"{len(qset)} quantised = all block Linear weights" if qset == expect_q
              else f"diff {sorted(qset ^ expect_q)[:6]}")
@@ -308,6 +309,7 @@ _D_TABLE = [
     ("head.modulation", "scale_shift_table"), ("head.head", "proj_out"),
     ("modulation", "scale_shift_table"), ("ffn.0", "ffn.net.0.proj"), ("ffn.2", "ffn.net.2"),
     ("norm2", "norm__placeholder"), ("norm3", "norm2"), ("norm__placeholder", "norm3"),
+    ("before_proj", "proj_in"), ("after_proj", "proj_out"),  # VACE blocks
 ]
 
 

@@ -348,8 +348,10 @@ def t5_comfy_sd(sd: dict) -> dict:
 # fp8 scaled
 # --------------------------------------------------------------------------------------
 
+# Every Linear weight of the blocks, VACE's (vace_blocks.N, with before_proj / after_proj) included.
 TRANSFORMER_FP8_RE = re.compile(
-    r"^blocks\.\d+\.(self_attn\.[qkvo]|cross_attn\.(?:[qkvo]|k_img|v_img)|ffn\.[02])\.weight$")
+    r"^(?:vace_)?blocks\.\d+\.(self_attn\.[qkvo]|cross_attn\.(?:[qkvo]|k_img|v_img)|ffn\.[02]|before_proj|after_proj)"
+    r"\.weight$")
 T5_FP8_RE = re.compile(
     r"^encoder\.block\.\d+\.layer\.(0\.SelfAttention\.[qkvo]|1\.DenseReluDense\.(?:wi_0|wi_1|wo))\.weight$")
 
