@@ -12,7 +12,8 @@ lora_up) and, with --alpha, alpha. With the same --seed and --rank, every format
 B is stored as B * rank / alpha where an alpha is stored, so (alpha / rank) * stored_B = B.
 
 --targets: attn (self- and cross-attention q, k, v, o), ffn (both FFN projections), head (proj_out),
-  time (the time embedding MLP and time projection), text (the text embedding MLP); comma-separated.
+  time (the time embedding MLP and time projection), text (the text embedding MLP), vace (a VACE transformer's
+  vace_blocks.K: their attention, FFN and proj_in / proj_out, Wan's before_proj / after_proj); comma-separated.
 --full-deltas (Wan format only): adds the full deltas some files carry: "diff" on the first block's
   self-attention q weight and cross-attention norm, "diff_b" on every targeted bias of the first block, and
   "diff" on the first block's modulation table.
@@ -46,10 +47,15 @@ ROOT_WAN = {
 }
 
 
+# VACE blocks add these (diffusers' convert_wan_to_diffusers: before_proj -> proj_in, after_proj -> proj_out).
+VACE_WAN = dict(BLOCK_WAN, proj_in="before_proj", proj_out="after_proj")
+
+
 def wan_name(module):
-    if module.startswith("blocks."):
-        n, rest = module.split(".", 2)[1:]
-        return f"blocks.{n}.{BLOCK_WAN[rest]}"
+    for prefix, table in (("blocks.", BLOCK_WAN), ("vace_blocks.", VACE_WAN)):
+        if module.startswith(prefix):
+            n, rest = module[len(prefix):].split(".", 1)
+            return f"{prefix}{n}.{table[rest]}"
     return ROOT_WAN[module]
 
 
@@ -66,6 +72,16 @@ def linear_modules(cfg, targets):
         if "ffn" in targets:
             out.append((f"blocks.{i}.ffn.net.0.proj", ffn, dim))
             out.append((f"blocks.{i}.ffn.net.2", dim, ffn))
+    if "vace" in targets:
+        for k in range(len(cfg["vace_layers"])):
+            for a in ("attn1", "attn2"):
+                for p in ("to_q", "to_k", "to_v", "to_out.0"):
+                    out.append((f"vace_blocks.{k}.{a}.{p}", dim, dim))
+            out.append((f"vace_blocks.{k}.ffn.net.0.proj", ffn, dim))
+            out.append((f"vace_blocks.{k}.ffn.net.2", dim, ffn))
+            if k == 0:
+                out.append(("vace_blocks.0.proj_in", dim, dim))
+            out.append((f"vace_blocks.{k}.proj_out", dim, dim))
     if "head" in targets:
         patch = cfg["patch_size"]
         out.append(("proj_out", cfg["out_channels"] * patch[0] * patch[1] * patch[2], dim))

@@ -31,7 +31,7 @@ venv=${REFERENCE_VENV:-$here/.venv}
 fixture_cases=(t2v-a14b-tiny i2v-a14b-tiny ti2v-5b-tiny)
 new_cases=(ti2v-5b-tiny-image t2v-headdim16 t2v-headdim64 t2v-portrait t2v-euler ti2v-guidance-off
            t2v-vae-blocks2 ti2v-vae-blocks2 t2v-lora i2v-jpeg ti2v-jpeg i2v-flf2v t2v-v2v ti2v-v2v i2v-wan21-clip
-           flf2v-wan21-clip t2v-wan21 vace-a14b-control vace-ref2v vace-outpaint)
+           flf2v-wan21-clip t2v-wan21 vace-a14b-control vace-ref2v vace-outpaint vace-lora)
 all_cases=("${fixture_cases[@]}" "${new_cases[@]}")
 
 # model_of CASE: the checkpoint folder a case runs, relative to tests/data/reference. The new cases name it in
@@ -45,7 +45,7 @@ model_of() {
     flf2v-wan21-clip) echo flf2v-wan21-tiny/model ;;
     t2v-wan21) echo t2v-wan21-tiny/model ;;
     vace-a14b-control) echo vace-a14b-tiny/model ;;
-    vace-ref2v | vace-outpaint) echo vace-tiny/model ;;
+    vace-ref2v | vace-outpaint | vace-lora) echo vace-tiny/model ;;
     *) echo "$1/model" ;;
   esac
 }
@@ -329,6 +329,16 @@ run_case() {
         --height 32 --width 48 --num-frames 9 --num-inference-steps 3 \
         --guidance-scale 5 --seed 43 --max-sequence-length 16
       ;;
+    vace-lora)
+      # A LoRA on the VACE transformer (make_lora.py --targets attn,ffn,vace: the main blocks' and the VACE
+      # blocks' attention and FFN, their proj_in / proj_out), loaded by diffusers' load_lora_weights at 0.8; no
+      # control input (diffusers' grey clip and white mask through the VACE blocks).
+      record "$name" "$out" --lora "$ref/$name/lora.safetensors:0.8" \
+        --prompt "A lantern festival on a river at night" \
+        --negative-prompt "blurry, low quality" \
+        --height 32 --width 48 --num-frames 5 --num-inference-steps 3 \
+        --guidance-scale 5 --seed 44 --max-sequence-length 16
+      ;;
     t2v-headdim16)
       # The generated head-dim checkpoints (see checkpoint_flags), both experts used.
       record "$name" "$out" \
@@ -470,6 +480,16 @@ make_inputs() {
     make_jpeg "$ref/$name/first.jpg" 6 45 72 2 90
     make_image "$ref/$name/second.png"
     echo "cases.sh: vace-tiny/model, $name/first.jpg and second.png made"
+  fi
+  if [[ $name == vace-lora ]]; then
+    # One LoRA in two formats, as t2v-lora's: diffusers names, and Kohya names (vace_blocks_0_before_proj, ...).
+    mkdir -p "$ref/$name"
+    local transformer=$ref/vace-tiny/model/transformer
+    "$venv/bin/python" "$here/../lora/make_lora.py" --transformer "$transformer" --seed 45 --rank 4 \
+      --targets attn,ffn,vace --format diffusers --out "$ref/$name/lora.safetensors"
+    "$venv/bin/python" "$here/../lora/make_lora.py" --transformer "$transformer" --seed 45 --rank 4 \
+      --targets attn,ffn,vace --format kohya --alpha 2 --out "$ref/$name/lora-kohya.safetensors"
+    echo "cases.sh: $name/lora.safetensors and lora-kohya.safetensors made"
   fi
   if [[ $name == vace-outpaint ]]; then
     mkdir -p "$ref/$name"
