@@ -1,6 +1,7 @@
 #include "job/conditioning_inputs.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "core/error.h"
 #include "io/image_reader.h"
@@ -33,16 +34,19 @@ void ConditioningInputs::fill(const config::GenerateOptions& o, pipeline::Genera
                             [&] { return io::conditioning_image(req.last_image_pixels, h, w); });
   }
   const int frames = req.video.rounded_num_frames(temporal_factor_);
-  auto clip = [&](const std::string& path, Cached& c) {
+  // A clip's frames, read and resized once per file and size; `finish` is applied to them before they are kept.
+  auto clip = [&](const std::string& path, Cached& c, const std::function<at::Tensor(at::Tensor)>& finish) {
     return cached(str_cat(path, "@", frames, "x", h, "x", w), c.tensor, c.key,
-                  [&] { return io::load_conditioning_video(path, frames, h, w); });  // [1, 3, F, H, W] in [-1, 1]
+                  [&] { return finish(io::load_conditioning_video(path, frames, h, w)); });  // [1, 3, F, H, W]
   };
-  if (!o.video.empty()) req.clip = clip(o.video, clip_);
+  const auto as_read = [](at::Tensor t) { return t; };  // in [-1, 1]
+  if (!o.video.empty()) req.clip = clip(o.video, clip_, as_read);
   // VACE (WanVACEPipeline.preprocess_conditions): the control video and the mask as video_processor.preprocess_video
   // gives them at the video's size (job::check_inputs made the control video's own rule agree with it), the mask
   // taken back to [0, 1] as diffusers does ((x + 1) / 2, clamped).
-  if (!o.control_video.empty()) req.control_video = clip(o.control_video, control_);
-  if (!o.mask_video.empty()) req.mask_video = clip(o.mask_video, mask_).add(1).div(2).clamp(0, 1);
+  if (!o.control_video.empty()) req.control_video = clip(o.control_video, control_, as_read);
+  if (!o.mask_video.empty())
+    req.mask_video = clip(o.mask_video, mask_, [](at::Tensor t) { return t.add_(1).div_(2).clamp_(0, 1); });
   references_.resize(std::max(references_.size(), o.reference_images.size()));
   req.reference_images.clear();
   for (size_t i = 0; i < o.reference_images.size(); ++i) {

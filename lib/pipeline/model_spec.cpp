@@ -32,27 +32,24 @@ std::shared_ptr<const ModelSpec> read_model_spec(std::shared_ptr<const io::Model
         models::WanTransformerConfig::from_json(m.component_config(name), m.component_config_path(name)));
   }
   OMNI_CHECK_INPUT(!spec->experts.empty(), m.root(), ": no transformer component");
-  // VACE: the pipeline and every transformer's config.json agree (model_index.json's classes were checked).
-  for (int e = 0; e < static_cast<int>(spec->experts.size()); ++e) {
-    const auto& c = spec->experts[static_cast<size_t>(e)];
-    OMNI_CHECK_INPUT(c.is_vace() == m.index().vace, m.component_config_path(ModelSpec::expert_name(e)),
-                     c.is_vace()
-                         ? ": a VACE transformer (WanVACETransformer3DModel) in a pipeline that is not WanVACEPipeline"
-                         : ": a transformer without VACE blocks in WanVACEPipeline");
-    OMNI_CHECK_INPUT(!c.is_vace() || c.vace_layers == spec->experts.front().vace_layers, m.root(),
-                     ": the two transformers' vace_layers differ");
-  }
   spec->text_encoder =
       models::Umt5Config::from_json(m.component_config("text_encoder"), m.component_config_path("text_encoder"));
   // Which name the (tied) embedding is stored under decides the module tree: shared.weight and/or
   // encoder.embed_tokens.weight.
   spec->text_encoder.resolve_embedding(m.checkpoint("text_encoder"));
   spec->vae = models::WanVaeConfig::from_json(m.component_config("vae"), m.component_config_path("vae"));
-  // VACE's context: the control video's inactive and reactive latents and its mask, one channel per pixel of a
-  // latent cell (WanVACEPipeline.prepare_video_latents and prepare_masks).
+  // VACE: the pipeline and every transformer's config.json agree (model_index.json's classes were checked), and
+  // the context fits the VAE: the control video's inactive and reactive latents and its mask, one channel per
+  // pixel of a latent cell (WanVACEPipeline.prepare_video_latents and prepare_masks).
   for (int e = 0; e < static_cast<int>(spec->experts.size()); ++e) {
     const auto& c = spec->experts[static_cast<size_t>(e)];
+    OMNI_CHECK_INPUT(c.is_vace() == m.index().vace, m.component_config_path(ModelSpec::expert_name(e)),
+                     c.is_vace()
+                         ? ": a VACE transformer (WanVACETransformer3DModel) in a pipeline that is not WanVACEPipeline"
+                         : ": a transformer without VACE blocks in WanVACEPipeline");
     if (!c.is_vace()) continue;
+    OMNI_CHECK_INPUT(c.vace_layers == spec->experts.front().vace_layers, m.root(),
+                     ": the two transformers' vace_layers differ");
     const int64_t sf = spec->vae.scale_factor_spatial, want = 2 * spec->vae.z_dim + sf * sf;
     OMNI_CHECK_INPUT(c.vace_in_channels == want && c.in_channels == spec->vae.z_dim,
                      m.component_config_path(ModelSpec::expert_name(e)), ": vace_in_channels ", c.vace_in_channels,

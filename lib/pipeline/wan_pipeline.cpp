@@ -395,9 +395,19 @@ at::Tensor WanPipeline::prepare_vace_condition(const GenerationRequest& req, con
   auto encoded = [&](const at::Tensor& pixels, const char* keep_as) {
     return encode_normalized(pixels, req.keep_tensors ? keep_as : nullptr, result).to(vae_dtype).to(at::kFloat);
   };
-  at::Tensor z =
-      at::cat({encoded(clip * (1 - binary), "vace_inactive_latents"), encoded(clip * binary, "vace_reactive_latents")},
-              1);  // [1, 2z, T, h, w]
+  const at::Tensor inactive = encoded(clip * (1 - binary), "vace_inactive_latents");
+  at::Tensor reactive;
+  if (req.control_video.defined()) {
+    reactive = encoded(clip * binary, "vace_reactive_latents");
+  } else {
+    // No control video: both halves are diffusers' zero clip (the mask is all ones), so one encode serves both.
+    reactive = inactive;
+    if (req.keep_tensors) {
+      const at::Tensor kept = result.tensors.back().second;  // the inactive half's, just kept
+      result.tensors.emplace_back("vace_reactive_latents", kept);
+    }
+  }
+  at::Tensor z = at::cat({inactive, reactive}, 1);  // [1, 2z, T, h, w]
   // Each reference image's latents (and zeros for its reactive half) put in front of what is there: diffusers'
   // loop, so with several the last given comes first.
   for (const at::Tensor& ref : req.reference_images) {
