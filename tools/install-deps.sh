@@ -17,6 +17,7 @@ PACKAGES=(
   libjpeg62-turbo-dev libwebp-dev   # image input decoded as Pillow decodes it (libjpeg-turbo, libwebp)
   libgtest-dev googletest
   slurm-wlm munge                   # tools/slurm/selftest.sh: a one-node Slurm for the slurm-labelled test
+  chromium                          # ctest compare.runs opens omni-compare's HTML report in a headless browser
 )
 
 missing=()

@@ -1,32 +1,52 @@
-// omni-compare: regression comparison of two outputs.
+// omni-compare: regression comparison of two outputs, or of two whole runs.
 //
+//   omni-compare RUN_A RUN_B [--profile P] [--report DIR] [--json F] [--junit F]   two output folders (or JSON
+//       Lines manifests): videos paired by name (then by prompt and seed), each pair measured and judged, the
+//       sidecars' settings compared (run_compare.h, report.h; docs/comparisons.md)
 //   omni-compare A.mp4 B.mp4 [--psnr-min DB] [--ssim-min S] [--tolerance X]   two videos, decoded, frame by frame
 //   omni-compare A.safetensors B.safetensors [--tolerance X]       every tensor (--keys to pick some)
 //   omni-compare A.mp4 B.safetensors [--frames-key frames]         a video against saved frames [1,] F, H, W, 3
 //
 // B is the reference. Exit codes: 0 within tolerance, 1 not (or a mismatch in frames, sizes, keys, shapes),
-// 2 bad usage, 3 a missing or unreadable file. With no --tolerance, --psnr-min or --ssim-min the outputs must be
-// equal. Frames get per-frame PSNR and SSIM (ssim.h: scikit-image's Gaussian-window SSIM, data range 1) and the
-// worst of each; SSIM also its mean over frames, the video's SSIM.
+// 2 bad usage, 3 a missing or unreadable file. With no --tolerance, --psnr-min or --ssim-min two files must be
+// equal; two runs are judged by --profile (default kernel) and the metric flags. Frames get per-frame PSNR and
+// SSIM (ssim.h: scikit-image's Gaussian-window SSIM, data range 1) and the worst of each; SSIM also its mean over
+// frames, the video's SSIM.
+#include <ATen/Parallel.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iomanip>
+#include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "core/error.h"
+#include "core/files.h"
+#include "core/progress.h"
 #include "io/safetensors.h"
 #include "io/video_reader.h"
+#include "io/video_writer.h"
+#include "lpips.h"
+#include "report.h"
+#include "run_compare.h"
 #include "ssim.h"
 
 namespace {
+
+using namespace omni;
 
 struct Settings {
   std::string a, b;
@@ -250,14 +270,132 @@ int compare_tensors(const Settings& s) {
   return ok ? 0 : 1;
 }
 
+// A folder, or a JSON Lines manifest: one of the two runs `omni-compare RUN_A RUN_B` compares.
+bool is_run(const std::string& path) {
+  return is_dir(path) || ends_with(path, ".jsonl");
+}
+
+struct RunSettings {
+  std::string profile = "kernel";
+  compare::Thresholds thresholds;  // the profile's, with the metric flags on top
+  std::string lpips_weights, report, json, junit;
+  int jobs = 0;  // 0: one per core
+  bool allow_missing = false;
+  bool overwrite = false;
+};
+
+int compare_runs(const Settings& s, const RunSettings& rs) {
+  // Every output path checked before any video is decoded: a comparison of 200 pairs must not end by refusing
+  // to write its report.
+  if (!rs.json.empty()) io::check_output_writable(rs.json, rs.overwrite);
+  if (!rs.junit.empty()) io::check_output_writable(rs.junit, rs.overwrite);
+  if (!rs.report.empty()) {
+    if (is_dir(rs.report)) {
+      OMNI_CHECK_USAGE(rs.overwrite || std::filesystem::is_empty(rs.report), "--report ", rs.report,
+                       ": the folder exists and is not empty; choose a new one, or give --overwrite to replace its "
+                       "report");
+    } else {
+      std::error_code ec;
+      std::filesystem::create_directory(rs.report, ec);
+      OMNI_CHECK_USAGE(!ec, "--report ", rs.report, ": cannot create the folder: ", ec.message());
+    }
+  }
+  std::unique_ptr<compare::Lpips> lpips;
+  if (!rs.lpips_weights.empty()) lpips = std::make_unique<compare::Lpips>(rs.lpips_weights);
+
+  const compare::Run a = compare::read_run(s.a), b = compare::read_run(s.b);
+  const compare::Pairing pairing = compare::pair_runs(a, b);
+  compare::Comparison c;
+  c.a_source = s.a;
+  c.b_source = s.b;
+  c.profile = rs.profile;
+  c.thresholds = rs.thresholds;
+  c.lpips = lpips != nullptr;
+  c.allow_missing = rs.allow_missing;
+  if (!lpips)
+    c.notes.push_back("LPIPS not measured: no --lpips-weights (tools/lpips/convert_weights.py writes the file)");
+  for (const compare::Run* run : {&a, &b}) {
+    int missing = 0;
+    for (const auto& v : run->videos) {
+      if (!v.sidecar_error.empty())
+        c.notes.push_back(str_cat(v.sidecar_path, ": unreadable sidecar, settings not compared: ", v.sidecar_error));
+      missing += v.sidecar_path.empty();
+    }
+    if (missing)
+      c.notes.push_back(str_cat(missing, " of ", run->videos.size(), " videos of ", run->source,
+                                " have no sidecar (<video>.json): their settings are not compared"));
+  }
+
+  compare::CompareOptions o;
+  o.thresholds = rs.thresholds;
+  o.lpips = lpips.get();
+  o.sheet_dir = rs.report;
+  const int n = static_cast<int>(pairing.pairs.size());
+  c.pairs.resize(static_cast<size_t>(n));
+  c.seconds.resize(static_cast<size_t>(n));
+  const int jobs = std::max(1, std::min(n, rs.jobs > 0 ? rs.jobs : static_cast<int>(std::thread::hardware_concurrency())));
+  // Pairs in parallel, one intra-op thread each (several pairs use the cores better than one pair's small ops).
+  std::mutex mutex;
+  int next = 0, done = 0;
+  Progress progress("omni-compare pairs", n, isatty(fileno(stderr)) != 0);
+  auto worker = [&] {
+    if (jobs > 1) at::set_num_threads(1);
+    for (;;) {
+      int i;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (next >= n) return;
+        i = next++;
+      }
+      const auto start = std::chrono::steady_clock::now();
+      compare::PairResult r = compare::compare_pair(a, b, pairing.pairs[static_cast<size_t>(i)], i + 1, o);
+      const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::lock_guard<std::mutex> lock(mutex);
+      progress.update(++done, sec, r.name);
+      c.pairs[static_cast<size_t>(i)] = std::move(r);
+      c.seconds[static_cast<size_t>(i)] = sec;
+    }
+  };
+  std::vector<std::thread> threads;
+  std::exception_ptr failure;
+  for (int t = 0; t < jobs; ++t)
+    threads.emplace_back([&] {
+      try {
+        worker();
+      } catch (...) {  // a bug or a write error, not a bad video (compare_pair keeps those): end the run
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!failure) failure = std::current_exception();
+        next = n;
+      }
+    });
+  for (auto& t : threads) t.join();
+  progress.finish();
+  if (failure) std::rethrow_exception(failure);
+
+  compare::sort_worst_first(c);
+  std::cout << compare::console_text(c);
+  if (!rs.json.empty()) write_file_atomically(rs.json, compare::comparison_json(c).dump(2) + "\n", rs.overwrite);
+  if (!rs.junit.empty()) write_file_atomically(rs.junit, compare::junit_xml(c), rs.overwrite);
+  if (!rs.report.empty()) {
+    compare::write_html_report(c, rs.report, rs.overwrite);
+    std::cout << "report: " << join_path(rs.report, "index.html") << "\n";
+  }
+  return compare::comparison_exit_code(c);
+}
+
 int run(int argc, char** argv) {
   Settings s;
-  CLI::App app{"omni-compare: compare two outputs (videos, or safetensors tensor files); B is the reference",
+  RunSettings rs;
+  CLI::App app{"omni-compare: compare two outputs (videos, or safetensors tensor files), or two runs (output "
+               "folders or JSON Lines manifests); B is the reference",
                "omni-compare"};
   app.set_help_flag("-h,--help", "print this help and exit");
-  app.add_option("A", s.a, "output to check: a video (any FFmpeg-readable file) or a .safetensors file")->required();
-  app.add_option("B", s.b, "reference: a video or a .safetensors file")->required();
-  double tol = 0, rel = 0, psnr = 0, ssim = 0;
+  app.add_option("A", s.a,
+                 "output to check: a video (any FFmpeg-readable file), a .safetensors file, or a run (an output "
+                 "folder, or a .jsonl manifest)")
+      ->required();
+  app.add_option("B", s.b, "reference: a video, a .safetensors file, or a run")->required();
+  double tol = 0, rel = 0, psnr = 0, ssim = 0, mad = 0, lp = 0, cosine = 0;
   std::string keys;
   auto* o_tol = app.add_option("--tolerance", tol, "largest allowed max abs difference");
   auto* o_rel = app.add_option("--rel-tolerance", rel, "largest allowed max abs difference / max |B| (tensors)");
@@ -268,9 +406,28 @@ int run(int argc, char** argv) {
                      "in [-1, 1]; frames under 11x11 fail it)");
   app.add_option("--keys", keys, "comma-separated tensor names to compare (default: all)");
   app.add_flag("--luma", s.luma, "videos and frames: compare BT.601 luma only (no chroma subsampling loss)");
-  app.add_flag("--allow-missing", s.allow_missing, "do not fail on tensors present in only one file");
+  app.add_flag("--allow-missing", s.allow_missing,
+               "do not fail on tensors present in only one file, or on videos of the reference run that A lacks");
   app.add_option("--frames-key", s.frames_key, "tensor holding the frames when a video meets a tensor file")
       ->capture_default_str();
+  // Two runs.
+  auto* o_profile =
+      app.add_option("--profile", rs.profile,
+                     "runs: the thresholds for the usual comparison: exact (bit-equal), layout (another parallel "
+                     "layout), kernel (other kernels, GPUs or dtypes), model (a new checkpoint or LoRA)")
+          ->capture_default_str();
+  auto* o_mad = app.add_option("--mad-max", mad, "runs: largest allowed per-frame mean abs difference, 8-bit levels");
+  auto* o_lpips = app.add_option("--lpips-max", lp, "runs: largest allowed per-frame LPIPS (with --lpips-weights)");
+  auto* o_cos = app.add_option("--latent-cosine-min", cosine,
+                               "runs: smallest allowed cosine of the final latents (where both runs --save-tensors)");
+  auto* o_lw = app.add_option("--lpips-weights", rs.lpips_weights,
+                              "runs: LPIPS (AlexNet) weights, one safetensors file (tools/lpips/convert_weights.py); "
+                              "without it LPIPS is not measured");
+  auto* o_report = app.add_option("--report", rs.report, "runs: write an HTML report (index.html and PNGs) to DIR");
+  auto* o_json = app.add_option("--json", rs.json, "runs: write every figure as JSON to FILE");
+  auto* o_junit = app.add_option("--junit", rs.junit, "runs: write JUnit XML (one test case per video) to FILE");
+  auto* o_jobs = app.add_option("--jobs", rs.jobs, "runs: pairs compared at once (default: one per core)");
+  auto* o_over = app.add_flag("--overwrite", rs.overwrite, "runs: replace existing --json, --junit and --report files");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -292,6 +449,40 @@ int run(int argc, char** argv) {
     OMNI_CHECK_USAGE(ssim >= -1 && ssim <= 1, "--ssim-min must be a number in [-1, 1], got ", ssim);
     s.ssim_min = ssim;
   }
+  const bool runs_a = is_run(s.a), runs_b = is_run(s.b);
+  if (runs_a || runs_b) {
+    const std::string& other = runs_a ? s.b : s.a;
+    OMNI_CHECK_INPUT(std::filesystem::exists(other), other,
+                     ": no such folder (a run to compare is an output folder of omni-generate, or a .jsonl naming its "
+                     "videos)");
+    OMNI_CHECK_USAGE(runs_a && runs_b, "compare a run with a run: ", runs_a ? s.a : s.b,
+                     " is a run (a folder or a .jsonl manifest) but ", runs_a ? s.b : s.a, " is a file");
+    for (const CLI::Option* o : {o_tol, o_rel})
+      OMNI_CHECK_USAGE(!o->count(), o->get_name(), " applies to two files; two runs take --profile and the metric "
+                       "thresholds (--psnr-min, --ssim-min, --mad-max, --lpips-max, --latent-cosine-min)");
+    OMNI_CHECK_USAGE(keys.empty() && !s.luma, "--keys and --luma apply to two files, not to two runs");
+    rs.allow_missing = s.allow_missing;
+    rs.thresholds = compare::find_profile(rs.profile).thresholds;
+    if (s.psnr_min) rs.thresholds.psnr_min = s.psnr_min;
+    if (s.ssim_min) rs.thresholds.ssim_min = s.ssim_min;
+    if (o_mad->count()) {
+      OMNI_CHECK_USAGE(mad >= 0 && std::isfinite(mad), "--mad-max must be a finite number >= 0, got ", mad);
+      rs.thresholds.mad_max = mad;
+    }
+    if (o_lpips->count()) {
+      OMNI_CHECK_USAGE(lp >= 0 && std::isfinite(lp), "--lpips-max must be a finite number >= 0, got ", lp);
+      rs.thresholds.lpips_max = lp;
+    }
+    if (o_cos->count()) {
+      OMNI_CHECK_USAGE(cosine >= -1 && cosine <= 1, "--latent-cosine-min must be in [-1, 1], got ", cosine);
+      rs.thresholds.latent_cosine_min = cosine;
+    }
+    OMNI_CHECK_USAGE(rs.jobs >= 0, "--jobs must be >= 1 (0: one per core), got ", rs.jobs);
+    return compare_runs(s, rs);
+  }
+  for (const CLI::Option* o : {o_profile, o_mad, o_lpips, o_cos, o_lw, o_report, o_json, o_junit, o_jobs, o_over})
+    OMNI_CHECK_USAGE(!o->count(), o->get_name(), " applies to two runs (output folders or .jsonl manifests), not to "
+                     "two files");
   for (size_t start = 0; !keys.empty() && start <= keys.size();) {
     size_t comma = keys.find(',', start);
     if (comma == std::string::npos) comma = keys.size();

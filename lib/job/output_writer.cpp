@@ -1,10 +1,12 @@
 #include "job/output_writer.h"
 
 #include <fstream>
+#include <sstream>
 
 #include "core/files.h"
 #include "core/log.h"
 #include "core/tensor_dump.h"
+#include "dist/device.h"
 #include "io/safetensors.h"
 #include "io/video_writer.h"
 #include "pipeline/wan_pipeline.h"
@@ -144,6 +146,17 @@ void OutputWriter::write(int index, const VideoSpec& v, const std::string& task,
   side["timings"] = timings;
   side["layout"] = run.layout;
   side["layout_choice"] = run.layout_choice;
+  if (!v.tensors_path.empty()) side["tensors"] = v.tensors_path;  // its --save-tensors file (omni-compare reads it)
+  // The build that made it, a line per component (omni-generate, LibTorch, CUDA, NCCL, MPI): what a regression
+  // comparison of two runs lists when it differs.
+  static const nlohmann::json build = [] {
+    nlohmann::json lines = nlohmann::json::array();
+    std::istringstream in(dist::version_report(config::tool_version()));
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) lines.push_back(line);
+    return lines;
+  }();
+  side["build"] = build;
   const std::string side_text = side.dump(2) + "\n";
   vo.before_commit = [&] {
     write_file_atomically(v.output + ".json", side_text, may_replace(index, v.output + ".json"));
