@@ -42,8 +42,9 @@ std::string lower(std::string s) {
   return s;
 }
 
-// Fills the sidecar, prompt, seed and tensors of `v` from "<video>.json" when it exists.
-void read_sidecar(RunVideo& v) {
+// Fills the sidecar, prompt, seed and tensors of `v` from "<video>.json" when it exists; `root` is the run's
+// folder.
+void read_sidecar(RunVideo& v, const fs::path& root) {
   const std::string path = v.path + ".json";
   if (!is_file(path)) return;
   v.sidecar_path = path;
@@ -59,15 +60,16 @@ void read_sidecar(RunVideo& v) {
   if (v.sidecar.contains("prompt") && v.sidecar["prompt"].is_string()) v.prompt = v.sidecar["prompt"];
   const nlohmann::json& settings = v.sidecar.value("settings", nlohmann::json::object());
   if (settings.contains("seed") && settings["seed"].is_number_integer()) v.seed = settings["seed"].get<int64_t>();
-  // The tensors file as the run named it (relative to where it ran): beside the video first, since runs are
-  // compared after being moved or copied as folders.
+  // The tensors file as the run named it, relative to where it ran: beside the video, in the run's folder (a
+  // run made from inside it), or where the comparison runs (a run made from here), since runs are compared
+  // after being moved or copied as folders.
   if (v.tensors.empty() && v.sidecar.contains("tensors") && v.sidecar["tensors"].is_string()) {
     const fs::path recorded(v.sidecar["tensors"].get<std::string>());
-    const std::string beside = (fs::path(v.path).parent_path() / recorded.filename()).string();
-    if (is_file(beside))
-      v.tensors = beside;
-    else if (is_file(recorded.string()))
-      v.tensors = recorded.string();
+    for (const fs::path& p : {fs::path(v.path).parent_path() / recorded.filename(), root / recorded, recorded})
+      if (is_file(p.string())) {
+        v.tensors = p.string();
+        break;
+      }
   }
 }
 
@@ -87,7 +89,7 @@ Run read_folder(const std::string& root) {
     RunVideo v;
     v.path = p.string();
     v.name = p.lexically_relative(root).generic_string();  // a symlinked video keeps its own name
-    read_sidecar(v);
+    read_sidecar(v, root);
     run.videos.push_back(std::move(v));
   }
   OMNI_CHECK_INPUT(!ec, root, ": cannot read the folder: ", ec.message());
@@ -123,7 +125,7 @@ Run read_manifest(const std::string& manifest) {
                      "\" is named by an earlier line too");
     v.path = resolve(v.name);
     if (j.contains("tensors") && j["tensors"].is_string()) v.tensors = resolve(j["tensors"]);
-    read_sidecar(v);
+    read_sidecar(v, dir);
     // The line's own prompt and seed (a Python run's manifest has no sidecars) where the sidecar has none.
     if (v.prompt.empty() && j.contains("prompt") && j["prompt"].is_string()) v.prompt = j["prompt"];
     if (!v.seed && j.contains("seed") && j["seed"].is_number_integer()) v.seed = j["seed"].get<int64_t>();
@@ -212,8 +214,8 @@ const std::vector<Profile>& profiles() {
   // and an LPIPS bound above the 0.12-0.24 TensorRT-LLM measures across attention kernels alone. layout: what
   // another parallel layout may move the frames: the same video up to the rounding of reductions done in
   // another order, which float32 keeps to a level at a few pixels and bfloat16 compounds over the steps
-  // (measured, tiny model at 64x64, CFG on 2 ranks against one: bfloat16 37.5 dB, SSIM 0.991, MAD 2.5 levels,
-  // latents' cosine above 0.99999). model: a new checkpoint or LoRA, same seed: the same scene, other details.
+  // (measured, tiny model at 64x64 in bfloat16, CFG on 2 ranks of one thread against one rank of two threads:
+  // 37.5 dB, SSIM 0.991, MAD 2.5 levels, latents' cosine above 0.99999; float32: bit-equal). model: a new checkpoint or LoRA, same seed: the same scene, other details.
   static const std::vector<Profile> all = [] {
     std::vector<Profile> p(4);
     p[0].name = "exact";
@@ -261,34 +263,45 @@ Run read_run(const std::string& path) {
 }
 
 Pairing pair_runs(const Run& a, const Run& b) {
-  Pairing out;
+  // Three passes, so that a list with a line inserted (every later video renumbered: video-0003.mp4 is now
+  // another prompt) still pairs each video with its own: (1) by name where the sidecars do not say otherwise,
+  // (2) the rest by prompt and seed where each run has exactly one video of them, (3) what is left by name (the
+  // sidecars then say why it is another video).
+  auto key_of = [](const RunVideo& v) -> std::optional<std::pair<std::string, int64_t>> {
+    if (!v.seed || v.prompt.empty()) return std::nullopt;
+    return std::make_pair(v.prompt, *v.seed);
+  };
   std::map<std::string, int> a_by_name;
   for (int i = 0; i < static_cast<int>(a.videos.size()); ++i) a_by_name[a.videos[static_cast<size_t>(i)].name] = i;
   std::vector<int> b_to_a(b.videos.size(), -1);
+  std::vector<std::string> how(b.videos.size());
   std::vector<bool> a_used(a.videos.size(), false);
+  auto link = [&](size_t j, int i, const char* by) {
+    b_to_a[j] = i, how[j] = by, a_used[static_cast<size_t>(i)] = true;
+  };
   for (size_t j = 0; j < b.videos.size(); ++j) {
     auto it = a_by_name.find(b.videos[j].name);
-    if (it != a_by_name.end()) b_to_a[j] = it->second, a_used[static_cast<size_t>(it->second)] = true;
+    if (it == a_by_name.end()) continue;
+    const auto ka = key_of(a.videos[static_cast<size_t>(it->second)]), kb = key_of(b.videos[j]);
+    if (!ka || !kb || *ka == *kb) link(j, it->second, "name");
   }
-  // The rest by prompt and seed, where each run has exactly one video of them.
-  using Key = std::pair<std::string, int64_t>;
-  std::map<Key, std::vector<int>> a_by_key, b_by_key;
+  std::map<std::pair<std::string, int64_t>, std::vector<int>> a_by_key, b_by_key;
   for (size_t i = 0; i < a.videos.size(); ++i)
-    if (!a_used[i] && a.videos[i].seed && !a.videos[i].prompt.empty())
-      a_by_key[{a.videos[i].prompt, *a.videos[i].seed}].push_back(static_cast<int>(i));
+    if (auto k = key_of(a.videos[i]); k && !a_used[i]) a_by_key[*k].push_back(static_cast<int>(i));
   for (size_t j = 0; j < b.videos.size(); ++j)
-    if (b_to_a[j] < 0 && b.videos[j].seed && !b.videos[j].prompt.empty())
-      b_by_key[{b.videos[j].prompt, *b.videos[j].seed}].push_back(static_cast<int>(j));
-  std::vector<std::string> how(b.videos.size(), "name");
+    if (auto k = key_of(b.videos[j]); k && b_to_a[j] < 0) b_by_key[*k].push_back(static_cast<int>(j));
   for (const auto& [key, bs] : b_by_key) {
     auto it = a_by_key.find(key);
-    if (bs.size() != 1 || it == a_by_key.end() || it->second.size() != 1) continue;
-    b_to_a[static_cast<size_t>(bs[0])] = it->second[0];
-    a_used[static_cast<size_t>(it->second[0])] = true;
-    how[static_cast<size_t>(bs[0])] = "prompt and seed";
+    if (bs.size() == 1 && it != a_by_key.end() && it->second.size() == 1)
+      link(static_cast<size_t>(bs[0]), it->second[0], "prompt and seed");
   }
-  for (size_t j = 0; j < b.videos.size(); ++j)
-    out.pairs.push_back({b_to_a[j], static_cast<int>(j), b_to_a[j] >= 0 ? how[j] : ""});
+  for (size_t j = 0; j < b.videos.size(); ++j) {
+    auto it = a_by_name.find(b.videos[j].name);
+    if (b_to_a[j] < 0 && it != a_by_name.end() && !a_used[static_cast<size_t>(it->second)])
+      link(j, it->second, "name");
+  }
+  Pairing out;
+  for (size_t j = 0; j < b.videos.size(); ++j) out.pairs.push_back({b_to_a[j], static_cast<int>(j), how[j]});
   for (size_t i = 0; i < a.videos.size(); ++i)
     if (!a_used[i]) out.pairs.push_back({static_cast<int>(i), -1, ""});
   return out;

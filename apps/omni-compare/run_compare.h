@@ -69,8 +69,9 @@ struct Pairing {
   };
   std::vector<Pair> pairs;  // in B's order, then A's videos B lacks
 };
-// Videos paired by name first, then - among the rest - by the sidecars' prompt and seed where exactly one video
-// of each run has them.
+// Videos paired by name where the sidecars agree on prompt and seed (or one has none), then the rest by prompt
+// and seed where exactly one video of each run has them, then what is left by name: a list with a line
+// inserted, its videos renumbered, still pairs each video with its own.
 Pairing pair_runs(const Run& a, const Run& b);
 
 // One resolved setting that differs between two sidecars ("settings.seed", "layout", "lora", ...).

@@ -11,7 +11,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 set -uo pipefail
 gen=$1 cmp=$2 work=$3 venv=$4
 rm -rf "$work" && mkdir -p "$work/golden" "$work/new" && cd "$work" || exit 1
-small=(--height 64 --width 64 --num-frames 9 --num-inference-steps 4 --max-sequence-length 24 --dtype float32)
+# float32, so that another layout gives the same frames (docs/comparisons.md); 96x96 because x264's bytes are
+# not a function of the frames alone at a few macroblocks (lib/io/video_writer.cpp: at 64x64 the same frames
+# encoded twice in one process differed, 36 dB).
+small=(--height 96 --width 96 --num-frames 9 --num-inference-steps 4 --max-sequence-length 24 --dtype float32)
 
 cat > golden.jsonl <<'J'
 {"prompt": "A red fox runs through the snow", "seed": 1, "output": "golden/fox.mp4"}
@@ -66,13 +69,15 @@ want(v == {"fox.mp4": "pass", "boat.mp4": "not comparable", "city.mp4": "not com
            "cat.mp4": "failed", "forest.mp4": "pass", "balloon.mp4": "regression", "lighthouse.mp4": "new"}, f"verdicts {v}")
 want(j["counts"] == {"pass": 2, "regression": 1, "failed": 1, "not comparable": 2, "missing": 1, "new": 1}, j["counts"])
 want(j["passed"] is False, "passed")
-# fox: paired by prompt and seed, the same build and layout: bit-equal frames and latents.
+# fox: paired by prompt and seed, the same build and layout: bit-equal latents. (Not always bit-equal MP4s:
+# x264 run in two processes encoded the same frames differently, 37 dB at 96x96; docs/comparisons.md.)
 fox = by["fox.mp4"]
 want(fox["paired_by"] == "prompt and seed" and fox["a"]["name"] == "fox-renamed.mp4", fox["paired_by"])
-want(fox["metrics"]["min_psnr"] == "inf" and fox["metrics"]["max_abs"] == 0, fox["metrics"])
+psnr = fox["metrics"]["min_psnr"]
+want(psnr == "inf" or psnr > 30, fox["metrics"])
 want(fox["latents"]["cosine"] is not None and abs(fox["latents"]["cosine"] - 1) < 1e-12 and fox["latents"]["max_abs"] == 0, fox["latents"])
 want(fox["settings_diff"] == [], fox["settings_diff"])
-want(len(fox["frames"]) == 9 and all(f["psnr"] == "inf" for f in fox["frames"]), "fox frames")
+want(len(fox["frames"]) == 9, "fox frames")
 # boat / city: the sidecars say another video; nothing measured.
 keys = lambda p: sorted(d["key"] for d in p["settings_diff"])
 want("prompt" in keys(by["boat.mp4"]) and "settings.prompt" in keys(by["boat.mp4"]), keys(by["boat.mp4"]))
@@ -129,6 +134,22 @@ assert k['verdict'] == 'pass' and 0 < k['metrics']['max_mad'] < 10, k['metrics']
 assert [d['key'] for d in k['settings_diff']] == ['settings.crf'], k['settings_diff']
 " && [ "$c1" = 1 ] && [ "$c2" = 0 ] && pass "another crf: exact fails (exit $c1), kernel passes (exit $c2)" ||
   { flunk "another crf: exit $c1 / $c2"; cat crf.txt; }
+# A list with a line inserted at the top: its videos are numbered by position (video-0000.mp4, ...), so each
+# name now holds another prompt; the pairs follow the prompts and seeds, the inserted one is new.
+printf '%s\n' '{"prompt": "A red fox runs through the snow", "seed": 1}' '{"prompt": "A boat on a lake at dawn", "seed": 2}' > num-a.jsonl
+{ echo '{"prompt": "A lighthouse in a storm", "seed": 8}'; cat num-a.jsonl; } > num-b.jsonl
+mkdir -p num-golden num-new
+"$gen" --prompts-file num-a.jsonl "${small[@]}" --num-inference-steps 2 --output num-golden/video.mp4 --log-level warn &&
+  "$gen" --prompts-file num-b.jsonl "${small[@]}" --num-inference-steps 2 --output num-new/video.mp4 --log-level warn ||
+  fail "the numbered runs"
+"$cmp" num-new num-golden --json num.json > num.txt 2>&1
+c=$?
+"$venv/bin/python" -c "
+import json; j = json.load(open('num.json')); p = {(x['a']['name'], x['b']['name']): (x['verdict'], x['paired_by']) for x in j['pairs']}
+want = {('video-0001.mp4', 'video-0000.mp4'): ('pass', 'prompt and seed'), ('video-0002.mp4', 'video-0001.mp4'): ('pass', 'prompt and seed'),
+        ('video-0000.mp4', ''): ('new', None)}
+assert p == want, p
+" && [ "$c" = 0 ] && pass "an inserted line: pairs by prompt and seed (exit $c)" || { flunk "an inserted line (exit $c)"; cat num.txt; }
 # The forest on 2 ranks against one rank: within the layout profile (the same video up to float rounding).
 mkdir -p one two && ln -sf ../golden/forest.mp4 one/forest.mp4 && ln -sf ../golden/forest.mp4.json one/forest.mp4.json &&
   ln -sf ../new/forest.mp4 two/forest.mp4 && ln -sf ../new/forest.mp4.json two/forest.mp4.json
@@ -146,11 +167,13 @@ assert j['thresholds']['psnr_min'] == 0 and j['thresholds']['mad_max'] == 255, j
 # --- LPIPS through the flag (weights: a random AlexNet and the package's linear layers) --------------------
 if "$venv/bin/python" "$SOURCE_DIR/tools/lpips/convert_weights.py" --random-backbone 0 -o lpips.safetensors >/dev/null 2>&1; then
   "$cmp" new golden --lpips-weights lpips.safetensors --json lp.json > lp.txt 2>&1
+  "$cmp" golden golden --lpips-weights lpips.safetensors --json lp0.json >> lp.txt 2>&1
   "$venv/bin/python" -c "
 import json; j = json.load(open('lp.json')); by = {p['name']: p for p in j['pairs']}
 assert j['lpips'] is True, j['lpips']
-assert all(f['lpips'] == 0 for f in by['fox.mp4']['frames']), 'equal frames: LPIPS 0'
-assert by['balloon.mp4']['metrics']['max_lpips'] > 0, by['balloon.mp4']['metrics']
+assert all(f['lpips'] == 0 for p in json.load(open('lp0.json'))['pairs'] for f in p['frames']), 'equal frames: LPIPS 0'
+assert by['balloon.mp4']['metrics']['max_lpips'] > 0.01, by['balloon.mp4']['metrics']
+assert by['balloon.mp4']['metrics']['max_lpips'] > by['fox.mp4']['metrics']['max_lpips'], 'fewer steps: further'
 " && pass "LPIPS measured with --lpips-weights" || { flunk "LPIPS through the flag"; cat lp.txt; }
 else
   flunk "tools/lpips/convert_weights.py --random-backbone"
