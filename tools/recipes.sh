@@ -96,6 +96,7 @@ for f in "${files[@]}"; do
     dir=$work/$n
     mkdir -p "$dir"
     cp "$inputs"/* "$dir"/
+    ln -s "$root/tools" "$dir/tools"  # the manual's commands name tools/... as from the repository's root
     printf '%s' "$body" > "$dir/recipe.sh"
     if (cd "$dir" && PATH="$work/bin:$PATH" HF_HUB_CACHE="$work/hub" bash -euo pipefail recipe.sh </dev/null >"$dir/log" 2>&1)
     then

@@ -13,25 +13,25 @@
 // SSIM (ssim.h: scikit-image's Gaussian-window SSIM, data range 1) and the worst of each; SSIM also its mean over
 // frames, the video's SSIM.
 #include <ATen/Parallel.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <iomanip>
-#include <chrono>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
-#include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <unistd.h>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -333,7 +333,8 @@ int compare_runs(const Settings& s, const RunSettings& rs) {
   const int n = static_cast<int>(pairing.pairs.size());
   c.pairs.resize(static_cast<size_t>(n));
   c.seconds.resize(static_cast<size_t>(n));
-  const int jobs = std::max(1, std::min(n, rs.jobs > 0 ? rs.jobs : static_cast<int>(std::thread::hardware_concurrency())));
+  const int jobs =
+      std::max(1, std::min(n, rs.jobs > 0 ? rs.jobs : static_cast<int>(std::thread::hardware_concurrency())));
   // Pairs in parallel, one intra-op thread each (several pairs use the cores better than one pair's small ops).
   std::mutex mutex;
   int next = 0, done = 0;
@@ -386,9 +387,10 @@ int compare_runs(const Settings& s, const RunSettings& rs) {
 int run(int argc, char** argv) {
   Settings s;
   RunSettings rs;
-  CLI::App app{"omni-compare: compare two outputs (videos, or safetensors tensor files), or two runs (output "
-               "folders or JSON Lines manifests); B is the reference",
-               "omni-compare"};
+  CLI::App app{
+      "omni-compare: compare two outputs (videos, or safetensors tensor files), or two runs (output "
+      "folders or JSON Lines manifests); B is the reference",
+      "omni-compare"};
   app.set_help_flag("-h,--help", "print this help and exit");
   app.add_option("A", s.a,
                  "output to check: a video (any FFmpeg-readable file), a .safetensors file, or a run (an output "
@@ -458,7 +460,8 @@ int run(int argc, char** argv) {
     OMNI_CHECK_USAGE(runs_a && runs_b, "compare a run with a run: ", runs_a ? s.a : s.b,
                      " is a run (a folder or a .jsonl manifest) but ", runs_a ? s.b : s.a, " is a file");
     for (const CLI::Option* o : {o_tol, o_rel})
-      OMNI_CHECK_USAGE(!o->count(), o->get_name(), " applies to two files; two runs take --profile and the metric "
+      OMNI_CHECK_USAGE(!o->count(), o->get_name(),
+                       " applies to two files; two runs take --profile and the metric "
                        "thresholds (--psnr-min, --ssim-min, --mad-max, --lpips-max, --latent-cosine-min)");
     OMNI_CHECK_USAGE(keys.empty() && !s.luma, "--keys and --luma apply to two files, not to two runs");
     rs.allow_missing = s.allow_missing;
@@ -481,7 +484,8 @@ int run(int argc, char** argv) {
     return compare_runs(s, rs);
   }
   for (const CLI::Option* o : {o_profile, o_mad, o_lpips, o_cos, o_lw, o_report, o_json, o_junit, o_jobs, o_over})
-    OMNI_CHECK_USAGE(!o->count(), o->get_name(), " applies to two runs (output folders or .jsonl manifests), not to "
+    OMNI_CHECK_USAGE(!o->count(), o->get_name(),
+                     " applies to two runs (output folders or .jsonl manifests), not to "
                      "two files");
   for (size_t start = 0; !keys.empty() && start <= keys.size();) {
     size_t comma = keys.find(',', start);

@@ -18,12 +18,18 @@ namespace fs = std::filesystem;
 
 int severity(Verdict v) {
   switch (v) {
-    case Verdict::kFailed: return 0;
-    case Verdict::kRegression: return 1;
-    case Verdict::kMissing: return 2;
-    case Verdict::kNotComparable: return 3;
-    case Verdict::kNew: return 4;
-    case Verdict::kPass: return 5;
+    case Verdict::kFailed:
+      return 0;
+    case Verdict::kRegression:
+      return 1;
+    case Verdict::kMissing:
+      return 2;
+    case Verdict::kNotComparable:
+      return 3;
+    case Verdict::kNew:
+      return 4;
+    case Verdict::kPass:
+      return 5;
   }
   return 6;
 }
@@ -41,11 +47,21 @@ std::string xml_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
       default:
         // XML 1.0 has no place for the C0 controls but tab and newlines.
         if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
@@ -167,8 +183,8 @@ int comparison_exit_code(const Comparison& c) {
 
 nlohmann::json verdict_counts(const Comparison& c) {
   nlohmann::json counts = nlohmann::json::object();
-  for (Verdict v : {Verdict::kPass, Verdict::kRegression, Verdict::kFailed, Verdict::kNotComparable,
-                    Verdict::kMissing, Verdict::kNew})
+  for (Verdict v : {Verdict::kPass, Verdict::kRegression, Verdict::kFailed, Verdict::kNotComparable, Verdict::kMissing,
+                    Verdict::kNew})
     counts[verdict_name(v)] = 0;
   for (const auto& p : c.pairs) counts[verdict_name(p.verdict)] = counts[verdict_name(p.verdict)].get<int>() + 1;
   return counts;
@@ -180,8 +196,8 @@ std::string console_text(const Comparison& c) {
   size_t width = 6;
   for (const auto& p : c.pairs) width = std::max(width, p.name.size() + 2);
   os << std::left << std::setw(16) << "verdict" << std::setw(static_cast<int>(width)) << "video" << std::setw(11)
-     << "minPSNR" << std::setw(9) << "minSSIM" << std::setw(9) << "maxMAD" << std::setw(9) << "LPIPS"
-     << std::setw(12) << "latent_cos"
+     << "minPSNR" << std::setw(9) << "minSSIM" << std::setw(9) << "maxMAD" << std::setw(9) << "LPIPS" << std::setw(12)
+     << "latent_cos"
      << "why\n";
   for (const auto& p : c.pairs) {
     os << std::setw(16) << verdict_name(p.verdict) << std::setw(static_cast<int>(width)) << p.name << std::setw(11)
@@ -189,14 +205,16 @@ std::string console_text(const Comparison& c) {
        << metric_text(p.max_mad, 3) << std::setw(9) << metric_text(p.max_lpips, 4) << std::setw(12)
        << (p.latent_cosine ? metric_text(*p.latent_cosine, 6) : std::string("n/a")) << reasons_text(p) << "\n";
     if (!p.settings.empty()) {
-      os << std::setw(16) << "" << "settings that differ:";
+      os << std::setw(16) << ""
+         << "settings that differ:";
       for (const auto& d : p.settings) os << " " << d.key << " (" << d.a.dump() << " vs " << d.b.dump() << ")";
       os << "\n";
     }
   }
   for (const auto& n : c.notes) os << "note: " << n << "\n";
   const nlohmann::json counts = verdict_counts(c);
-  os << (comparison_exit_code(c) ? "FAIL" : "PASS") << ": " << c.pairs.size() << (c.pairs.size() == 1 ? " video" : " videos");
+  os << (comparison_exit_code(c) ? "FAIL" : "PASS") << ": " << c.pairs.size()
+     << (c.pairs.size() == 1 ? " video" : " videos");
   for (const auto& [k, v] : counts.items())
     if (v.get<int>() > 0) os << ", " << v.get<int>() << " " << k;
   os << "\n";
@@ -223,19 +241,22 @@ nlohmann::json comparison_json(const Comparison& c) {
     q["fails"] = verdict_fails(p.verdict, c.allow_missing);
     q["reasons"] = p.reasons;
     q["paired_by"] = p.paired_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.paired_by);
-    q["a"] = {{"name", p.a_name}, {"path", p.a_path}, {"frames", p.a_frames}, {"width", p.a_width},
-              {"height", p.a_height}, {"decodes", p.a_decodes}};
-    q["b"] = {{"name", p.b_name}, {"path", p.b_path}, {"frames", p.b_frames}, {"width", p.b_width},
-              {"height", p.b_height}, {"decodes", p.b_decodes}};
-    q["metrics"] = {{"min_psnr", num(p.min_psnr)}, {"mean_psnr", num(p.mean_psnr)}, {"min_ssim", num(p.min_ssim)},
-                    {"mean_ssim", num(p.mean_ssim)}, {"max_mad", num(p.max_mad)}, {"mean_mad", num(p.mean_mad)},
-                    {"max_abs", num(p.max_abs)}, {"max_lpips", num(p.max_lpips)},
-                    {"mean_lpips", num(p.mean_lpips)}, {"worst_frame", p.worst_frame}};
+    q["a"] = {{"name", p.a_name},   {"path", p.a_path},     {"frames", p.a_frames},
+              {"width", p.a_width}, {"height", p.a_height}, {"decodes", p.a_decodes}};
+    q["b"] = {{"name", p.b_name},   {"path", p.b_path},     {"frames", p.b_frames},
+              {"width", p.b_width}, {"height", p.b_height}, {"decodes", p.b_decodes}};
+    q["metrics"] = {{"min_psnr", num(p.min_psnr)},   {"mean_psnr", num(p.mean_psnr)}, {"min_ssim", num(p.min_ssim)},
+                    {"mean_ssim", num(p.mean_ssim)}, {"max_mad", num(p.max_mad)},     {"mean_mad", num(p.mean_mad)},
+                    {"max_abs", num(p.max_abs)},     {"max_lpips", num(p.max_lpips)}, {"mean_lpips", num(p.mean_lpips)},
+                    {"worst_frame", p.worst_frame}};
     q["latents"] = {{"cosine", num(p.latent_cosine)}, {"max_abs", num(p.latent_max_abs)}};
     nlohmann::json frames = nlohmann::json::array();
     for (const auto& f : p.frames)
-      frames.push_back({{"psnr", num(f.psnr)}, {"ssim", num(f.ssim)}, {"mad", num(f.mad)},
-                        {"max_abs", num(f.max_abs)}, {"lpips", num(f.lpips)}});
+      frames.push_back({{"psnr", num(f.psnr)},
+                        {"ssim", num(f.ssim)},
+                        {"mad", num(f.mad)},
+                        {"max_abs", num(f.max_abs)},
+                        {"lpips", num(f.lpips)}});
     q["frames"] = frames;
     q["sidecars"] = p.sidecars;
     nlohmann::json diff = nlohmann::json::array();
@@ -265,8 +286,8 @@ std::string junit_xml(const Comparison& c) {
   os << std::fixed << std::setprecision(3);
   const std::string suite = xml_escape("omni-compare " + c.a_source + " vs " + c.b_source);
   os << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  os << "<testsuites name=\"omni-compare\" tests=\"" << c.pairs.size() << "\" failures=\"" << failures
-     << "\" errors=\"" << errors << "\" skipped=\"" << skipped << "\" time=\"" << total << "\">\n";
+  os << "<testsuites name=\"omni-compare\" tests=\"" << c.pairs.size() << "\" failures=\"" << failures << "\" errors=\""
+     << errors << "\" skipped=\"" << skipped << "\" time=\"" << total << "\">\n";
   os << "  <testsuite name=\"" << suite << "\" tests=\"" << c.pairs.size() << "\" failures=\"" << failures
      << "\" errors=\"" << errors << "\" skipped=\"" << skipped << "\" time=\"" << total << "\">\n";
   os << "    <properties><property name=\"profile\" value=\"" << xml_escape(c.profile) << "\"/></properties>\n";
@@ -324,19 +345,19 @@ void write_html_report(const Comparison& c, const std::string& dir, bool overwri
     std::replace(cls.begin(), cls.end(), ' ', '-');
     h << "<tr data-name=\"" << xml_escape(p.name) << "\"><td class=\"num\">" << i + 1 << "</td><td><a href=\"#pair-"
       << i + 1 << "\">" << xml_escape(p.name) << "</a></td><td class=\"verdict v-" << cls << "\">"
-      << verdict_name(p.verdict) << "</td><td class=\"num\">" << metric_text(p.min_psnr, 2)
-      << "</td><td class=\"num\">" << metric_text(p.min_ssim, 4) << "</td><td class=\"num\">"
-      << metric_text(p.max_mad, 3) << "</td><td class=\"num\">" << metric_text(p.max_lpips, 4)
-      << "</td><td class=\"num\">" << (p.latent_cosine ? metric_text(*p.latent_cosine, 6) : "n/a") << "</td><td>"
-      << xml_escape(reasons_text(p)) << "</td></tr>\n";
+      << verdict_name(p.verdict) << "</td><td class=\"num\">" << metric_text(p.min_psnr, 2) << "</td><td class=\"num\">"
+      << metric_text(p.min_ssim, 4) << "</td><td class=\"num\">" << metric_text(p.max_mad, 3)
+      << "</td><td class=\"num\">" << metric_text(p.max_lpips, 4) << "</td><td class=\"num\">"
+      << (p.latent_cosine ? metric_text(*p.latent_cosine, 6) : "n/a") << "</td><td>" << xml_escape(reasons_text(p))
+      << "</td></tr>\n";
   }
   h << "</tbody></table>\n";
   for (size_t i = 0; i < c.pairs.size(); ++i) {
     const PairResult& p = c.pairs[i];
     std::string cls = verdict_name(p.verdict);
     std::replace(cls.begin(), cls.end(), ' ', '-');
-    h << "<section id=\"pair-" << i + 1 << "\"><h2>" << i + 1 << ". " << xml_escape(p.name) << " &mdash; <span class=\"v-"
-      << cls << "\">" << verdict_name(p.verdict) << "</span></h2>\n";
+    h << "<section id=\"pair-" << i + 1 << "\"><h2>" << i + 1 << ". " << xml_escape(p.name)
+      << " &mdash; <span class=\"v-" << cls << "\">" << verdict_name(p.verdict) << "</span></h2>\n";
     if (!p.paired_by.empty()) h << "<p>paired by " << xml_escape(p.paired_by) << "</p>\n";
     if (!p.reasons.empty()) {
       h << "<ul>";
@@ -346,12 +367,15 @@ void write_html_report(const Comparison& c, const std::string& dir, bool overwri
     h << "<div>" << video_cell("A", p.a_path, p.a_decodes, dir) << video_cell("B", p.b_path, p.b_decodes, dir)
       << "</div>\n";
     if (!p.sheet.empty())
-      h << "<p>Frames " << (p.worst_frame >= 0 ? "(the worst, frame " + std::to_string(p.worst_frame) + ", included)" : "")
-        << ": A | B | |A &minus; B| (black: equal; white: " << kHeatLevels << " levels or more)</p><img class=\"sheet\" src=\""
-        << url_path(p.sheet) << "\" alt=\"contact sheet of " << xml_escape(p.name) << "\">\n";
+      h << "<p>Frames "
+        << (p.worst_frame >= 0 ? "(the worst, frame " + std::to_string(p.worst_frame) + ", included)" : "")
+        << ": A | B | |A &minus; B| (black: equal; white: " << kHeatLevels
+        << " levels or more)</p><img class=\"sheet\" src=\"" << url_path(p.sheet) << "\" alt=\"contact sheet of "
+        << xml_escape(p.name) << "\">\n";
     if (!p.frames.empty()) {
       std::vector<double> psnr, ssim, mad, lp;
-      for (const auto& f : p.frames) psnr.push_back(f.psnr), ssim.push_back(f.ssim), mad.push_back(f.mad), lp.push_back(f.lpips);
+      for (const auto& f : p.frames)
+        psnr.push_back(f.psnr), ssim.push_back(f.ssim), mad.push_back(f.mad), lp.push_back(f.lpips);
       // Equal frames have an infinite PSNR: drawn at 100 dB.
       h << "<div>" << svg_chart("PSNR (dB) per frame", psnr, c.thresholds.psnr_min, 100.0)
         << svg_chart("SSIM per frame", ssim, c.thresholds.ssim_min, 1e300)
@@ -365,8 +389,8 @@ void write_html_report(const Comparison& c, const std::string& dir, bool overwri
       } else {
         h << "<table class=\"settings\"><thead><tr><th>setting</th><th>A</th><th>B</th></tr></thead><tbody>";
         for (const auto& d : p.settings)
-          h << "<tr><td>" << xml_escape(d.key) << "</td><td><code>" << xml_escape(d.a.dump()) << "</code></td><td><code>"
-            << xml_escape(d.b.dump()) << "</code></td></tr>";
+          h << "<tr><td>" << xml_escape(d.key) << "</td><td><code>" << xml_escape(d.a.dump())
+            << "</code></td><td><code>" << xml_escape(d.b.dump()) << "</code></td></tr>";
         h << "</tbody></table>\n";
       }
     } else if (!p.a_path.empty() && !p.b_path.empty()) {

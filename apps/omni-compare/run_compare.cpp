@@ -215,7 +215,8 @@ const std::vector<Profile>& profiles() {
   // another parallel layout may move the frames: the same video up to the rounding of reductions done in
   // another order, which float32 keeps to a level at a few pixels and bfloat16 compounds over the steps
   // (measured, tiny model at 64x64 in bfloat16, CFG on 2 ranks of one thread against one rank of two threads:
-  // 37.5 dB, SSIM 0.991, MAD 2.5 levels, latents' cosine above 0.99999; float32: bit-equal). model: a new checkpoint or LoRA, same seed: the same scene, other details.
+  // 37.5 dB, SSIM 0.991, MAD 2.5 levels, latents' cosine above 0.99999; float32: bit-equal). model: a new checkpoint or
+  // LoRA, same seed: the same scene, other details.
   static const std::vector<Profile> all = [] {
     std::vector<Profile> p(4);
     p[0].name = "exact";
@@ -254,11 +255,14 @@ Run read_run(const std::string& path) {
   else
     OMNI_FAIL_INPUT(path, ": ", is_file(path) ? "not a folder or a JSON Lines manifest (.jsonl)" : "no such folder",
                     " (a run to compare is an output folder of omni-generate, or a .jsonl naming its videos)");
-  OMNI_CHECK_INPUT(!run.videos.empty(), path, ": no video in it (looked for ", [] {
-    std::string e;
-    for (const auto& x : video_extensions()) e += (e.empty() ? "" : " ") + x;
-    return e;
-  }(), ")");
+  OMNI_CHECK_INPUT(
+      !run.videos.empty(), path, ": no video in it (looked for ",
+      [] {
+        std::string e;
+        for (const auto& x : video_extensions()) e += (e.empty() ? "" : " ") + x;
+        return e;
+      }(),
+      ")");
   return run;
 }
 
@@ -297,8 +301,7 @@ Pairing pair_runs(const Run& a, const Run& b) {
   }
   for (size_t j = 0; j < b.videos.size(); ++j) {
     auto it = a_by_name.find(b.videos[j].name);
-    if (b_to_a[j] < 0 && it != a_by_name.end() && !a_used[static_cast<size_t>(it->second)])
-      link(j, it->second, "name");
+    if (b_to_a[j] < 0 && it != a_by_name.end() && !a_used[static_cast<size_t>(it->second)]) link(j, it->second, "name");
   }
   Pairing out;
   for (size_t j = 0; j < b.videos.size(); ++j) out.pairs.push_back({b_to_a[j], static_cast<int>(j), how[j]});
@@ -312,8 +315,8 @@ std::vector<SettingDiff> settings_diff(const nlohmann::json& a, const nlohmann::
   // layout_choice says how the run chose its layout ("auto: 7 videos on 1 rank"): the layout itself is kept.
   static const std::set<std::string> skip_top{"output",  "timings", "prompt_index", "prompts_file_line",
                                               "sources", "tensors", "layout_choice"};
-  static const std::set<std::string> skip_settings{"output",      "report",    "save-tensors", "dump-tensors",
-                                                   "overwrite",   "log-level", "prompts-file", "dry-run"};
+  static const std::set<std::string> skip_settings{"output",    "report",    "save-tensors", "dump-tensors",
+                                                   "overwrite", "log-level", "prompts-file", "dry-run"};
   std::map<std::string, std::pair<nlohmann::json, nlohmann::json>> flat;
   auto add = [&](const nlohmann::json& side, bool is_a) {
     if (!side.is_object()) return;
@@ -336,9 +339,9 @@ std::vector<SettingDiff> settings_diff(const nlohmann::json& a, const nlohmann::
 }
 
 std::vector<std::string> incomparable_keys(const std::vector<SettingDiff>& diff) {
-  static const std::set<std::string> keys{"prompt", "settings.prompt", "settings.seed",     "height",
-                                          "width",  "frames",          "settings.height",   "settings.width",
-                                          "settings.num-frames"};
+  static const std::set<std::string> keys{"prompt",          "settings.prompt", "settings.seed",
+                                          "height",          "width",           "frames",
+                                          "settings.height", "settings.width",  "settings.num-frames"};
   std::vector<std::string> out;
   for (const auto& d : diff)
     if (keys.count(d.key)) out.push_back(d.key);
@@ -347,12 +350,18 @@ std::vector<std::string> incomparable_keys(const std::vector<SettingDiff>& diff)
 
 const char* verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::kPass: return "pass";
-    case Verdict::kRegression: return "regression";
-    case Verdict::kFailed: return "failed";
-    case Verdict::kNotComparable: return "not comparable";
-    case Verdict::kMissing: return "missing";
-    case Verdict::kNew: return "new";
+    case Verdict::kPass:
+      return "pass";
+    case Verdict::kRegression:
+      return "regression";
+    case Verdict::kFailed:
+      return "failed";
+    case Verdict::kNotComparable:
+      return "not comparable";
+    case Verdict::kMissing:
+      return "missing";
+    case Verdict::kNew:
+      return "new";
   }
   return "?";
 }
@@ -434,8 +443,8 @@ PairResult compare_pair(const Run& a, const Run& b, const Pairing::Pair& pair, i
     max_abs = std::max(max_abs, m.max_abs);
   }
   if (o.lpips && n > 0) {
-    const std::vector<double> d =
-        o.lpips->distances(da.frames.narrow(0, 0, n).to(at::kFloat) / 255.0, db.frames.narrow(0, 0, n).to(at::kFloat) / 255.0);
+    const std::vector<double> d = o.lpips->distances(da.frames.narrow(0, 0, n).to(at::kFloat) / 255.0,
+                                                     db.frames.narrow(0, 0, n).to(at::kFloat) / 255.0);
     for (int64_t f = 0; f < n; ++f) r.frames[static_cast<size_t>(f)].lpips = d[static_cast<size_t>(f)];
     lp = d;
   }
@@ -475,8 +484,8 @@ void write_contact_sheet(const std::string& path, const at::Tensor& a, const at:
     return at::avg_pool2d(x, {factor, factor}).squeeze(0).permute({1, 2, 0});
   };
   const int64_t sh = h / factor, sw = w / factor, gap = 4;
-  at::Tensor sheet = at::full({static_cast<int64_t>(rows.size()) * (sh + gap) - gap, 3 * sw + 2 * gap, 3}, 255.0,
-                              at::kFloat);
+  at::Tensor sheet =
+      at::full({static_cast<int64_t>(rows.size()) * (sh + gap) - gap, 3 * sw + 2 * gap, 3}, 255.0, at::kFloat);
   for (size_t i = 0; i < rows.size(); ++i) {
     const at::Tensor fa = a[rows[i]].to(at::kFloat), fb = b[rows[i]].to(at::kFloat);  // [H, W, 3] levels
     // Heat map of the largest channel difference: black (equal), red, yellow, white (heat_levels or more).

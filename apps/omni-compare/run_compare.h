@@ -18,13 +18,13 @@ class Lpips;
 
 // The gates a pair must pass; an unset one is not judged. Frame metrics are judged on the pair's worst frame.
 struct Thresholds {
-  std::optional<double> psnr_min;           // dB, lowest per-frame PSNR
-  std::optional<double> ssim_min;           // lowest per-frame SSIM
-  std::optional<double> mad_max;            // 8-bit levels: highest per-frame mean |A - B|
-  std::optional<double> max_abs_max;        // 8-bit levels: largest single difference (the exact profile: 0)
-  std::optional<double> lpips_max;          // highest per-frame LPIPS (judged only with --lpips-weights)
-  std::optional<double> latent_cosine_min;  // the final latents' cosine (judged where both runs saved them)
-  std::optional<double> latent_max_abs_max; // the final latents' largest difference
+  std::optional<double> psnr_min;            // dB, lowest per-frame PSNR
+  std::optional<double> ssim_min;            // lowest per-frame SSIM
+  std::optional<double> mad_max;             // 8-bit levels: highest per-frame mean |A - B|
+  std::optional<double> max_abs_max;         // 8-bit levels: largest single difference (the exact profile: 0)
+  std::optional<double> lpips_max;           // highest per-frame LPIPS (judged only with --lpips-weights)
+  std::optional<double> latent_cosine_min;   // the final latents' cosine (judged where both runs saved them)
+  std::optional<double> latent_max_abs_max;  // the final latents' largest difference
   nlohmann::json to_json() const;
 };
 
@@ -40,13 +40,13 @@ const Profile& find_profile(const std::string& name);
 
 // One video of a run.
 struct RunVideo {
-  std::string name;          // how the run names it: its path relative to the folder, or as the manifest has it
-  std::string path;          // the video file
-  std::string sidecar_path;  // "<video>.json" when it exists, else ""
-  nlohmann::json sidecar;    // its content; null when there is none or it cannot be read
-  std::string sidecar_error; // why an existing sidecar could not be read
-  std::string tensors;       // its --save-tensors file when one exists, else ""
-  std::string prompt;        // from the sidecar (or the manifest line); for pairing by prompt and seed
+  std::string name;           // how the run names it: its path relative to the folder, or as the manifest has it
+  std::string path;           // the video file
+  std::string sidecar_path;   // "<video>.json" when it exists, else ""
+  nlohmann::json sidecar;     // its content; null when there is none or it cannot be read
+  std::string sidecar_error;  // why an existing sidecar could not be read
+  std::string tensors;        // its --save-tensors file when one exists, else ""
+  std::string prompt;         // from the sidecar (or the manifest line); for pairing by prompt and seed
   std::optional<int64_t> seed;
 };
 
@@ -98,11 +98,11 @@ const char* verdict_name(Verdict v);  // "pass", "regression", "failed", "not co
 bool verdict_fails(Verdict v, bool allow_missing);
 
 struct FrameMetrics {
-  double psnr = 0;      // dB over RGB in 8-bit levels; +inf when equal
-  double ssim = 0;      // ssim.h; NaN for frames under 11x11
-  double mad = 0;       // mean |A - B| in 8-bit levels
-  double max_abs = 0;   // largest |A - B| in 8-bit levels
-  double lpips = NAN;   // NaN without LPIPS weights
+  double psnr = 0;     // dB over RGB in 8-bit levels; +inf when equal
+  double ssim = 0;     // ssim.h; NaN for frames under 11x11
+  double mad = 0;      // mean |A - B| in 8-bit levels
+  double max_abs = 0;  // largest |A - B| in 8-bit levels
+  double lpips = NAN;  // NaN without LPIPS weights
 };
 
 struct PairResult {
@@ -115,8 +115,8 @@ struct PairResult {
   int64_t a_frames = 0, b_frames = 0, a_width = 0, a_height = 0, b_width = 0, b_height = 0;
   bool a_decodes = true, b_decodes = true;
   // Over the frames (NaN / 0 when none was compared).
-  double min_psnr = NAN, mean_psnr = NAN, min_ssim = NAN, mean_ssim = NAN, max_mad = NAN, mean_mad = NAN,
-         max_abs = NAN, max_lpips = NAN, mean_lpips = NAN;
+  double min_psnr = NAN, mean_psnr = NAN, min_ssim = NAN, mean_ssim = NAN, max_mad = NAN, mean_mad = NAN, max_abs = NAN,
+         max_lpips = NAN, mean_lpips = NAN;
   int worst_frame = -1;  // the frame of the lowest PSNR
   std::optional<double> latent_cosine, latent_max_abs;
   bool sidecars = false;  // both have one: `settings` is their difference
