@@ -20,6 +20,7 @@
 #include "job/check_inputs.h"
 #include "job/fault_injection.h"
 #include "job/memory_check.h"
+#include "job/model_files.h"
 #include "job/prompt_summary.h"
 
 namespace omni::job {
@@ -36,7 +37,8 @@ GenerationJob::GenerationJob(config::GenerateOptions options, ResolvedRun run, s
                 mesh.layout().summary(),
                 std::move(layout_line),
                 std::move(run.checkpoint),
-                nlohmann::json::object()},
+                nlohmann::json::object(),
+                model_files_record(*model_->dir)},
       queue_(std::make_unique<VideoQueue>(std::move(run.videos), run.written)),
       writer_(opts_),
       inputs_(model_->temporal_factor(), static_cast<int>(model_->vae.scale_factor_spatial)) {

@@ -146,6 +146,7 @@ void OutputWriter::write(int index, const VideoSpec& v, const std::string& task,
   side["timings"] = timings;
   side["layout"] = run.layout;
   side["layout_choice"] = run.layout_choice;
+  side["model_files"] = run.model_files;
   if (!v.tensors_path.empty()) side["tensors"] = v.tensors_path;  // its --save-tensors file (omni-compare reads it)
   // The build that made it, a line per component (omni-generate, LibTorch, CUDA, NCCL, MPI): what a regression
   // comparison of two runs lists when it differs.

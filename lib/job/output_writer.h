@@ -44,6 +44,7 @@ struct RunIdentity {
   // "layers": --fp8-layers with --weight-dtype float8_e4m3fn}: read as the checkpoint stores them, quantized at
   // load, multiplied in float8. Empty when none.
   nlohmann::json float8_weights;
+  nlohmann::json model_files;  // job/model_files.h: the weight files, their sizes and SHA-256 or modification times
 };
 
 class OutputWriter {

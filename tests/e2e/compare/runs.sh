@@ -3,9 +3,10 @@
 # run of a JSON Lines list on one rank, and a second run of the same list with one prompt changed, one seed
 # changed, one video renamed, one with fewer steps, one on another layout (2 ranks, CFG parallel), one made
 # only by the new run, then one video deleted and one corrupted. Checks every verdict, the settings diff, the
-# JSON, the JUnit XML, the profiles, the bad-input contract, LPIPS through the flag, and the HTML report in
-# headless Chromium (it loads every image and video with no console error, and its summary table equals the
-# JSON).
+# JSON, the JUnit XML, the profiles, a renumbered list, the model's files from a Hugging Face cache, videos
+# without sidecars (sizes and frame counts that differ), the bad-input contract, LPIPS through the flag, and the
+# HTML report in headless Chromium (it loads every image and video with no console error, and its summary table
+# equals the JSON).
 #   runs.sh OMNI_GENERATE OMNI_COMPARE WORK_DIR REFERENCE_VENV
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 set -uo pipefail
@@ -150,6 +151,47 @@ want = {('video-0001.mp4', 'video-0000.mp4'): ('pass', 'prompt and seed'), ('vid
         ('video-0000.mp4', ''): ('new', None)}
 assert p == want, p
 " && [ "$c" = 0 ] && pass "an inserted line: pairs by prompt and seed (exit $c)" || { flunk "an inserted line (exit $c)"; cat num.txt; }
+# The same weights from a Hugging Face cache snapshot (its files link to blobs named by their SHA-256): the
+# sidecar records each file's SHA-256 and size, and the comparison lists the model's files as a difference
+# (the golden run read the same bytes from another folder) while the latents stay equal.
+"$venv/bin/python" - "$(sed -n 's/^  "model": "\(.*\)",$/\1/p' golden/fox.mp4.json)" hub <<'PY2' || fail "the hub layout"
+import hashlib, os, shutil, sys
+src, hub = sys.argv[1], sys.argv[2]
+snap = os.path.join(hub, "models--test--tiny", "snapshots", "r1")
+blobs = os.path.join(hub, "models--test--tiny", "blobs")
+os.makedirs(blobs)
+for root, _, files in os.walk(src):
+    for f in files:
+        rel = os.path.relpath(os.path.join(root, f), src)
+        dst = os.path.join(snap, rel)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        if f.endswith(".safetensors"):
+            data = open(os.path.join(root, f), "rb").read()
+            sha = hashlib.sha256(data).hexdigest()
+            open(os.path.join(blobs, sha), "wb").write(data)
+            os.symlink(os.path.relpath(os.path.join(blobs, sha), os.path.dirname(dst)), dst)
+        else:
+            shutil.copy(os.path.join(root, f), dst)
+PY2
+mkdir -p hubrun && echo '{"prompt": "A red fox runs through the snow", "seed": 1, "output": "hubrun/fox.mp4"}' > hub.jsonl &&
+  "$gen" --model hub/models--test--tiny/snapshots/r1 --prompts-file hub.jsonl "${small[@]}" \
+    --negative-prompt "blurry, low quality, static" --fps 8 --save-tensors hubrun/t.safetensors --log-level warn ||
+  fail "the run from the hub cache"  # (a folder given by --model gets its preset: the built-in model's settings)
+"$cmp" hubrun fox --json hub.json > hub.txt 2>&1
+c=$?
+"$venv/bin/python" - hubrun/fox.mp4.json hub.json <<'PY2' && [ "$c" = 0 ] && pass "model files: SHA-256 from the hub cache, listed when they differ" || { flunk "model files (exit $c)"; cat hub.txt; }
+import hashlib, json, sys
+side = json.load(open(sys.argv[1]))
+files = side["model_files"]
+assert sorted(f["component"] for f in files) == ["text_encoder", "transformer", "transformer_2", "vae"], files
+for f in files:
+    data = open(f["file"], "rb").read()
+    assert f["sha256"] == hashlib.sha256(data).hexdigest() and f["bytes"] == len(data), f
+p = json.load(open(sys.argv[2]))["pairs"][0]
+keys = [d["key"] for d in p["settings_diff"]]
+assert sorted(keys) == ["model", "model_files", "preset", "settings.model"], keys
+assert p["verdict"] == "pass" and p["latents"]["max_abs"] == 0, p
+PY2
 # The forest on 2 ranks against one rank: within the layout profile (the same video up to float rounding).
 mkdir -p one two && ln -sf ../golden/forest.mp4 one/forest.mp4 && ln -sf ../golden/forest.mp4.json one/forest.mp4.json &&
   ln -sf ../new/forest.mp4 two/forest.mp4 && ln -sf ../new/forest.mp4.json two/forest.mp4.json
@@ -163,6 +205,28 @@ import json; j = json.load(open('loose.json')); v = {p['name']: p['verdict'] for
 assert v['balloon.mp4'] == 'pass' and v['waves.mp4'] == 'missing' and v['cat.mp4'] == 'failed', v
 assert j['thresholds']['psnr_min'] == 0 and j['thresholds']['mad_max'] == 255, j['thresholds']
 " && pass "threshold flags override the profile" || { flunk "threshold flags"; cat loose.txt; }
+
+# Videos without sidecars (another tool's): one of another size, one with fewer frames, one equal. Each a
+# failed pair with its reason (the others still compared), the missing sidecars said once per run.
+mkdir -p nos/a nos/b
+cp golden/fox.mp4 nos/b/fox.mp4 && cp golden/boat.mp4 nos/b/boat.mp4 && cp golden/forest.mp4 nos/b/forest.mp4
+cp golden/forest.mp4 nos/a/forest.mp4
+ffmpeg -v error -y -i golden/fox.mp4 -vf scale=64:64 -c:v libx264 -pix_fmt yuv420p nos/a/fox.mp4
+ffmpeg -v error -y -i golden/boat.mp4 -frames:v 5 -c:v libx264 -pix_fmt yuv420p nos/a/boat.mp4
+"$cmp" nos/a nos/b --json nos.json > nos.txt 2>&1
+c=$?
+"$venv/bin/python" - nos.json <<'PY2' && [ "$c" = 1 ] && pass "no sidecars: size and frame count differ (exit $c)" || { flunk "no sidecars (exit $c)"; cat nos.txt; }
+import json, sys
+j = json.load(open(sys.argv[1])); by = {p["name"]: p for p in j["pairs"]}
+assert by["fox.mp4"]["verdict"] == "failed" and by["fox.mp4"]["reasons"] == ["frame size differs: A 64x64, B 96x96"], by["fox.mp4"]["reasons"]
+b = by["boat.mp4"]
+assert b["verdict"] == "failed" and b["reasons"][0] == "frame count differs: A 5, B 9 (the first 5 measured)", b["reasons"]
+assert len(b["frames"]) == 5 and b["metrics"]["min_psnr"] != None, b
+assert by["forest.mp4"]["verdict"] == "pass" and by["forest.mp4"]["sidecars"] is False, by["forest.mp4"]
+notes = [n for n in j["notes"] if "no sidecar" in n]
+assert notes == ["3 of 3 videos of nos/a have no sidecar (<video>.json): their settings are not compared",
+                 "3 of 3 videos of nos/b have no sidecar (<video>.json): their settings are not compared"], notes
+PY2
 
 # --- LPIPS through the flag (weights: a random AlexNet and the package's linear layers) --------------------
 if "$venv/bin/python" "$SOURCE_DIR/tools/lpips/convert_weights.py" --random-backbone 0 -o lpips.safetensors >/dev/null 2>&1; then
