@@ -144,8 +144,8 @@ TEST(VideoWriter, FixtureFramesRoundTrip) {
 }
 
 TEST(VideoWriter, SameFramesSameBytes) {
-  // A fixed x264 thread count: the same frames give the same file, here and on any machine. (Not asserted for
-  // tiny frames such as 48x32, where x264's output also depends on its heap's previous contents.)
+  // A fixed x264 thread count: the same frames give the same file, here and on any machine. (Across processes,
+  // over heaps that held other bytes, ctest compare.runs: video_writer.cpp's SameBytesFromAllocations.)
   TempDir dir;
   at::Tensor frames = gradient_clip(5, 256, 384);
   io::write_video(dir / "a.mp4", frames, clip_options());

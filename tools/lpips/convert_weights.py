@@ -17,10 +17,16 @@ Runs in the reference environment (tools/reference/setup.sh: torch, torchvision,
 """
 import argparse
 import importlib.metadata
+import importlib.util
 import os
 import sys
 
 import torch
+
+# Without torchvision (the reference environment cannot hold it: tools/reference/lpips_shim/torchvision says
+# why), its AlexNet from a stand-in that is torchvision 0.26's layer for layer; the real one wins when present.
+if importlib.util.find_spec("torchvision") is None:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference", "lpips_shim"))
 
 # The AlexNet `features` indices of each slice, as lpips/pretrained_networks.py's alexnet splits them.
 SLICES = {1: range(0, 2), 2: range(2, 5), 3: range(5, 8), 4: range(8, 10), 5: range(10, 12)}
@@ -125,7 +131,7 @@ def build(alexnet=None, lins=None, random_backbone=None):
         backbone = "torchvision.models.alexnet(weights='IMAGENET1K_V1')"
         try:
             features = torchvision.models.alexnet(weights="IMAGENET1K_V1").state_dict()
-        except OSError as e:  # urllib's URLError included: offline
+        except (OSError, RuntimeError) as e:  # offline (urllib's URLError), or the torchvision stand-in
             sys.exit(f"error: {backbone} could not get the weights ({e}); download alexnet-owt-7be5be79.pth "
                      "where there is a network and pass it with --alexnet")
     model = new_model()

@@ -13,7 +13,9 @@ python=${PYTHON:-python3}
 requirements=$here/requirements.txt
 stamp=$venv/.requirements.sha256
 
-want=$(sha256sum "$requirements" | cut -d' ' -f1)
+# Installed without their dependencies (requirements.txt pins those it needs): lpips would pull torchvision in.
+no_deps=(lpips==0.1.4)
+want=$( (cat "$requirements"; echo "no-deps: ${no_deps[*]}") | sha256sum | cut -d' ' -f1)
 if [[ -x $venv/bin/python && -f $stamp && $(cat "$stamp") == "$want" ]]; then
   echo "reference environment up to date: $venv"
   exit 0
@@ -23,6 +25,7 @@ fi
   { echo "setup.sh: $python is older than Python 3.10 (set PYTHON)" >&2; exit 1; }
 "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install --disable-pip-version-check --quiet -r "$requirements"
+"$venv/bin/python" -m pip install --disable-pip-version-check --quiet --no-deps "${no_deps[@]}"
 "$venv/bin/python" -m pip freeze --disable-pip-version-check > "$venv/pip-freeze.txt"
 echo "$want" > "$stamp"
 echo "reference environment ready: $venv (installed set in $venv/pip-freeze.txt)"

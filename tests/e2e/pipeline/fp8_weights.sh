@@ -25,8 +25,7 @@ run() {  # run NAME NP FLAGS...
     --report "$work/$name.json" >"$work/$name.log" 2>&1 ||
     { cat "$work/$name.log"; fail "$name exited non-zero"; }
 }
-# The saved tensors, not the MP4s: at 48x32 (a few macroblocks) x264's bytes also depend on what its
-# allocations held before, so equal frames can decode differently (video_writer.cpp).
+# The saved tensors, not the MP4s: the latents and float frames, before the 8-bit rounding and the encoder.
 same() {  # same A B: identical latents and frames
   if "$cmp" "$work/$1.safetensors" "$work/$2.safetensors" --keys latents,frames --tolerance 0 \
     >"$work/cmp-$1-$2.log" 2>&1; then pass "$1 == $2 (latents and frames identical)"
