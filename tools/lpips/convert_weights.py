@@ -13,7 +13,9 @@ The AlexNet backbone (net.sliceK.I.*, torchvision's features.I.*) comes from
   --random-backbone SEED  torchvision.models.alexnet(weights=None) after torch.manual_seed(SEED).
 The linear layers (linN.model.1.weight) from the installed package's weights/v0.1/alex.pth, or --lins FILE.
 
-Runs in the reference environment (tools/reference/setup.sh: torch, torchvision, lpips, safetensors).
+Runs in the reference environment (tools/reference/setup.sh: torch, lpips, safetensors; torchvision's AlexNet
+from tools/reference/lpips_shim when torchvision is not installed, which then needs --alexnet or
+--random-backbone), or in any with torch, torchvision, lpips and safetensors.
 """
 import argparse
 import importlib.metadata
