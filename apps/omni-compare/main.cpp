@@ -332,7 +332,6 @@ int compare_runs(const Settings& s, const RunSettings& rs) {
   o.sheet_dir = rs.report;
   const int n = static_cast<int>(pairing.pairs.size());
   c.pairs.resize(static_cast<size_t>(n));
-  c.seconds.resize(static_cast<size_t>(n));
   const int jobs =
       std::max(1, std::min(n, rs.jobs > 0 ? rs.jobs : static_cast<int>(std::thread::hardware_concurrency())));
   // Pairs in parallel, one intra-op thread each (several pairs use the cores better than one pair's small ops).
@@ -350,11 +349,10 @@ int compare_runs(const Settings& s, const RunSettings& rs) {
       }
       const auto start = std::chrono::steady_clock::now();
       compare::PairResult r = compare::compare_pair(a, b, pairing.pairs[static_cast<size_t>(i)], i + 1, o);
-      const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::lock_guard<std::mutex> lock(mutex);
-      progress.update(++done, sec, r.name);
+      progress.update(++done, r.seconds, r.name);
       c.pairs[static_cast<size_t>(i)] = std::move(r);
-      c.seconds[static_cast<size_t>(i)] = sec;
     }
   };
   std::vector<std::thread> threads;

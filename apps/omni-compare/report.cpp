@@ -89,6 +89,13 @@ std::string url_path(const std::string& p) {
   return out;
 }
 
+// The verdict as a CSS class name: "not comparable" -> "not-comparable".
+std::string verdict_class(Verdict v) {
+  std::string cls = verdict_name(v);
+  std::replace(cls.begin(), cls.end(), ' ', '-');
+  return cls;
+}
+
 std::string reasons_text(const PairResult& p) {
   std::string out;
   for (const auto& r : p.reasons) out += (out.empty() ? "" : "; ") + r;
@@ -158,21 +165,11 @@ std::string metric_text(double v, int precision) {
 }
 
 void sort_worst_first(Comparison& c) {
-  std::vector<size_t> order(c.pairs.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  auto psnr = [&](size_t i) { return std::isnan(c.pairs[i].min_psnr) ? 1e300 : c.pairs[i].min_psnr; };
-  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-    const int sx = severity(c.pairs[x].verdict), sy = severity(c.pairs[y].verdict);
+  auto psnr = [](const PairResult& p) { return std::isnan(p.min_psnr) ? 1e300 : p.min_psnr; };
+  std::stable_sort(c.pairs.begin(), c.pairs.end(), [&](const PairResult& x, const PairResult& y) {
+    const int sx = severity(x.verdict), sy = severity(y.verdict);
     return sx != sy ? sx < sy : psnr(x) < psnr(y);
   });
-  std::vector<PairResult> pairs;
-  std::vector<double> seconds;
-  for (size_t i : order) {
-    pairs.push_back(std::move(c.pairs[i]));
-    seconds.push_back(i < c.seconds.size() ? c.seconds[i] : 0.0);
-  }
-  c.pairs = std::move(pairs);
-  c.seconds = std::move(seconds);
 }
 
 int comparison_exit_code(const Comparison& c) {
@@ -262,7 +259,7 @@ nlohmann::json comparison_json(const Comparison& c) {
     nlohmann::json diff = nlohmann::json::array();
     for (const auto& d : p.settings) diff.push_back({{"key", d.key}, {"a", d.a}, {"b", d.b}});
     q["settings_diff"] = diff;
-    q["seconds"] = i < c.seconds.size() ? c.seconds[i] : 0.0;
+    q["seconds"] = p.seconds;
     pairs.push_back(q);
   }
   j["pairs"] = pairs;
@@ -276,11 +273,11 @@ std::string junit_xml(const Comparison& c) {
     const Verdict v = c.pairs[i].verdict;
     if (v == Verdict::kFailed)
       ++errors;
-    else if (v == Verdict::kRegression || (v == Verdict::kMissing && !c.allow_missing))
+    else if (verdict_fails(v, c.allow_missing))
       ++failures;
     else if (v != Verdict::kPass)
       ++skipped;
-    total += i < c.seconds.size() ? c.seconds[i] : 0.0;
+    total += c.pairs[i].seconds;
   }
   std::ostringstream os;
   os << std::fixed << std::setprecision(3);
@@ -298,12 +295,12 @@ std::string junit_xml(const Comparison& c) {
     metrics << "min PSNR " << metric_text(p.min_psnr, 2) << " dB, min SSIM " << metric_text(p.min_ssim, 4)
             << ", max MAD " << metric_text(p.max_mad, 3) << ", max LPIPS " << metric_text(p.max_lpips, 4)
             << ", latents' cosine " << (p.latent_cosine ? metric_text(*p.latent_cosine, 6) : "n/a");
-    os << "    <testcase classname=\"omni-compare\" name=\"" << xml_escape(p.name) << "\" time=\""
-       << (i < c.seconds.size() ? c.seconds[i] : 0.0) << "\">\n";
+    os << "    <testcase classname=\"omni-compare\" name=\"" << xml_escape(p.name) << "\" time=\"" << p.seconds
+       << "\">\n";
     const Verdict v = p.verdict;
     if (v == Verdict::kFailed)
       os << "      <error type=\"failed\" message=\"" << why << "\">" << xml_escape(metrics.str()) << "</error>\n";
-    else if (v == Verdict::kRegression || (v == Verdict::kMissing && !c.allow_missing))
+    else if (verdict_fails(v, c.allow_missing))
       os << "      <failure type=\"" << verdict_name(v) << "\" message=\"" << why << "\">" << xml_escape(metrics.str())
          << "</failure>\n";
     else if (v != Verdict::kPass)
@@ -341,8 +338,7 @@ void write_html_report(const Comparison& c, const std::string& dir, bool overwri
        "<th>min SSIM</th><th>max MAD</th><th>max LPIPS</th><th>latents' cosine</th><th>why</th></tr></thead><tbody>\n";
   for (size_t i = 0; i < c.pairs.size(); ++i) {
     const PairResult& p = c.pairs[i];
-    std::string cls = verdict_name(p.verdict);
-    std::replace(cls.begin(), cls.end(), ' ', '-');
+    const std::string cls = verdict_class(p.verdict);
     h << "<tr data-name=\"" << xml_escape(p.name) << "\"><td class=\"num\">" << i + 1 << "</td><td><a href=\"#pair-"
       << i + 1 << "\">" << xml_escape(p.name) << "</a></td><td class=\"verdict v-" << cls << "\">"
       << verdict_name(p.verdict) << "</td><td class=\"num\">" << metric_text(p.min_psnr, 2) << "</td><td class=\"num\">"
@@ -354,8 +350,7 @@ void write_html_report(const Comparison& c, const std::string& dir, bool overwri
   h << "</tbody></table>\n";
   for (size_t i = 0; i < c.pairs.size(); ++i) {
     const PairResult& p = c.pairs[i];
-    std::string cls = verdict_name(p.verdict);
-    std::replace(cls.begin(), cls.end(), ' ', '-');
+    const std::string cls = verdict_class(p.verdict);
     h << "<section id=\"pair-" << i + 1 << "\"><h2>" << i + 1 << ". " << xml_escape(p.name)
       << " &mdash; <span class=\"v-" << cls << "\">" << verdict_name(p.verdict) << "</span></h2>\n";
     if (!p.paired_by.empty()) h << "<p>paired by " << xml_escape(p.paired_by) << "</p>\n";

@@ -18,7 +18,6 @@ struct Comparison {
   bool lpips = false;  // LPIPS measured
   bool allow_missing = false;
   std::vector<PairResult> pairs;   // worst first (sort_worst_first)
-  std::vector<double> seconds;     // per pair, as `pairs`
   std::vector<std::string> notes;  // said once for the whole comparison (no LPIPS weights, sidecars missing)
 };
 

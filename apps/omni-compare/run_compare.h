@@ -121,7 +121,8 @@ struct PairResult {
   std::optional<double> latent_cosine, latent_max_abs;
   bool sidecars = false;  // both have one: `settings` is their difference
   std::vector<SettingDiff> settings;
-  std::string sheet;  // the contact sheet PNG's file name in the report folder, "" when none
+  std::string sheet;   // the contact sheet PNG's file name in the report folder, "" when none
+  double seconds = 0;  // how long its comparison took
 };
 
 struct CompareOptions {
