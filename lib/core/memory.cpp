@@ -23,6 +23,10 @@ void keep_freed_host_memory() {
   mallopt(M_TOP_PAD, 64 << 20);
 }
 
+void return_freed_host_memory() {
+  malloc_trim(0);
+}
+
 namespace {
 // ru_maxrss reads the kernel's mark, which reset_peak_rss lowers: the whole run's peak is kept here.
 RunPeak run_rss_peak;

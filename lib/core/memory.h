@@ -46,6 +46,12 @@ std::string format_bytes(int64_t bytes);
 void keep_freed_host_memory();
 // The largest allocation keep_freed_host_memory() serves from the heap (larger ones are mapped and unmapped).
 constexpr int64_t kHostHeapMaxAllocation = int64_t{32} << 20;
+// Gives the free pages that keep_freed_host_memory() keeps back to the kernel (glibc's malloc_trim). Loading
+// calls it after each HSDP unit: a unit's read buffers are not needed again, and kept, how much of them the
+// next unit reuses depends on the sizes this rank's slices happen to have (up to ~15% of the load's peak,
+// differing from run to run and rank to rank). Trimmed, what a rank holds after each unit is its slices, as
+// the memory plan's load phase counts them.
+void return_freed_host_memory();
 
 // Copies host tensors to a device through a reusable page-locked (pinned) staging buffer: each tensor's bytes
 // are copied on the host into one half of the buffer, then to the device asynchronously (non_blocking) while

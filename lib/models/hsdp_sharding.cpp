@@ -109,12 +109,14 @@ std::unique_ptr<hsdp::ShardedModel> shard_model(const std::string& name, const M
   // Slices reach a GPU through one pinned staging buffer (core/memory.h), reused by every unit.
   HostToDevice upload(device);
   root->load_shard(reader, &upload);
+  return_freed_host_memory();  // the read buffers: what stays is the slices (the memory plan's load phase)
   std::vector<std::unique_ptr<hsdp::FlatParamUnit>> units;
   for (size_t b = 0; b < blocks.size(); ++b) {
     units.push_back(std::make_unique<hsdp::FlatParamUnit>(
         name + ".block" + std::to_string(b),
         slots_of(block_params[b], model_dtype, held, num_blocks, ckpt, lora, *stats), shard_group, device));
     units.back()->load_shard(reader, &upload);
+    return_freed_host_memory();
   }
   upload.synchronize();  // the staging buffer is free before the next model's load reuses the host memory
   auto sharded = std::make_unique<hsdp::ShardedModel>(name, std::move(root), std::move(units), pool, stats);

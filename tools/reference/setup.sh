@@ -24,8 +24,8 @@ fi
 "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
   { echo "setup.sh: $python is older than Python 3.10 (set PYTHON)" >&2; exit 1; }
 "$python" -m venv "$venv"
-"$venv/bin/python" -m pip install --disable-pip-version-check --quiet -r "$requirements"
-"$venv/bin/python" -m pip install --disable-pip-version-check --quiet --no-deps "${no_deps[@]}"
+"$venv/bin/python" -m pip install --disable-pip-version-check --no-cache-dir --quiet -r "$requirements"
+"$venv/bin/python" -m pip install --disable-pip-version-check --no-cache-dir --quiet --no-deps "${no_deps[@]}"
 "$venv/bin/python" -m pip freeze --disable-pip-version-check > "$venv/pip-freeze.txt"
 echo "$want" > "$stamp"
 echo "reference environment ready: $venv (installed set in $venv/pip-freeze.txt)"
