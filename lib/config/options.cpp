@@ -410,6 +410,10 @@ const std::vector<Binding>& bindings() {
          "decode each video on all the ranks of its data-parallel group, a band of rows each (exchanging halo "
          "rows; the same frames as one rank's decode, less memory and time per rank)",
          &G::vae_parallel);
+    flag("no-vae-parallel",
+         "decode each video on one rank even where --vae-parallel would lower the planned memory peak (without "
+         "either flag it is chosen when a video's group has several ranks and it lowers the peak)",
+         &G::no_vae_parallel);
     choice("step-cache",
            "skip a step's transformer blocks when their input barely changed since the last computed step, reusing "
            "its residual: teacache (timestep-modulation change, TeaCache's Wan polynomial) or fbcache (first "
@@ -700,6 +704,8 @@ std::string Source::str() const {
       return "--prompts-file " + detail;
     case kLayoutAuto:
       return "layout auto";
+    case kMemoryPlan:
+      return "memory plan";
   }
   return "unknown";
 }
@@ -754,6 +760,9 @@ void validate_options(const GenerateOptions& o) {
   OMNI_CHECK_USAGE(o.video.empty() || o.num_inference_steps * o.strength >= 1, "--strength ", o.strength, " with ",
                    o.num_inference_steps, " --num-inference-steps runs no step (int(steps x strength) is 0); ",
                    "raise either");
+  OMNI_CHECK_USAGE(!(o.vae_parallel && o.no_vae_parallel),
+                   "--vae-parallel and --no-vae-parallel contradict each other; "
+                   "give one");
   OMNI_CHECK_USAGE(o.num_inference_steps >= 1, "--num-inference-steps must be at least 1, got ", o.num_inference_steps);
   OMNI_CHECK_USAGE(o.guidance_scale >= 0, "--guidance-scale must be non-negative, got ", o.guidance_scale);
   OMNI_CHECK_USAGE(!o.guidance_scale_2 || *o.guidance_scale_2 >= 0, "--guidance-scale-2 must be non-negative, got ",

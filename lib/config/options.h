@@ -41,7 +41,7 @@ const char* name_of(TaskChoice v);
 // Where a setting came from, lowest precedence first; `detail` names the preset, the --config file or the
 // prompts-file line.
 struct Source {
-  enum Kind { kDefault, kPreset, kConfig, kFlag, kPromptsLine, kLayoutAuto };
+  enum Kind { kDefault, kPreset, kConfig, kFlag, kPromptsLine, kLayoutAuto, kMemoryPlan };
   Kind kind = kDefault;
   std::string detail;
   // "default", "preset NAME", "config FILE", "flag", "--prompts-file FILE line N", "layout auto".
@@ -113,6 +113,7 @@ struct GenerateOptions {
   dist::ParallelConfig parallel;
   LayoutMode layout = LayoutMode::kAuto;  // how the compute degrees are chosen
   bool vae_parallel{};                    // decode each video over the ranks of its data-parallel group
+  bool no_vae_parallel{};                 // never choose --vae-parallel automatically
   pipeline::StepCacheMode step_cache = pipeline::StepCacheMode::kNone;
   WeightFormat weight_format = WeightFormat::kRunDtype;               // --weight-dtype
   WeightFormat text_encoder_weight_format = WeightFormat::kRunDtype;  // --text-encoder-weight-dtype

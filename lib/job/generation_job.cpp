@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 
 #include "core/device_clock.h"
 #include "core/error.h"
@@ -58,10 +59,64 @@ void GenerationJob::prepare_inputs() {
     // The model's shapes for the memory plan: its spec (configs and safetensors headers, no weight).
     memory_ = std::make_unique<MemoryCheck>(*model_, settings_, opts_, mesh_.layout());
   });
-  std::vector<pipeline::RankWork> work;
-  for (int r = 0; r < mesh_.world_size(); ++r) work.push_back(rank_work(*queue_, mesh_, r, opts_.vae_parallel));
-  memory_->plan(work);
+  choose_vae_parallel();
+  if (mesh_.rank() == 0 && mesh_.layout().video_size() > 1) OMNI_INFO("vae parallel: ", identity_.vae_parallel_choice);
   memory_->check(mesh_);
+}
+
+int64_t GenerationJob::plan_memory(bool vae_parallel) {
+  std::vector<pipeline::RankWork> work;
+  for (int r = 0; r < mesh_.world_size(); ++r) work.push_back(rank_work(*queue_, mesh_, r, vae_parallel));
+  memory_->plan(work);
+  int64_t peak = 0;
+  for (const auto& p : memory_->plans()) peak = std::max(peak, p.peak_bytes());
+  return peak;
+}
+
+void GenerationJob::choose_vae_parallel() {
+  std::string& why = identity_.vae_parallel_choice;
+  const int group = mesh_.layout().video_size();
+  // The fewest latent rows of any video: each rank of a group decodes a band of at least one.
+  int64_t rows = std::numeric_limits<int64_t>::max();
+  int height = 0;
+  for (int i = 0; i < static_cast<int>(queue_->size()); ++i) {
+    const int h = queue_->video(i).params().height;
+    if (h / model_->vae.scale_factor_spatial < rows) rows = h / model_->vae.scale_factor_spatial, height = h;
+  }
+  // The peak's rank and phase, for the line.
+  auto peak_line = [&](int64_t peak) {
+    for (size_t r = 0; r < memory_->plans().size(); ++r)
+      if (memory_->plans()[r].peak_bytes() == peak)
+        return str_cat(format_bytes(peak), " (rank ", r, " at ", memory_->plans()[r].peak_phase().name, ")");
+    return format_bytes(peak);
+  };
+  if (opts_.vae_parallel) {
+    why = "on (--vae-parallel)";
+  } else if (opts_.no_vae_parallel) {
+    why = "off (--no-vae-parallel)";
+  } else if (group == 1) {
+    why = "off (one rank per video)";
+  } else if (rows < group) {
+    why = str_cat("off (a ", height, "-pixel height has ", rows, " latent rows, fewer than the ", group,
+                  " ranks of a video's group)");
+  } else {
+    const int64_t one = plan_memory(false);
+    const std::string one_line = peak_line(one);
+    const int64_t banded = plan_memory(true);
+    if (banded < one) {
+      why = str_cat("on (chosen: it lowers the planned peak from ", one_line, " to ", peak_line(banded),
+                    "; --no-vae-parallel decodes on one rank)");
+      opts_.vae_parallel = settings_.vae_parallel = true;
+      opts_.sources["vae-parallel"] = {config::Source::kMemoryPlan, ""};
+      for (int i = 0; i < static_cast<int>(queue_->size()); ++i) {  // what each video's sidecar records
+        queue_->video(i).opts.vae_parallel = true;
+        queue_->video(i).opts.sources["vae-parallel"] = opts_.sources["vae-parallel"];
+      }
+      return;  // planned with it
+    }
+    why = str_cat("off (not chosen: it would not lower the planned peak, ", one_line, ")");
+  }
+  plan_memory(opts_.vae_parallel);
 }
 
 void GenerationJob::prepare() {

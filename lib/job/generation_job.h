@@ -65,6 +65,13 @@ class GenerationJob {
   // The videos' inputs and tasks (job/check_inputs.h), the LoRA records and every rank's memory plan checked
   // against its device: what both a run and a dry run need.
   void prepare_inputs();
+  // --vae-parallel without --vae-parallel or --no-vae-parallel: on where each video's group has several ranks
+  // that can each take a band of its latent rows, and the job's planned peak (the most of any rank) is lower
+  // with it. The decode is the same either way (up to float rounding), so memory alone decides. Sets the
+  // option, its source and identity_.vae_parallel_choice; leaves memory_ planned with what it chose.
+  void choose_vae_parallel();
+  // Every rank's memory plan with or without --vae-parallel; the job's peak (the most of any rank).
+  int64_t plan_memory(bool vae_parallel);
   // What a signal's handler prints if it ends the run now (core/files.h set_interrupt_message).
   void update_interrupt_message() const;
   // Gathers every video's status and every rank's figures to rank 0, prints the summary, writes the report;

@@ -45,6 +45,7 @@ struct RunIdentity {
   // load, multiplied in float8. Empty when none.
   nlohmann::json float8_weights;
   nlohmann::json model_files;  // job/model_files.h: the weight files, their sizes and SHA-256 or modification times
+  std::string vae_parallel_choice;  // --vae-parallel on or off, and why (GenerationJob::choose_vae_parallel)
 };
 
 class OutputWriter {

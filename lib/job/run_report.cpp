@@ -175,6 +175,7 @@ std::string dry_run_text(const config::GenerateOptions& opts, const dist::Device
   os << "omni-generate dry run: configuration is valid\n";
   os << "layout: " << layout.summary() << "\n";
   os << "layout choice: " << identity.layout_choice << "\n";
+  os << "vae parallel: " << identity.vae_parallel_choice << "\n";
   if (layout.use_hsdp) {
     os << "hsdp: replicate " << layout.hsdp_replicate << " x shard " << layout.hsdp_shard << " (each rank holds 1/"
        << layout.hsdp_shard << " of the sharded weights)\n";
@@ -216,6 +217,7 @@ nlohmann::json dry_run_report(const dist::DeviceMesh& mesh, const RunIdentity& i
                               const std::vector<std::vector<pipeline::StepTrafficSplit>>& traffic) {
   nlohmann::json r = report_header(mesh, "cpu", identity.layout_choice, memory.budget());
   r["dry_run"] = true;
+  r["vae_parallel_choice"] = identity.vae_parallel_choice;
   nlohmann::json ranks = nlohmann::json::array();
   for (size_t i = 0; i < memory.plans().size(); ++i) {
     nlohmann::json entry = {{"rank", i}};
