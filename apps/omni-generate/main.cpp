@@ -22,6 +22,7 @@
 #include "dist/communicator.h"
 #include "dist/device.h"
 #include "dist/device_mesh.h"
+#include "dist/gpu_table.h"
 #include "dist/parallel_config.h"
 #include "dist/topology.h"
 #include "job/auto_layout.h"
@@ -103,7 +104,14 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
   OMNI_INFO("layout ", layout.summary());
   // The mesh is built in a dry run too: the communicators of every group are split, so a dry run proves the
   // layout on the real launcher (mpirun / srun) before any model is read.
-  omni::dist::DeviceMesh mesh(layout, omni::dist::Communicator::world(), opts.parallel.strict_topology);
+  // --plan-for GPUxN: the ranks placed on nodes of N, as the cluster will place them (the dry run only).
+  const int per_node = opts.plan_for.empty() ? 0 : omni::dist::parse_plan_for(opts.plan_for).per_node;
+  std::vector<int> node_of;
+  for (int r = 0; r < world; ++r) node_of.push_back(per_node > 0 ? r / per_node : 0);
+  omni::dist::DeviceMesh mesh =
+      per_node > 0 ? omni::dist::DeviceMesh(layout, omni::dist::Communicator::world(),
+                                            omni::dist::Topology::of_nodes(node_of), opts.parallel.strict_topology)
+                   : omni::dist::DeviceMesh(layout, omni::dist::Communicator::world(), opts.parallel.strict_topology);
   OMNI_DEBUG("mesh: ", mesh.describe());
   phase = Phase::kAgreed;
   omni::job::GenerationJob job(opts, std::move(resolved), preset, mesh, decision.line);

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/text.h"
+#include "dist/gpu_table.h"
 #include "text/utf8.h"
 
 namespace omni::config {
@@ -477,6 +478,11 @@ const std::vector<Binding>& bindings() {
          "validate, build the mesh, print the layout and the per-rank memory plan (from configs and checkpoint "
          "headers only) and exit without loading a model; with --report, write the plan there",
          &G::dry_run);
+    str("plan-for",
+        "with --dry-run: plan for GPUs this machine does not have, judging memory against theirs and costing "
+        "attention as their kernels do: h100-80gb, h200, b200, a100-80gb, l40s, or custom:MEM_GB,TFLOPS,HBM_GBPS,"
+        "LINK_GBPS; xN after it: N GPUs per node (the ranks placed on nodes of N, for the traffic estimate)",
+        "", &G::plan_for);
     return t;
   }();
   return table;
@@ -760,6 +766,9 @@ void validate_options(const GenerateOptions& o) {
   OMNI_CHECK_USAGE(o.video.empty() || o.num_inference_steps * o.strength >= 1, "--strength ", o.strength, " with ",
                    o.num_inference_steps, " --num-inference-steps runs no step (int(steps x strength) is 0); ",
                    "raise either");
+  OMNI_CHECK_USAGE(o.plan_for.empty() || o.dry_run, "--plan-for ", o.plan_for,
+                   " plans a job for GPUs this run does not use: add --dry-run");
+  if (!o.plan_for.empty()) dist::parse_plan_for(o.plan_for);  // an unknown GPU is an error here
   OMNI_CHECK_USAGE(!(o.vae_parallel && o.no_vae_parallel),
                    "--vae-parallel and --no-vae-parallel contradict each other; "
                    "give one");

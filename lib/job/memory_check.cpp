@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "core/memory.h"
 #include "dist/agreement.h"
+#include "dist/gpu_table.h"
 
 namespace omni::job {
 namespace {
@@ -16,7 +17,7 @@ pipeline::MemoryPlanSettings plan_settings(const pipeline::PipelineSettings& set
                                            const config::GenerateOptions& run, const dist::Layout& l) {
   pipeline::MemoryPlanSettings ps;
   ps.run = settings;
-  ps.cuda = dist::runs_on_cuda(run.device);
+  ps.cuda = dist::runs_on_cuda(run.device) || !run.plan_for.empty();  // --plan-for: as on its GPU
   ps.shard = l.use_hsdp ? l.hsdp_shard : 1;
   ps.ulysses = l.ulysses;
   ps.ring = l.ring;
@@ -73,7 +74,12 @@ std::string memory_advice(const pipeline::MemoryPlan& plan, const config::Genera
 
 void MemoryCheck::check(const dist::DeviceMesh& mesh) {
   const dist::Communicator& world = mesh.world();
-  budget_ = dist::memory_budget(run_.device, world);  // collective (node ranks)
+  if (run_.plan_for.empty()) {
+    budget_ = dist::memory_budget(run_.device, world);  // collective (node ranks)
+  } else {
+    const dist::PlanTarget target = dist::parse_plan_for(run_.plan_for);  // every rank alike: no collective
+    budget_ = {target.gpu.memory_bytes, str_cat("--plan-for ", target.describe())};
+  }
   const pipeline::MemoryPlan& mine = plans_[static_cast<size_t>(world.rank())];
   OMNI_DEBUG("memory plan of rank ", world.rank(), ": ", mine.summary());
   if (world.rank() == 0) OMNI_INFO("memory plan (rank 0): ", mine.summary());
@@ -95,7 +101,7 @@ void MemoryCheck::check(const dist::DeviceMesh& mesh) {
 }
 
 std::string MemoryCheck::describe(const std::function<bool(int)>& writes_video) const {
-  const bool cuda = dist::runs_on_cuda(run_.device);
+  const bool cuda = dist::runs_on_cuda(run_.device) || !run_.plan_for.empty();
   std::ostringstream os;
   const bool f8_transformer = run_.weight_format == config::WeightFormat::kFloat8;
   const bool f8_text = run_.text_encoder_weight_format == config::WeightFormat::kFloat8;

@@ -42,6 +42,7 @@ class MemoryCheck {
   // with --strict-memory, an agreed usage error. Collective over `mesh`'s world.
   void check(const dist::DeviceMesh& mesh);
   const dist::MemoryBudget& budget() const { return budget_; }
+  const config::GenerateOptions& run() const { return run_; }
   // --dry-run's memory section: every distinct plan by phase and part, the budget and the verdict.
   std::string describe(const std::function<bool(int)>& writes_video) const;
 

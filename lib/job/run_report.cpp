@@ -7,6 +7,7 @@
 #include "core/dtype.h"
 #include "core/log.h"
 #include "core/memory.h"
+#include "dist/gpu_table.h"
 #include "dist/topology.h"
 
 namespace omni::job {
@@ -189,6 +190,10 @@ std::string dry_run_text(const config::GenerateOptions& opts, const dist::Device
   const bool auto_kind = opts.device.kind == dist::DeviceRequest::kAuto;
   os << "device: " << (auto_kind ? (gpus > 0 ? "cuda" : "cpu") : opts.device.str()) << " (--device "
      << opts.device.str() << "; " << gpus << " GPU(s) visible to this LibTorch)\n";
+  if (!opts.plan_for.empty()) {
+    const dist::PlanTarget target = dist::parse_plan_for(opts.plan_for);
+    os << "planned for: " << target.describe() << "; figures: " << target.gpu.source << "\n";
+  }
   os << "preset: " << identity.preset << "\n";
   os << "settings:\n" << config::describe(opts, identity.resolved);
   // Where each component comes from (a diffusers folder, Wan2.2's original layout, single files).
@@ -218,6 +223,18 @@ nlohmann::json dry_run_report(const dist::DeviceMesh& mesh, const RunIdentity& i
   nlohmann::json r = report_header(mesh, "cpu", identity.layout_choice, memory.budget());
   r["dry_run"] = true;
   r["vae_parallel_choice"] = identity.vae_parallel_choice;
+  if (!memory.run().plan_for.empty()) {
+    const dist::PlanTarget t = dist::parse_plan_for(memory.run().plan_for);
+    r["plan_for"] = {{"name", t.gpu.name},
+                     {"product", t.gpu.product},
+                     {"memory_bytes", t.gpu.memory_bytes},
+                     {"gpus_per_node", t.per_node},
+                     {"bf16_tflops", t.gpu.bf16_tflops},
+                     {"hbm_gbps", t.gpu.hbm_gbps},
+                     {"link_gbps", t.gpu.link_gbps},
+                     {"inter_node_gbps", t.gpu.inter_node_gbps},
+                     {"source", t.gpu.source}};
+  }
   nlohmann::json ranks = nlohmann::json::array();
   for (size_t i = 0; i < memory.plans().size(); ++i) {
     nlohmann::json entry = {{"rank", i}};
