@@ -21,11 +21,15 @@ std::vector<GpuProfile> make_table() {
       {"h100-80gb", "NVIDIA H100 80GB HBM3 (SXM)", 81559 * kMiB, 989.4, 3350, 450, 50,
        "memory: nvidia-smi on the H100 lent to this project (81559 MiB, 2026-11-13); rates: NVIDIA H100 datasheet "
        "(SXM5: 989 TFLOP/s dense bf16, 3.35 TB/s, NVLink 4 900 GB/s both ways); measured there: 798 TFLOP/s "
-       "(8192^3 bf16 product), 3.0 TB/s copy; across nodes: one 400 Gb/s NDR InfiniBand port per GPU (DGX H100)"},
+       "(8192^3 bf16 product), 3.0 TB/s copy; across nodes: one 400 Gb/s NDR InfiniBand port per GPU (DGX H100). The "
+       "time plan takes the H200's rates in diffusers' Wan runs for the same chip (its 798 is on random data)",
+       0, 0},
       {"h200", "NVIDIA H200 (SXM)", 143771 * kMiB, 989.4, 4800, 450, 50,
        "memory: nvidia-smi on the H200 lent to this project (143771 MiB, 2026-10-27); rates: NVIDIA H200 "
        "datasheet (989 TFLOP/s dense bf16, 4.8 TB/s, NVLink 4 900 GB/s both ways); measured there: 788 TFLOP/s, "
-       "4.3 TB/s copy; across nodes: 400 Gb/s per GPU (HGX H200)"},
+       "4.3 TB/s copy; across nodes: 400 Gb/s per GPU (HGX H200); in diffusers' Wan runs there GEMM 772 and SDPA 570 "
+       "TFLOP/s",
+       772, 570},
       {"b200", "NVIDIA B200 (HGX)", 180000000000, 2250, 8000, 900, 50,
        "NVIDIA HGX B200 datasheet: 180 GB HBM3e per GPU, 2.25 PFLOP/s dense bf16 (4.5 with sparsity), 8 TB/s, "
        "NVLink 5 1.8 TB/s both ways; across nodes: 400 Gb/s per GPU; not measured here"},

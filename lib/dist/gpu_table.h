@@ -18,6 +18,9 @@ struct GpuProfile {
   double link_gbps = 0;        // to another GPU of its node, one direction, GB/s (NVLink, else PCIe)
   double inter_node_gbps = 0;  // to a GPU of another node, one direction, GB/s (a typical fabric: a range)
   std::string source;          // where the figures come from
+  // Measured on such a card (0: not measured; the time plan scales the datasheet's rate as the H200's are):
+  double measured_matmul_tflops = 0;     // bf16 matrix products
+  double measured_attention_tflops = 0;  // bf16 scaled dot-product attention
 };
 
 // Every known GPU, in the order --help and errors list them.

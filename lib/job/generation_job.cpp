@@ -14,6 +14,7 @@
 #include "core/tensor_dump.h"
 #include "dist/agreement.h"
 #include "dist/device.h"
+#include "dist/gpu_table.h"
 #include "dist/process_group.h"
 #include "dist/watchdog.h"
 #include "io/model_dir.h"
@@ -23,6 +24,7 @@
 #include "job/memory_check.h"
 #include "job/model_files.h"
 #include "job/prompt_summary.h"
+#include "pipeline/time_plan.h"
 
 namespace omni::job {
 GenerationJob::GenerationJob(config::GenerateOptions options, ResolvedRun run, std::string preset,
@@ -156,11 +158,40 @@ int GenerationJob::dry_run() {
   const std::string prompts = agreed_prompt_listing(*model_->dir, *queue_, mesh_.world());
   if (mesh_.rank() != 0) return 0;
   const auto traffic = pipeline::split_step_traffic(memory_->step_traffic(queue_->largest_video()), mesh_);
-  const std::string text = dry_run_text(opts_, mesh_, identity_, *model_, prompts, *memory_, traffic);
+  // --plan-for: the time plan of the largest video on the slowest rank.
+  std::string time_line;
+  nlohmann::json time_json;
+  if (!opts_.plan_for.empty()) {
+    const pipeline::DeviceRates rates = pipeline::rates_of(dist::parse_plan_for(opts_.plan_for).gpu);
+    const pipeline::VideoParams video = queue_->largest_video();
+    const pipeline::StepWork work = memory_->step_work(video);
+    std::optional<pipeline::TimePlan> slowest;
+    for (const auto& rank : traffic) {
+      double intra = 0, inter = 0, gather = 0;
+      for (const auto& s : rank) {
+        // The shard group's figure is per transformer call: one per step on this rank.
+        if (s.kind == dist::GroupKind::kShard) {
+          gather += static_cast<double>(s.intra_node + s.inter_node);
+        } else {
+          intra += static_cast<double>(s.intra_node);
+          inter += static_cast<double>(s.inter_node);
+        }
+      }
+      const auto t = pipeline::plan_time(work, video, intra, inter, gather,
+                                         opts_.vae_parallel ? mesh_.layout().video_size() : 1, rates);
+      if (!slowest || t.video_seconds > slowest->video_seconds) slowest = t;
+    }
+    if (slowest) {
+      time_line = str_cat("time plan (estimate, the slowest rank; ", rates.source, "):\n  ", slowest->describe());
+      time_json = slowest->to_json();
+      time_json["rates"] = rates.source;
+    }
+  }
+  const std::string text = dry_run_text(opts_, mesh_, identity_, *model_, prompts, *memory_, traffic, time_line);
   std::fputs(text.c_str(), stdout);
   std::fflush(stdout);
   if (!opts_.report.empty()) {
-    write_file_atomically(opts_.report, dry_run_report(mesh_, identity_, *memory_, traffic).dump(2) + "\n",
+    write_file_atomically(opts_.report, dry_run_report(mesh_, identity_, *memory_, traffic, time_json).dump(2) + "\n",
                           opts_.overwrite);
     OMNI_INFO("wrote memory plan ", opts_.report);
   }

@@ -35,6 +35,7 @@ class MemoryCheck {
               const config::GenerateOptions& run, const dist::Layout& layout);
 
   pipeline::StepTraffic step_traffic(const pipeline::VideoParams& video) const { return planner_.step_traffic(video); }
+  pipeline::StepWork step_work(const pipeline::VideoParams& video) const { return planner_.step_work(video); }
   // Every rank's plan from its work (indexed by rank).
   void plan(const std::vector<pipeline::RankWork>& work);
   const std::vector<pipeline::MemoryPlan>& plans() const { return plans_; }

@@ -170,7 +170,8 @@ nlohmann::json float8_record(const config::GenerateOptions& opts, int64_t stored
 
 std::string dry_run_text(const config::GenerateOptions& opts, const dist::DeviceMesh& mesh, const RunIdentity& identity,
                          const pipeline::ModelSpec& model, const std::string& prompts, const MemoryCheck& memory,
-                         const std::vector<std::vector<pipeline::StepTrafficSplit>>& traffic) {
+                         const std::vector<std::vector<pipeline::StepTrafficSplit>>& traffic,
+                         const std::string& time_plan) {
   const dist::Layout& layout = mesh.layout();
   std::ostringstream os;
   os << "omni-generate dry run: configuration is valid\n";
@@ -215,12 +216,15 @@ std::string dry_run_text(const config::GenerateOptions& opts, const dist::Device
        << " across nodes\n";
   }
   if (!any) os << "  none (one rank computes each video with whole weights)\n";
+  if (!time_plan.empty()) os << time_plan << "\n";
   return os.str();
 }
 
 nlohmann::json dry_run_report(const dist::DeviceMesh& mesh, const RunIdentity& identity, const MemoryCheck& memory,
-                              const std::vector<std::vector<pipeline::StepTrafficSplit>>& traffic) {
+                              const std::vector<std::vector<pipeline::StepTrafficSplit>>& traffic,
+                              const nlohmann::json& time_plan) {
   nlohmann::json r = report_header(mesh, "cpu", identity.layout_choice, memory.budget());
+  if (!time_plan.is_null()) r["time_plan"] = time_plan;
   r["dry_run"] = true;
   r["vae_parallel_choice"] = identity.vae_parallel_choice;
   if (!memory.run().plan_for.empty()) {

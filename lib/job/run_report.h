@@ -79,12 +79,15 @@ nlohmann::json float8_record(const config::GenerateOptions& opts, int64_t stored
 // What --dry-run prints on rank 0: the layout and every group in world ranks (with the nodes each spans), the
 // device --device resolves to here, the preset and every setting with its source, where each component comes
 // from, `prompts` (describe_prompts), every rank's memory plan and the traffic estimate of a step.
+// `time_plan`: its line (pipeline::TimePlan::describe, with --plan-for), or empty.
 std::string dry_run_text(const config::GenerateOptions& opts, const dist::DeviceMesh& mesh, const RunIdentity& identity,
                          const pipeline::ModelSpec& model, const std::string& prompts, const MemoryCheck& memory,
-                         const std::vector<std::vector<pipeline::StepTrafficSplit>>& traffic);
+                         const std::vector<std::vector<pipeline::StepTrafficSplit>>& traffic,
+                         const std::string& time_plan);
 // The dry run's --report: the header, every rank's plan and its traffic estimate.
 nlohmann::json dry_run_report(const dist::DeviceMesh& mesh, const RunIdentity& identity, const MemoryCheck& memory,
-                              const std::vector<std::vector<pipeline::StepTrafficSplit>>& traffic);
+                              const std::vector<std::vector<pipeline::StepTrafficSplit>>& traffic,
+                              const nlohmann::json& time_plan);
 
 // What a finished run reports: rank 0's view of everything the run did.
 struct RunSummary {

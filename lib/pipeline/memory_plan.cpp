@@ -1,6 +1,7 @@
 #include "pipeline/memory_plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -245,6 +246,41 @@ StepTraffic MemoryPlanner::step_traffic(const VideoParams& v) const {
   if (sp > 1) t.sp = batch * mine * dim * (sp - 1) * e;
   if (set.cfg == 2 && guidance) t.cfg = tc.out_channels * lat_t * lat_h * lat_w * e;
   return t;
+}
+
+StepWork MemoryPlanner::step_work(const VideoParams& v) const {
+  const auto& s = *shapes_;
+  const auto& set = settings_;
+  const auto& tc = s.transformer;
+  const double u = set.ulysses, r = set.ring;
+  const int64_t lat_t = v.denoised_latent_frames(s.vae.scale_factor_temporal),
+                lat_h = v.height / s.vae.scale_factor_spatial, lat_w = v.width / s.vae.scale_factor_spatial;
+  const double tokens = static_cast<double>(tc.token_count(lat_t, lat_h, lat_w));
+  const double batch = v.guidance_on() && set.cfg == 1 ? 2 : 1;
+  const double dim = static_cast<double>(tc.inner_dim()), ffn = static_cast<double>(tc.ffn_dim);
+  const double layers = static_cast<double>(tc.num_layers), text = v.max_sequence_length;
+  const double mine = std::ceil(tokens / (u * r));  // this rank's tokens in a block
+  StepWork w;
+  // Per block: self-attention's q, k, v, o (4 D^2) and cross-attention's q, o (2 D^2) on this rank's tokens, the
+  // feed-forward (2 D ffn); cross-attention's k, v (2 D^2) on the text tokens, on every rank whole.
+  w.matmul_flops = 2 * batch * layers * (mine * (6 * dim * dim + 2 * dim * ffn) + text * 2 * dim * dim);
+  // Self-attention: after the Ulysses exchange this rank's D / u of the heads, its ring share of the queries
+  // against every key; cross-attention: its tokens' queries, all heads, against the text.
+  w.attention_flops = 4 * batch * layers * ((tokens / r) * tokens * (dim / u) + mine * text * dim);
+  // The element-wise operators in float32 (diffusers' norms and modulation run in float32): the three norms
+  // with their shift / scale / gate, the residual adds, RoPE on q and k, about 20 D-wide reads and writes per
+  // token, and the GELU's read and write of the ffn-wide hidden state.
+  w.other_bytes = batch * layers * mine * (20 * dim + 2 * ffn) * 4;
+  const auto& te = s.text;
+  const double te_linear =
+      static_cast<double>(te.num_layers) *
+      (4.0 * te.d_model * te.inner_dim() + 3.0 * te.d_model * te.d_ff);  // q, k, v, o; wi_0, wi_1, wo
+  w.text_encode_flops = 2 * te_linear * text * (v.guidance_on() ? 2 : 1);
+  const double top = static_cast<double>(s.vae.decoder_base_dim.value_or(s.vae.base_dim)) / 96.0;
+  const double patch = static_cast<double>(s.vae.patch());
+  w.decode_units = static_cast<double>(v.height) * v.width * v.rounded_num_frames(s.vae.scale_factor_temporal) * top *
+                   top / (patch * patch);
+  return w;
 }
 
 std::vector<std::vector<StepTrafficSplit>> split_step_traffic(const StepTraffic& t, const dist::DeviceMesh& mesh) {

@@ -108,6 +108,19 @@ struct StepTraffic {
   int64_t cfg = 0;      // per step: this rank's noise prediction to the other guidance branch
 };
 
+// One rank's arithmetic in one denoising step (one call of the running transformer on each of its batch rows):
+// what the time plan (pipeline/time_plan.h) turns into seconds at a device's rates.
+struct StepWork {
+  double matmul_flops = 0;     // the blocks' and the head's linear layers on this rank's tokens (2 x MACs)
+  double attention_flops = 0;  // scaled dot-product attention, self and cross (2 x MACs of QK^T and PV)
+  double other_bytes = 0;      // the memory the element-wise operators move (norms, modulation, RoPE, GELU, adds)
+  // Once per video:
+  double text_encode_flops = 0;  // UMT5's linear layers on the prompt (and the negative prompt)
+  // The decode's size in units of Wan2.1's VAE (base width 96) at full resolution: pixel-frames times the
+  // decoder's top width squared over 96 squared, over the patch area (Wan2.2's VAE decodes at half resolution).
+  double decode_units = 0;
+};
+
 // One rank's share of a step's traffic of one group kind, split by where its group peers run.
 struct StepTrafficSplit {
   dist::GroupKind kind = dist::GroupKind::kShard;
@@ -128,6 +141,8 @@ class MemoryPlanner {
   MemoryPlan plan(const RankWork& work) const;
   // One transformer call per step (cond and uncond batched on one rank, or one each with cfg 2).
   StepTraffic step_traffic(const VideoParams& video) const;
+  // One rank's arithmetic in one denoising step of `video` (StepWork).
+  StepWork step_work(const VideoParams& video) const;
 
  private:
   struct Shapes;

@@ -8,7 +8,8 @@
 #   - gathered: the root and the two largest blocks, of the transformer at denoise and UMT5 at text encode;
 #   - the verdict: "fits" exactly where every rank's peak is within the GPU's memory.
 # T2V-A14B 720p x 81 frames on 1, 4, 8 and 16 ranks (HSDP over all), I2V-A14B 480p on 8, TI2V-5B 720p x 121 on
-# 1 and 8; the T2V table (planned GiB per GPU for H100 80GB and H200) is printed.
+# 1 and 8; the T2V table (planned GiB per GPU and seconds per video for H100 80GB and H200) is printed. The time
+# plan of one transformer call against the forwards diffusers measured on an H200.
 #   real_size_plans.sh GENERATE REFERENCE_DIR WORK_DIR VENV
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -36,6 +37,20 @@ done
 plan i2v-8 i2v-a14b 8 h100-80gb --height 480 --width 832 --num-frames 81 --image "$ref/i2v-a14b-tiny/image.png"
 plan ti2v-1 ti2v-5b 1 h100-80gb --height 704 --width 1280 --num-frames 121
 plan ti2v-8 ti2v-5b 8 h100-80gb --height 704 --width 1280 --num-frames 121
+# One transformer call (guidance off, one step) on one H200, against diffusers' measured bfloat16 forwards there:
+# A14B at 832x480x81 3.237 s, TI2V-5B at 1280x704x121 1.049 s. The time plan counts the FLOPs and bytes of the
+# blocks; its rates are the H200's GEMM and SDPA ceilings, not fitted to these forwards.
+plan fwd-a14b t2v-a14b 1 h200 --height 480 --width 832 --num-frames 81 --guidance-scale 1 --guidance-scale-2 1 \
+  --num-inference-steps 1
+plan fwd-5b ti2v-5b 1 h200 --height 704 --width 1280 --num-frames 121 --guidance-scale 1 --num-inference-steps 1
+python3 - "$work" <<'PY' && pass "one forward's planned time is within 25% of the H200's measured" || flunk "forwards"
+import json, sys
+w = sys.argv[1]
+for name, measured in (("fwd-a14b", 3.237), ("fwd-5b", 1.049)):
+    t = json.load(open(f"{w}/{name}.json"))["time_plan"]["step_seconds"]
+    print(f"{name}: planned {t:.3f} s, measured {measured} s: {t / measured:.2f}")
+    assert 0.75 <= t / measured <= 1.25, name
+PY
 
 python3 - "$work" <<'PY' && pass "every plan's resident and gathered parts are the hand computation's" || flunk "parts"
 import json, sys
@@ -69,14 +84,15 @@ for name, kind, n in cases:
 if bad:
     print("\n".join(bad)); sys.exit(1)
 # The README's table: T2V-A14B 720p x 81, bfloat16, the most any rank plans.
-print("T2V-A14B 1280x720x81, bfloat16, HSDP over all ranks: planned peak per GPU (GiB), layout")
+print("T2V-A14B 1280x720x81, 40 steps, bfloat16, HSDP over all ranks: planned peak per GPU (GiB), time, layout")
 for n in (1, 4, 8, 16):
     row = []
     for g in ("h100-80gb", "h200"):
         rep = json.load(open(f"{w}/t2v-{n}-{g}.json"))
         peak = max(r["planned_peak_bytes"] for r in rep["ranks"]) / 2**30
         budget = rep["plan_for"]["memory_bytes"] / 2**30
-        row.append(f"{g} {peak:.1f}{'' if peak <= budget else ' (does not fit)'}")
+        row.append(f"{g} {peak:.1f}{'' if peak <= budget else ' (does not fit)'}, "
+                   f"{rep['time_plan']['video_seconds']:.0f} s per video")
     l = rep["layout"]
     print(f"  {n:2d} GPU(s): " + "; ".join(row) + f"; cfg {l['cfg']} x ulysses {l['ulysses']} x ring {l['ring']}, "
           f"HSDP shard {l['hsdp_shard']}")
