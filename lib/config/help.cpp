@@ -65,7 +65,7 @@ const std::vector<HelpSection>& help_sections() {
         {"weight-dtype", "float8_e4m3fn: float8 transformer weights (half the memory of bfloat16)"},
         {"step-cache", "skip blocks whose input barely changed (teacache, fbcache)"}},
        {"vae-dtype", "text-encoder-weight-dtype", "fp8-layers", "fp8-matmul", "tf32", "exact-float32",
-        "step-cache-threshold", "strict-memory", "plan-for"}},
+        "step-cache-threshold", "strict-memory", "plan-for", "calibration"}},
       {"outputs",
        "Outputs and reports",
        {{"output", "the MP4 (a JSON sidecar is written beside it)"},

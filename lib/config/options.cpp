@@ -483,6 +483,10 @@ const std::vector<Binding>& bindings() {
         "attention as their kernels do: h100-80gb, h200, b200, a100-80gb, l40s, or custom:MEM_GB,TFLOPS,HBM_GBPS,"
         "LINK_GBPS; xN after it: N GPUs per node (the ranks placed on nodes of N, for the traffic estimate)",
         "", &G::plan_for);
+    str("calibration",
+        "with --plan-for: calibrate the time plan on what was measured: the forward_bench.json tools/gpu/check.sh "
+        "writes on such a GPU (its a14b forward's achieved FLOP rate, its vae21 decode's time)",
+        "", &G::calibration);
     return t;
   }();
   return table;
@@ -769,6 +773,8 @@ void validate_options(const GenerateOptions& o) {
   OMNI_CHECK_USAGE(o.plan_for.empty() || o.dry_run, "--plan-for ", o.plan_for,
                    " plans a job for GPUs this run does not use: add --dry-run");
   if (!o.plan_for.empty()) dist::parse_plan_for(o.plan_for);  // an unknown GPU is an error here
+  OMNI_CHECK_USAGE(o.calibration.empty() || !o.plan_for.empty(), "--calibration ", o.calibration,
+                   " calibrates the time plan of --plan-for: give --plan-for GPU (the GPU it was measured on)");
   OMNI_CHECK_USAGE(!(o.vae_parallel && o.no_vae_parallel),
                    "--vae-parallel and --no-vae-parallel contradict each other; "
                    "give one");

@@ -132,7 +132,8 @@ struct GenerateOptions {
   log::Level log_level = log::Level::kInfo;
   bool strict_memory{};  // a memory plan over the device's memory is an error, not a warning
   bool dry_run{};
-  std::string plan_for;  // --plan-for GPU[xN]: the dry run plans for that GPU (dist::parse_plan_for)
+  std::string calibration;  // --calibration FILE: forward_bench.json calibrating --plan-for's time plan
+  std::string plan_for;     // --plan-for GPU[xN]: the dry run plans for that GPU (dist::parse_plan_for)
 
   // Which layer set each key, for --dry-run, the sidecars and set_by_user.
   std::map<std::string, Source> sources;

@@ -156,13 +156,20 @@ int GenerationJob::dry_run() {
   prepare_inputs();
   // The prompts as the encoder would get them.
   const std::string prompts = agreed_prompt_listing(*model_->dir, *queue_, mesh_.world());
+  // --plan-for's rates, --calibration's file read on every rank: a bad file is every rank's error.
+  pipeline::DeviceRates rates;
+  if (!opts_.plan_for.empty()) {
+    dist::run_agreed(mesh_.world(), [&] {
+      rates = pipeline::rates_of(dist::parse_plan_for(opts_.plan_for).gpu);
+      if (!opts_.calibration.empty()) rates = pipeline::calibrate(rates, opts_.calibration);
+    });
+  }
   if (mesh_.rank() != 0) return 0;
   const auto traffic = pipeline::split_step_traffic(memory_->step_traffic(queue_->largest_video()), mesh_);
   // --plan-for: the time plan of the largest video on the slowest rank.
   std::string time_line;
   nlohmann::json time_json;
   if (!opts_.plan_for.empty()) {
-    const pipeline::DeviceRates rates = pipeline::rates_of(dist::parse_plan_for(opts_.plan_for).gpu);
     const pipeline::VideoParams video = queue_->largest_video();
     const pipeline::StepWork work = memory_->step_work(video);
     std::optional<pipeline::TimePlan> slowest;

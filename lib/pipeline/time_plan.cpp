@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -43,13 +44,59 @@ DeviceRates rates_of(const dist::GpuProfile& gpu) {
   return r;
 }
 
+DeviceRates calibrate(DeviceRates rates, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  OMNI_CHECK_INPUT(in.good(), path,
+                   ": --calibration: cannot open the file (tools/gpu/check.sh writes it as "
+                   "forward_bench.json)");
+  nlohmann::json rows;
+  try {
+    rows = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    OMNI_FAIL_INPUT(path,
+                    ": --calibration expects the JSON tools/gpu/check.sh writes (forward_bench.json): ", e.what());
+  }
+  OMNI_CHECK_INPUT(rows.is_array(), path, ": --calibration expects forward_bench.json's list of rows, found ",
+                   rows.type_name());
+  const nlohmann::json* forward = nullptr;
+  const nlohmann::json* decode = nullptr;
+  for (const auto& r : rows) {
+    if (!r.is_object()) continue;
+    const std::string w = r.value("workload", "");
+    if (!forward && w == "a14b" && r.value("weights", "") == r.value("dtype", "?")) forward = &r;
+    if (!decode && w == "vae21") decode = &r;
+  }
+  OMNI_CHECK_INPUT(forward != nullptr, path,
+                   ": --calibration: no \"a14b\" row in its run dtype (forward_bench --only a14b measures one)");
+  const double rate = forward->value("tflops_per_s", 0.0);
+  OMNI_CHECK_INPUT(rate > 0, path, ": --calibration: the a14b row's tflops_per_s is ", rate, ", expected > 0");
+  rates.matmul_tflops = rates.attention_tflops = rate;
+  rates.calibrated = true;
+  std::string decode_note = "decode as before";
+  if (decode) {
+    // The row's shape is "WxHxF": pixel-frames of Wan2.1's VAE, the decode's unit.
+    int w = 0, h = 0, f = 0;
+    const std::string shape = decode->value("shape", "");
+    const double secs = decode->value("seconds", 0.0);
+    OMNI_CHECK_INPUT(std::sscanf(shape.c_str(), "%dx%dx%d", &w, &h, &f) == 3 && w > 0 && h > 0 && f > 0 && secs > 0,
+                     path, ": --calibration: the vae21 row's shape '", shape, "' and seconds ", secs,
+                     " are not a measured decode (WxHxF, seconds > 0)");
+    rates.decode_seconds_per_unit = secs / (static_cast<double>(w) * h * f);
+    decode_note = str_cat("decode ", secs, " s at ", shape);
+  }
+  rates.source = str_cat(rates.source, "; calibrated by ", path, ": a14b forward ", rate, " TFLOP/s achieved at ",
+                         forward->value("shape", "?"), " on ", forward->value("device", "?"), ", ", decode_note);
+  return rates;
+}
+
 TimePlan plan_time(const StepWork& work, const VideoParams& video, double intra_bytes, double inter_node_bytes,
                    double gather_bytes, int decode_group, const DeviceRates& rates) {
   TimePlan t;
   t.steps = video.steps_run();
+  t.flops = work.matmul_flops + work.attention_flops;
   t.compute_seconds = work.matmul_flops / (rates.matmul_tflops * 1e12) +
                       work.attention_flops / (rates.attention_tflops * 1e12) +
-                      work.other_bytes / (rates.hbm_gbps * 1e9);
+                      (rates.calibrated ? 0 : work.other_bytes / (rates.hbm_gbps * 1e9));
   const double intra = intra_bytes / (rates.link_gbps * 1e9);
   t.exchange_seconds = intra + inter_node_bytes / (rates.inter_node_gbps * 1e9);
   const double exchange_slow = intra + inter_node_bytes / (rates.inter_node_gbps * 0.5e9);
@@ -66,6 +113,7 @@ TimePlan plan_time(const StepWork& work, const VideoParams& video, double intra_
 
 nlohmann::json TimePlan::to_json() const {
   return {{"steps", steps},
+          {"step_flops", flops},
           {"step_seconds", step_seconds},
           {"step_compute_seconds", compute_seconds},
           {"step_exchange_seconds", exchange_seconds},

@@ -23,12 +23,21 @@ struct DeviceRates {
   double link_gbps = 0;                // within a node
   double inter_node_gbps = 0;          // across nodes (a typical fabric: the plan gives a range down to half of it)
   double decode_seconds_per_unit = 0;  // StepWork::decode_units (Wan2.1's VAE at 480p x 81 frames: 1.93 s, H200)
+  // Calibrated (--calibration): the matrix and attention rates are a whole measured forward's (its FLOPs over
+  // its time), which holds the element-wise operators' time too; StepWork::other_bytes is not added again.
+  bool calibrated = false;
   std::string source;
 };
 DeviceRates rates_of(const dist::GpuProfile& gpu);
+// --calibration FILE: the JSON tools/gpu/check.sh writes (forward_bench --json: one object per measured row).
+// The first "a14b" row in its run dtype (no float8 weights) gives the forward's achieved rate, FLOPs over
+// seconds; the first "vae21" row the decode's seconds per pixel-frame. An input error naming the file and what
+// it lacks otherwise.
+DeviceRates calibrate(DeviceRates rates, const std::string& path);
 
 struct TimePlan {
   int steps = 0;
+  double flops = 0;              // one step's matrix-product and attention FLOPs on this rank
   double compute_seconds = 0;    // one step: matrix products, attention, element-wise
   double exchange_seconds = 0;   // one step: Ulysses, ring, sequence gather and CFG exchanges (not overlapped)
   double gather_seconds = 0;     // one step: the HSDP gathers (overlapped with the compute)

@@ -7,11 +7,15 @@
 #   - xN places the ranks on nodes of N: the cfg group of cfg 2 x ulysses 2 then crosses nodes in the traffic
 #     estimate, and does not without it;
 #   - a GPU too small (custom) warns, and with --strict-memory is one usage error; an unknown GPU, a bad custom
-#     spec and --plan-for without --dry-run are usage errors.
-#   plan_for.sh GENERATE REFERENCE_DIR WORK_DIR
+#     spec and --plan-for without --dry-run are usage errors;
+#   - --calibration FILE (forward_bench.json, as tools/gpu/check.sh writes it; here forward_bench's own on the
+#     CPU): the time plan's compute is the step's FLOPs at the a14b row's achieved rate, and its decode the vae21
+#     row's seconds per pixel-frame; a file without an a14b row is an input error on every rank, --calibration
+#     without --plan-for a usage error.
+#   plan_for.sh GENERATE FORWARD_BENCH REFERENCE_DIR WORK_DIR
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
-gen=$1; ref=$2; work=$3
+gen=$1; bench=$2; ref=$3; work=$4
 rm -rf "$work"; mkdir -p "$work"
 common=(--model "$ref/t2v-a14b-tiny/model" --height 256 --width 256 --num-frames 17 --prompt "A fox" --log-level warn
         --use-hsdp --hsdp-shard-size 4 --cfg-parallel-size 2 --ulysses-degree 2 --no-vae-parallel --dry-run)
@@ -62,4 +66,31 @@ expect "a bad custom GPU" 1 2 "custom takes four numbers" -- "${common[@]}" --pl
   --output "$work/x.mp4"
 expect "--plan-for without --dry-run" 1 2 "plans a job for GPUs this run does not use: add --dry-run" -- \
   --model "$ref/t2v-a14b-tiny/model" --plan-for h200 --output "$work/x.mp4"
+
+"$bench" --device cpu --tiny --only a14b,vae21 --warmup 1 --iters 1 --json "$work/forward_bench.json" >/dev/null 2>&1
+set -e
+dry calibrated --plan-for h200 --calibration "$work/forward_bench.json"
+set +e
+python3 - "$work" <<'PY' && pass "calibrated: the step's FLOPs at the measured rate, the measured decode" || flunk "calibration"
+import json, sys
+w = sys.argv[1]
+rows = json.load(open(f"{w}/forward_bench.json"))
+fwd = next(r for r in rows if r["workload"] == "a14b" and r["weights"] == r["dtype"])
+vae = next(r for r in rows if r["workload"] == "vae21")
+rep = json.load(open(f"{w}/calibrated.json"))
+t = rep["time_plan"]
+want = t["step_flops"] / (fwd["tflops_per_s"] * 1e12)
+assert abs(t["step_compute_seconds"] - want) <= 1e-9 * want, (t["step_compute_seconds"], want)
+# The tiny T2V's VAE (base width 3, no patch) decodes 256 x 256 x 17 on one rank (--no-vae-parallel).
+wd, ht, fr = (int(x) for x in vae["shape"].split("x"))
+units = 256 * 256 * 17 * (3 / 96) ** 2
+want = units * vae["seconds"] / (wd * ht * fr)
+assert abs(t["decode_seconds"] - want) <= 1e-9 * want, (t["decode_seconds"], want)
+assert "calibrated by" in t["rates"], t["rates"]
+PY
+echo '[{"workload": "vae21", "shape": "96x64x9", "seconds": 1}]' > "$work/no-a14b.json"
+expect "a calibration file without an a14b row" 4 3 'no "a14b" row in its run dtype' -- "${common[@]}" \
+  --plan-for h200 --calibration "$work/no-a14b.json" --output "$work/x.mp4"
+expect "--calibration without --plan-for" 1 2 "calibrates the time plan of --plan-for" -- "${common[@]}" \
+  --calibration "$work/forward_bench.json" --output "$work/x.mp4"
 summary
