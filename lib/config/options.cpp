@@ -190,8 +190,8 @@ const std::vector<Binding>& bindings() {
     std::vector<Binding> t;
     // One helper per field type: each binds the parser (set) and the typed getter (get) to one field.
     auto str = [&](const char* name, const char* help, const char* def, std::string GenerateOptions::*field,
-                   const char* unset = "") {
-      t.push_back({{name, help, def, false},
+                   const char* unset = "", const char* type = "TEXT") {
+      t.push_back({{name, help, def, false, type},
                    [field](GenerateOptions& o, const std::string& v, const std::string&) { o.*field = v; },
                    [field](const GenerateOptions& o) { return nlohmann::json(o.*field); },
                    unset});
@@ -482,11 +482,11 @@ const std::vector<Binding>& bindings() {
         "with --dry-run: plan for GPUs this machine does not have, judging memory against theirs and costing "
         "attention as their kernels do: h100-80gb, h200, b200, a100-80gb, l40s, or custom:MEM_GB,TFLOPS,HBM_GBPS,"
         "LINK_GBPS; xN after it: N GPUs per node (the ranks placed on nodes of N, for the traffic estimate)",
-        "", &G::plan_for);
+        "", &G::plan_for, "", "GPU[xN]");
     str("calibration",
         "with --plan-for: calibrate the time plan on what was measured: the forward_bench.json tools/gpu/check.sh "
         "writes on such a GPU (its a14b forward's achieved FLOP rate, its vae21 decode's time)",
-        "", &G::calibration);
+        "", &G::calibration, "", "FILE");
     return t;
   }();
   return table;
