@@ -1,6 +1,7 @@
 #include "job/memory_check.h"
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 
 #include "core/docs_links.h"
@@ -28,9 +29,11 @@ pipeline::MemoryPlanSettings plan_settings(const pipeline::PipelineSettings& set
 }  // namespace
 
 pipeline::RankWork rank_work(const VideoQueue& queue, const dist::DeviceMesh& mesh, int rank, bool vae_parallel) {
-  const auto& l = mesh.layout();
+  return rank_work_at(queue, mesh.layout(), mesh.position_of(rank), vae_parallel);  // the layout's coordinates
+}
+
+pipeline::RankWork rank_work_at(const VideoQueue& queue, const dist::Layout& l, int position, bool vae_parallel) {
   pipeline::RankWork w;
-  const int position = mesh.position_of(rank);  // the layout's coordinates are the rank's position
   w.gathers_video = l.writes_video(position);
   w.decode_group = vae_parallel ? l.video_size() : 1;
   for (const auto& a : queue.assignments_of(l.dp_index(position), l.dp)) {
@@ -40,6 +43,97 @@ pipeline::RankWork rank_work(const VideoQueue& queue, const dist::DeviceMesh& me
     w.videos.push_back(v);
   }
   return w;
+}
+
+std::vector<LayoutOption> layout_options(const pipeline::ModelSpec& model, const pipeline::PipelineSettings& settings,
+                                         const config::GenerateOptions& run, int world, const VideoQueue& queue,
+                                         const pipeline::DeviceRates& rates, int per_node, int64_t budget) {
+  const pipeline::VideoParams video = queue.largest_video();
+  bool guidance = false;
+  int64_t rows = std::numeric_limits<int64_t>::max();  // the fewest latent rows (--vae-parallel's bands)
+  for (int i = 0; i < static_cast<int>(queue.size()); ++i) {
+    const pipeline::VideoParams v = queue.video(i).params();
+    guidance = guidance || v.guidance_on();
+    rows = std::min<int64_t>(rows, v.height / model.vae.scale_factor_spatial);
+  }
+  const int64_t heads = model.experts.at(0).num_attention_heads;
+  auto node = [&](int position) { return per_node > 0 ? position / per_node : 0; };
+  std::vector<LayoutOption> out;
+  for (int cfg = 1; cfg <= (guidance ? 2 : 1); ++cfg)
+    for (int ring = 1; ring <= world; ++ring)
+      for (int ulysses = 1; ulysses <= world; ++ulysses) {
+        if (world % (cfg * ring * ulysses) != 0 || heads % ulysses != 0) continue;
+        dist::ParallelConfig pc = run.parallel;
+        pc.cfg_parallel_size = cfg;
+        pc.ring_degree = ring;
+        pc.ulysses_degree = ulysses;
+        LayoutOption o;
+        try {
+          o.layout = dist::resolve_layout(pc, world);
+        } catch (const Error&) {
+          continue;  // not a layout of this world with the run's HSDP
+        }
+        const dist::Layout& l = o.layout;
+        const pipeline::MemoryPlanner planner(model, plan_settings(settings, run, l));
+        auto peak_with = [&](bool vae_parallel) {
+          int64_t peak = 0;
+          for (int p = 0; p < world; ++p)
+            peak = std::max(peak, planner.plan(rank_work_at(queue, l, p, vae_parallel)).peak_bytes());
+          return peak;
+        };
+        o.peak_bytes = peak_with(run.vae_parallel);
+        if (!run.vae_parallel && !run.no_vae_parallel && l.video_size() > 1 && rows >= l.video_size()) {
+          const int64_t banded = peak_with(true);
+          if (banded < o.peak_bytes) o.peak_bytes = banded, o.vae_parallel = true;
+        }
+        o.vae_parallel = o.vae_parallel || run.vae_parallel;
+        // Each rank's step traffic by kind, split by where its group's peers sit (positions on nodes of per_node).
+        const pipeline::StepTraffic t = planner.step_traffic(video);
+        const pipeline::StepWork work = planner.step_work(video);
+        std::vector<double> intra(static_cast<size_t>(world)), inter(static_cast<size_t>(world)),
+            gather(static_cast<size_t>(world));
+        for (const auto& [kind, bytes] :
+             std::vector<std::pair<dist::GroupKind, int64_t>>{{dist::GroupKind::kShard, t.shard},
+                                                              {dist::GroupKind::kUlysses, t.ulysses},
+                                                              {dist::GroupKind::kRing, t.ring},
+                                                              {dist::GroupKind::kSp, t.sp},
+                                                              {dist::GroupKind::kCfg, t.cfg}}) {
+          if (bytes == 0) continue;
+          for (const auto& g : l.groups(kind)) {
+            const double n = static_cast<double>(g.size());
+            if (n < 2) continue;
+            for (int p : g) {
+              double across = 0;
+              for (int q : g) across += q != p && node(q) != node(p) ? 1 : 0;
+              const double out_of_node = static_cast<double>(bytes) * across / (n - 1);
+              const double in_node = static_cast<double>(bytes) - out_of_node;
+              if (kind == dist::GroupKind::kShard) {
+                gather[static_cast<size_t>(p)] += static_cast<double>(bytes);
+              } else {
+                intra[static_cast<size_t>(p)] += in_node;
+                inter[static_cast<size_t>(p)] += out_of_node;
+              }
+            }
+          }
+        }
+        for (int p = 0; p < world; ++p) {
+          const auto i = static_cast<size_t>(p);
+          const pipeline::TimePlan tp = pipeline::plan_time(work, video, intra[i], inter[i], gather[i],
+                                                            o.vae_parallel ? l.video_size() : 1, rates);
+          if (p == 0 || tp.video_seconds > o.time.video_seconds) o.time = tp;
+          o.inter_node_bytes = std::max(o.inter_node_bytes, inter[i]);
+        }
+        const int64_t videos = static_cast<int64_t>(queue.size());
+        o.job_seconds = static_cast<double>((videos + l.dp - 1) / l.dp) * o.time.video_seconds;
+        out.push_back(o);
+      }
+  std::stable_sort(out.begin(), out.end(), [&](const LayoutOption& a, const LayoutOption& b) {
+    const bool fa = a.peak_bytes <= budget, fb = b.peak_bytes <= budget;
+    if (fa != fb) return fa;
+    if (a.job_seconds != b.job_seconds) return a.job_seconds < b.job_seconds;
+    return a.inter_node_bytes < b.inter_node_bytes;
+  });
+  return out;
 }
 
 MemoryCheck::MemoryCheck(const pipeline::ModelSpec& model, const pipeline::PipelineSettings& settings,

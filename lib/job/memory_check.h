@@ -14,6 +14,7 @@
 #include "dist/device_mesh.h"
 #include "job/video_queue.h"
 #include "pipeline/memory_plan.h"
+#include "pipeline/time_plan.h"
 
 namespace omni::job {
 
@@ -27,6 +28,26 @@ std::string memory_advice(const pipeline::MemoryPlan& plan, const config::Genera
 // What rank `rank` of `mesh` does with the queue's pending videos, for its memory plan: the videos its
 // data-parallel group runs (repeats not decoded), whether it gathers the video, its decode group.
 pipeline::RankWork rank_work(const VideoQueue& queue, const dist::DeviceMesh& mesh, int rank, bool vae_parallel);
+// The same at a layout position (the rank at that position of the mesh).
+pipeline::RankWork rank_work_at(const VideoQueue& queue, const dist::Layout& layout, int position, bool vae_parallel);
+
+// A layout the dry run weighs against the one it plans (--plan-for): its degrees, the job's planned peak (the
+// most of any rank, with --vae-parallel where it lowers it and is allowed) and the time plan of its largest
+// video on its slowest rank; the job's time is its busiest data-parallel group's videos one after the other.
+struct LayoutOption {
+  dist::Layout layout;
+  bool vae_parallel = false;
+  int64_t peak_bytes = 0;
+  pipeline::TimePlan time;
+  double job_seconds = 0;
+  double inter_node_bytes = 0;  // one step, the most any rank sends across nodes
+};
+// Every layout of `world` ranks with the run's HSDP: dp x cfg (2 only with guidance) x ring x ulysses (a divisor
+// of the heads), ranks placed on nodes of `per_node` (0: one node). Sorted: those within `budget` bytes first,
+// then by the job's time, then by traffic across nodes.
+std::vector<LayoutOption> layout_options(const pipeline::ModelSpec& model, const pipeline::PipelineSettings& settings,
+                                         const config::GenerateOptions& run, int world, const VideoQueue& queue,
+                                         const pipeline::DeviceRates& rates, int per_node, int64_t budget);
 
 class MemoryCheck {
  public:

@@ -97,4 +97,29 @@ for n in (1, 4, 8, 16):
     print(f"  {n:2d} GPU(s): " + "; ".join(row) + f"; cfg {l['cfg']} x ulysses {l['ulysses']} x ring {l['ring']}, "
           f"HSDP shard {l['hsdp_shard']}")
 PY
+
+# The dry run's list of layouts (time_plan.layouts): sorted (those that fit, then by the job's time), this run's
+# marked, and each one's peak and time those of a dry run given its degrees.
+python3 - "$work/t2v-8-h100-80gb.json" >"$work/alternatives.txt" <<'PY' || flunk "the layouts list"
+import json, sys
+opts = json.load(open(sys.argv[1]))["time_plan"]["layouts"]
+assert sum(o["this_run"] for o in opts) == 1, "this run's layout is not marked once"
+keys = [(not o["fits"], o["job_seconds"]) for o in opts]
+assert keys == sorted(keys), "not sorted by fit, then time"
+for o in [o for o in opts if not o["this_run"]][:2]:  # the two best others, as explicit degrees
+    d = o["layout"].split(" x ")
+    print(o["layout"].replace(" ", "_"), d[1].split()[1], d[2].split()[1], d[3].split()[1], o["peak_bytes"],
+          o["video_seconds"])
+PY
+while read -r name cfg ring ulysses peak seconds <&3; do  # fd 3: mpirun reads stdin
+  plan "alt-$name" t2v-a14b 8 h100-80gb "${t2v720[@]}" --cfg-parallel-size "$cfg" --ring-degree "$ring" \
+    --ulysses-degree "$ulysses"
+  python3 - "$work/alt-$name.json" "$peak" "$seconds" <<'PY' && pass "listed $name: its own dry run's peak and time" || flunk "listed $name"
+import json, sys
+r = json.load(open(sys.argv[1]))
+peak = max(x["planned_peak_bytes"] for x in r["ranks"])
+assert peak == int(sys.argv[2]), (peak, sys.argv[2])
+assert abs(r["time_plan"]["video_seconds"] - float(sys.argv[3])) <= 1e-9 * float(sys.argv[3]), r["time_plan"]
+PY
+done 3<"$work/alternatives.txt"
 summary
