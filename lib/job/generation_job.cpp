@@ -166,62 +166,18 @@ int GenerationJob::dry_run() {
   }
   if (mesh_.rank() != 0) return 0;
   const auto traffic = pipeline::split_step_traffic(memory_->step_traffic(queue_->largest_video()), mesh_);
-  // --plan-for: the time plan of the largest video on the slowest rank.
+  // --plan-for: the time plan of the largest video on the slowest rank, and every other layout's.
   std::string time_line;
   nlohmann::json time_json;
   if (!opts_.plan_for.empty()) {
-    const pipeline::VideoParams video = queue_->largest_video();
-    const pipeline::StepWork work = memory_->step_work(video);
-    std::optional<pipeline::TimePlan> slowest;
-    for (const auto& rank : traffic) {
-      double intra = 0, inter = 0, gather = 0;
-      for (const auto& s : rank) {
-        // The shard group's figure is per transformer call: one per step on this rank.
-        if (s.kind == dist::GroupKind::kShard) {
-          gather += static_cast<double>(s.intra_node + s.inter_node);
-        } else {
-          intra += static_cast<double>(s.intra_node);
-          inter += static_cast<double>(s.inter_node);
-        }
-      }
-      const auto t = pipeline::plan_time(work, video, intra, inter, gather,
-                                         opts_.vae_parallel ? mesh_.layout().video_size() : 1, rates);
-      if (!slowest || t.video_seconds > slowest->video_seconds) slowest = t;
-    }
-    if (slowest) {
-      time_line = str_cat("time plan (estimate, the slowest rank; ", rates.source, "):\n  ", slowest->describe());
-      time_json = slowest->to_json();
-      time_json["rates"] = rates.source;
-    }
-    // Every layout of this world by the same plans: what explicit degrees would give instead.
     const int per_node = dist::parse_plan_for(opts_.plan_for).per_node;
-    const auto options = layout_options(*model_, settings_, opts_, mesh_.world_size(), *queue_, rates, per_node,
-                                        memory_->budget().bytes);
-    const dist::Layout& mine = mesh_.layout();
-    std::string list = "layouts by the plans (the job: the busiest data-parallel group's videos; * this run's):";
-    nlohmann::json list_json = nlohmann::json::array();
-    for (size_t i = 0; i < options.size(); ++i) {
-      const auto& o = options[i];
-      const dist::Layout& l = o.layout;
-      const bool this_run = l.cfg == mine.cfg && l.ring == mine.ring && l.ulysses == mine.ulysses;
-      const bool fits = o.peak_bytes <= memory_->budget().bytes;
-      const std::string degrees = str_cat("dp ", l.dp, " x cfg ", l.cfg, " x ring ", l.ring, " x ulysses ", l.ulysses);
-      list_json.push_back({{"layout", degrees},
-                           {"this_run", this_run},
-                           {"peak_bytes", o.peak_bytes},
-                           {"fits", fits},
-                           {"vae_parallel", o.vae_parallel},
-                           {"video_seconds", o.time.video_seconds},
-                           {"job_seconds", o.job_seconds},
-                           {"step_inter_node_bytes", o.inter_node_bytes}});
-      if (i < 8 || this_run)
-        list += str_cat("\n  ", this_run ? "* " : "  ", degrees, ": job ", static_cast<int64_t>(o.job_seconds + 0.5),
-                        " s (", static_cast<int64_t>(o.time.video_seconds + 0.5), " s per video), peak ",
-                        format_bytes(o.peak_bytes), fits ? "" : " (does not fit)",
-                        o.vae_parallel ? ", --vae-parallel" : "");
-    }
-    time_line += "\n" + list;
-    time_json["layouts"] = list_json;
+    const TimeReport t =
+        time_report(*memory_, *queue_, traffic, opts_.vae_parallel ? mesh_.layout().video_size() : 1, rates,
+                    layout_options(*model_, settings_, opts_, mesh_.world_size(), *queue_, rates, per_node,
+                                   memory_->budget().bytes),
+                    mesh_.layout());
+    time_line = t.text;
+    time_json = t.json;
   }
   const std::string text = dry_run_text(opts_, mesh_, identity_, *model_, prompts, *memory_, traffic, time_line);
   std::fputs(text.c_str(), stdout);

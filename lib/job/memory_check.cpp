@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "core/docs_links.h"
@@ -133,6 +134,60 @@ std::vector<LayoutOption> layout_options(const pipeline::ModelSpec& model, const
     if (a.job_seconds != b.job_seconds) return a.job_seconds < b.job_seconds;
     return a.inter_node_bytes < b.inter_node_bytes;
   });
+  return out;
+}
+
+TimeReport time_report(const MemoryCheck& memory, const VideoQueue& queue,
+                       const std::vector<std::vector<pipeline::StepTrafficSplit>>& traffic, int decode_group,
+                       const pipeline::DeviceRates& rates, const std::vector<LayoutOption>& options,
+                       const dist::Layout& layout) {
+  TimeReport out;
+  const pipeline::VideoParams video = queue.largest_video();
+  const pipeline::StepWork work = memory.step_work(video);
+  std::optional<pipeline::TimePlan> slowest;
+  for (const auto& rank : traffic) {
+    double intra = 0, inter = 0, gather = 0;
+    for (const auto& s : rank) {
+      // The shard group's figure is per transformer call: one per step on this rank.
+      if (s.kind == dist::GroupKind::kShard) {
+        gather += static_cast<double>(s.intra_node + s.inter_node);
+      } else {
+        intra += static_cast<double>(s.intra_node);
+        inter += static_cast<double>(s.inter_node);
+      }
+    }
+    const auto t = pipeline::plan_time(work, video, intra, inter, gather, decode_group, rates);
+    if (!slowest || t.video_seconds > slowest->video_seconds) slowest = t;
+  }
+  if (slowest) {
+    out.text = str_cat("time plan (estimate, the slowest rank; ", rates.source, "):\n  ", slowest->describe());
+    out.json = slowest->to_json();
+    out.json["rates"] = rates.source;
+  }
+  // Every layout of this world by the same plans: what explicit degrees would give instead.
+  out.text += "\nlayouts by the plans (the job: the busiest data-parallel group's videos; * this run's):";
+  nlohmann::json list = nlohmann::json::array();
+  for (size_t i = 0; i < options.size(); ++i) {
+    const auto& o = options[i];
+    const dist::Layout& l = o.layout;
+    const bool this_run = l.cfg == layout.cfg && l.ring == layout.ring && l.ulysses == layout.ulysses;
+    const bool fits = o.peak_bytes <= memory.budget().bytes;
+    const std::string degrees = str_cat("dp ", l.dp, " x cfg ", l.cfg, " x ring ", l.ring, " x ulysses ", l.ulysses);
+    list.push_back({{"layout", degrees},
+                    {"this_run", this_run},
+                    {"peak_bytes", o.peak_bytes},
+                    {"fits", fits},
+                    {"vae_parallel", o.vae_parallel},
+                    {"video_seconds", o.time.video_seconds},
+                    {"job_seconds", o.job_seconds},
+                    {"step_inter_node_bytes", o.inter_node_bytes}});
+    if (i < 8 || this_run)
+      out.text +=
+          str_cat("\n  ", this_run ? "* " : "  ", degrees, ": job ", static_cast<int64_t>(o.job_seconds + 0.5), " s (",
+                  static_cast<int64_t>(o.time.video_seconds + 0.5), " s per video), peak ", format_bytes(o.peak_bytes),
+                  fits ? "" : " (does not fit)", o.vae_parallel ? ", --vae-parallel" : "");
+  }
+  out.json["layouts"] = list;
   return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,18 @@ struct LayoutOption {
 // Every layout of `world` ranks with the run's HSDP: dp x cfg (2 only with guidance) x ring x ulysses (a divisor
 // of the heads), ranks placed on nodes of `per_node` (0: one node). Sorted: those within `budget` bytes first,
 // then by the job's time, then by traffic across nodes.
+// The dry run's time plan (--plan-for): the largest video's on the slowest rank of this run (each rank's traffic
+// as split over the mesh), then `options` (layout_options) with this run's marked, as text and as the report's
+// time_plan object.
+struct TimeReport {
+  std::string text;
+  nlohmann::json json;
+};
+class MemoryCheck;
+TimeReport time_report(const MemoryCheck& memory, const VideoQueue& queue,
+                       const std::vector<std::vector<pipeline::StepTrafficSplit>>& traffic, int decode_group,
+                       const pipeline::DeviceRates& rates, const std::vector<LayoutOption>& options,
+                       const dist::Layout& layout);
 std::vector<LayoutOption> layout_options(const pipeline::ModelSpec& model, const pipeline::PipelineSettings& settings,
                                          const config::GenerateOptions& run, int world, const VideoQueue& queue,
                                          const pipeline::DeviceRates& rates, int per_node, int64_t budget);
