@@ -147,10 +147,11 @@ WanTransformerState WanTransformer3DModel::prepare(const at::Tensor& hidden_stat
   return st;
 }
 
-at::Tensor WanTransformer3DModel::finish(const at::Tensor& x, const WanTransformerState& st) const {
+at::Tensor WanTransformer3DModel::head(const at::Tensor& x, const WanTransformerState& st) const {
   const auto& c = config_;
-  const auto& temb = st.cond.temb;  // [B, D], or [B, R, D] per run of st.cond.runs
-  const auto& runs = st.cond.runs;
+  // [B, D], or [B, R', D]: the rows of this rank's runs (st.runs) of st.cond.runs
+  const auto& runs = st.runs;
+  const auto temb = runs.empty() ? st.cond.temb : st.cond.temb.narrow(1, st.first_run, runs.size());
   // Output modulation from the raw temb (not SiLU'd, not time_proj): shift first, then scale.
   const auto mod = scale_shift_table_.unsqueeze(0) + (runs.empty() ? temb.unsqueeze(1) : temb).unsqueeze(2);
   // mod: [B, R, 2, D] float32 (R = 1 without runs)
@@ -170,14 +171,18 @@ at::Tensor WanTransformer3DModel::finish(const at::Tensor& x, const WanTransform
         hb.narrow(1, begin, n).copy_(norm.narrow(1, begin, n) * (1 + scale) + shift);
       }
     }
-    return proj_out_->forward(hb);  // [1, S, pt*ph*pw*C_out]
+    return proj_out_->forward(hb);  // [1, S', pt*ph*pw*C_out]
   });
+  return h;  // [B, S', pt*ph*pw*C_out]
+}
 
+at::Tensor WanTransformer3DModel::unpatchify(const at::Tensor& h, const WanTransformerState& st) const {
+  const auto& c = config_;
   const int64_t pt = c.patch_size[0], ph = c.patch_size[1], pw = c.patch_size[2];
   const auto [gf, gh, gw] = st.grid;
-  h = h.view({st.batch, gf, gh, gw, pt, ph, pw, c.out_channels});           // [B, F', H', W', pt, ph, pw, C]
-  h = h.permute({0, 7, 1, 4, 2, 5, 3, 6});                                  // [B, C, F', pt, H', ph, W', pw]
-  return h.reshape({st.batch, c.out_channels, gf * pt, gh * ph, gw * pw});  // [B, C, F, H, W]
+  auto v = h.reshape({st.batch, gf, gh, gw, pt, ph, pw, c.out_channels});   // [B, F', H', W', pt, ph, pw, C]
+  v = v.permute({0, 7, 1, 4, 2, 5, 3, 6});                                  // [B, C, F', pt, H', ph, W', pw]
+  return v.reshape({st.batch, c.out_channels, gf * pt, gh * ph, gw * pw});  // [B, C, F, H, W]
 }
 
 at::Tensor WanTransformer3DModel::embed_control(const at::Tensor& control, const WanTransformerState& st) const {
@@ -250,8 +255,9 @@ at::Tensor WanTransformer3DModel::forward(const at::Tensor& hidden_states, const
   const WanBlockRun blocks(*this, st.cond.context, st.cond.context_image, st.cond.timestep_proj, st.runs, st.rope,
                            backend, hooks.units, hooks.tokens, hints, scale);
   at::Tensor x = hooks.blocks ? hooks.blocks->run(blocks, st.tokens) : blocks.run(0, num_blocks(), st.tokens);
-  if (hooks.tokens) x = hooks.tokens->gather(x);  // [B, S, D] on every rank
-  auto out = finish(x, st);
+  at::Tensor h = head(x, st);                     // [B, S', pt*ph*pw*C_out]: this rank's tokens
+  if (hooks.tokens) h = hooks.tokens->gather(h);  // [B, S, pt*ph*pw*C_out] on every rank
+  auto out = unpatchify(h, st);
   if (hooks.units) hooks.units->after(UnitHooks::kRootUnit);
   return out;
 }

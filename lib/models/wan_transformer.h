@@ -41,6 +41,7 @@ struct WanTransformerState {
   at::Tensor tokens;              // [B, S, D] patch-embedded video, activation dtype
   ConditionEmbedding cond;        // temb, timestep_proj ([B, 6, D] or per run [B, R, 6, D]), context, runs
   TokenRuns runs;                 // cond.runs over `tokens`: this rank's after a split (cond.runs stays whole)
+  int64_t first_run = 0;          // after a split: the index in cond.runs of runs' first run (cond.temb's row)
   RotaryEmbedding rope;           // [S, d/2] tables
   at::Tensor control;             // VACE: [B, S, D] the patch-embedded context padded to S (split like tokens)
   std::array<int64_t, 3> grid{};  // post-patch (frames, height, width); S = product
@@ -166,8 +167,13 @@ class WanTransformer3DModel : public Module {
                               const at::Tensor& encoder_hidden_states_image) const;
   // VACE: the context [B, vace_in_channels, F', H, W] patch-embedded and zero-padded to the video's S tokens.
   at::Tensor embed_control(const at::Tensor& control, const WanTransformerState& state) const;
-  // Output norm (modulated by temb), proj_out and unpatchify: x [B, S, D] -> [B, C_out, F, H, W].
-  at::Tensor finish(const at::Tensor& x, const WanTransformerState& state) const;
+  // Output norm (modulated by temb) and proj_out on the tokens x holds (this rank's after a split: the state's
+  // runs, temb's rows from first_run): x [B, S', D] -> [B, S', pt*ph*pw*C_out]. Per token, so running it before
+  // the sequence-parallel gather gives the gathered result, and the gather moves pt*ph*pw*C_out values a token
+  // instead of D (64 instead of 5,120 for A14B) with the head's float32 temporaries on S' tokens, not S.
+  at::Tensor head(const at::Tensor& x, const WanTransformerState& state) const;
+  // The head's tokens [B, S, pt*ph*pw*C_out] in sequence order -> the video [B, C_out, F, H, W].
+  at::Tensor unpatchify(const at::Tensor& h, const WanTransformerState& state) const;
 
   WanTransformerConfig config_;
   at::ScalarType dtype_;

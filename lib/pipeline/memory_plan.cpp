@@ -243,7 +243,9 @@ StepTraffic MemoryPlanner::step_traffic(const VideoParams& v) const {
   if (u > 1) t.ulysses = layers * 4 * batch * mine * (dim / u) * (u - 1) * e;
   // Ring: K and V of the ring rank's tokens (all tokens / ring, D / u after Ulysses) on each of ring - 1 hops.
   if (r > 1) t.ring = layers * 2 * batch * ceil_div(tokens, r) * (dim / u) * (r - 1) * e;
-  if (sp > 1) t.sp = batch * mine * dim * (sp - 1) * e;
+  // The head's output (pt*ph*pw*C_out values a token, models::WanTransformer3DModel::head), gathered.
+  const int64_t head_out = tc.out_channels * tc.patch_size[0] * tc.patch_size[1] * tc.patch_size[2];
+  if (sp > 1) t.sp = batch * mine * head_out * (sp - 1) * e;
   if (set.cfg == 2 && guidance) t.cfg = tc.out_channels * lat_t * lat_h * lat_w * e;
   return t;
 }
@@ -439,10 +441,13 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     // memory_plan.sh), the heap then grows by about the block's working set again.
     if (host && e * local * dim <= kHostHeapMaxAllocation) parts.push_back({"host heap fragmentation", row_block});
     const int64_t block = row_block + other_rows;
-    // finish() on all tokens (gathered from the sequence-parallel ranks): the gathered tokens, and for one
+    // The head on this rank's tokens (models::WanTransformer3DModel::head): the blocks' output, and for one
     // batch row the float32 layer norm, its modulation and the modulated input (per run: written into one more
-    // tensor of the activation dtype).
-    const int64_t finish = e * full * dim + e * tokens * dim * (per_token ? 1 : 0) + f32 * tokens * dim * 3;
+    // tensor of the activation dtype); then its output, gathered from the sequence-parallel ranks and
+    // unpatchified, pt*ph*pw*C_out values a token.
+    const int64_t head_out = tc.out_channels * tc.patch_size[0] * tc.patch_size[1] * tc.patch_size[2];
+    const int64_t finish = e * batch * local * dim + e * local * dim * (per_token ? 1 : 0) + f32 * local * dim * 3 +
+                           e * batch * (local + 2 * tokens) * head_out;
     parts.push_back({"transformer block activations", std::max(block, finish)});
     if (set.run.step_cache != StepCacheMode::kNone)
       parts.push_back({"step cache residuals", 2 * e * batch * local * dim});

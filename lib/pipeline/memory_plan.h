@@ -104,7 +104,7 @@ struct StepTraffic {
   int64_t shard = 0;    // HSDP: this rank's slice of the running transformer, to each other shard rank, per call
   int64_t ulysses = 0;  // per block: q, k, v to the head-owning ranks and the attention output back
   int64_t ring = 0;     // per block: K and V passed on ring - 1 times
-  int64_t sp = 0;       // per call: this rank's output tokens to the other sequence-parallel ranks
+  int64_t sp = 0;       // per call: the head's output of this rank's tokens to the other sequence-parallel ranks
   int64_t cfg = 0;      // per step: this rank's noise prediction to the other guidance branch
 };
 

@@ -386,6 +386,7 @@ models::AttentionBackend* SequenceSplit::split(models::WanTransformerState& st) 
   if (!st.runs.empty()) {  // this rank's runs of the per-token timesteps, and their e0 rows [B, R', 6, D]
     int64_t first = 0;
     st.runs = st.runs.narrow(begin, count, &first);
+    st.first_run = first;  // the head's temb rows
     st.cond.timestep_proj = st.cond.timestep_proj.narrow(1, first, st.runs.size());
   }
   st.rope = st.rope.slice(begin, begin + count);  // [S_me, d/2]
