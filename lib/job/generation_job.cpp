@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <limits>
 
 #include "core/device_clock.h"
 #include "core/error.h"
@@ -78,13 +77,8 @@ int64_t GenerationJob::plan_memory(bool vae_parallel) {
 void GenerationJob::choose_vae_parallel() {
   std::string& why = identity_.vae_parallel_choice;
   const int group = mesh_.layout().video_size();
-  // The fewest latent rows of any video: each rank of a group decodes a band of at least one.
-  int64_t rows = std::numeric_limits<int64_t>::max();
   int height = 0;
-  for (int i = 0; i < static_cast<int>(queue_->size()); ++i) {
-    const int h = queue_->video(i).params().height;
-    if (h / model_->vae.scale_factor_spatial < rows) rows = h / model_->vae.scale_factor_spatial, height = h;
-  }
+  const int64_t rows = fewest_latent_rows(*queue_, *model_, &height);
   // The peak's rank and phase, for the line.
   auto peak_line = [&](int64_t peak) {
     for (size_t r = 0; r < memory_->plans().size(); ++r)

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <optional>
 #include <sstream>
 
 #include "core/docs_links.h"
@@ -46,19 +45,53 @@ pipeline::RankWork rank_work_at(const VideoQueue& queue, const dist::Layout& l, 
   return w;
 }
 
+namespace {
+
+// The time plan of `video` on each rank from its traffic split (the shard group's figure is HSDP's gathers, one
+// per step; the other kinds the step's exchanges), the slowest rank's.
+pipeline::TimePlan slowest_time_plan(const pipeline::StepWork& work, const pipeline::VideoParams& video,
+                                     const std::vector<std::vector<pipeline::StepTrafficSplit>>& traffic,
+                                     int decode_group, const pipeline::DeviceRates& rates, double* most_inter) {
+  pipeline::TimePlan slowest;
+  bool first = true;
+  for (const auto& rank : traffic) {
+    double intra = 0, inter = 0, gather = 0;
+    for (const auto& s : rank) {
+      if (s.kind == dist::GroupKind::kShard) {
+        gather += static_cast<double>(s.intra_node + s.inter_node);
+      } else {
+        intra += static_cast<double>(s.intra_node);
+        inter += static_cast<double>(s.inter_node);
+      }
+    }
+    const auto t = pipeline::plan_time(work, video, intra, inter, gather, decode_group, rates);
+    if (first || t.video_seconds > slowest.video_seconds) slowest = t;
+    first = false;
+    if (most_inter) *most_inter = std::max(*most_inter, inter);
+  }
+  return slowest;
+}
+
+}  // namespace
+
+int64_t fewest_latent_rows(const VideoQueue& queue, const pipeline::ModelSpec& model, int* height) {
+  int64_t rows = std::numeric_limits<int64_t>::max();
+  for (int i = 0; i < static_cast<int>(queue.size()); ++i) {
+    const int h = queue.video(i).params().height;
+    if (h / model.vae.scale_factor_spatial < rows) rows = h / model.vae.scale_factor_spatial, *height = h;
+  }
+  return rows;
+}
+
 std::vector<LayoutOption> layout_options(const pipeline::ModelSpec& model, const pipeline::PipelineSettings& settings,
                                          const config::GenerateOptions& run, int world, const VideoQueue& queue,
                                          const pipeline::DeviceRates& rates, int per_node, int64_t budget) {
   const pipeline::VideoParams video = queue.largest_video();
   bool guidance = false;
-  int64_t rows = std::numeric_limits<int64_t>::max();  // the fewest latent rows (--vae-parallel's bands)
-  for (int i = 0; i < static_cast<int>(queue.size()); ++i) {
-    const pipeline::VideoParams v = queue.video(i).params();
-    guidance = guidance || v.guidance_on();
-    rows = std::min<int64_t>(rows, v.height / model.vae.scale_factor_spatial);
-  }
+  for (int i = 0; i < static_cast<int>(queue.size()); ++i) guidance = guidance || queue.video(i).params().guidance_on();
+  int height = 0;
+  const int64_t rows = fewest_latent_rows(queue, model, &height);  // --vae-parallel's bands
   const int64_t heads = model.experts.at(0).num_attention_heads;
-  auto node = [&](int position) { return per_node > 0 ? position / per_node : 0; };
   std::vector<LayoutOption> out;
   for (int cfg = 1; cfg <= (guidance ? 2 : 1); ++cfg)
     for (int ring = 1; ring <= world; ++ring)
@@ -88,42 +121,14 @@ std::vector<LayoutOption> layout_options(const pipeline::ModelSpec& model, const
           if (banded < o.peak_bytes) o.peak_bytes = banded, o.vae_parallel = true;
         }
         o.vae_parallel = o.vae_parallel || run.vae_parallel;
-        // Each rank's step traffic by kind, split by where its group's peers sit (positions on nodes of per_node).
-        const pipeline::StepTraffic t = planner.step_traffic(video);
-        const pipeline::StepWork work = planner.step_work(video);
-        std::vector<double> intra(static_cast<size_t>(world)), inter(static_cast<size_t>(world)),
-            gather(static_cast<size_t>(world));
-        for (const auto& [kind, bytes] :
-             std::vector<std::pair<dist::GroupKind, int64_t>>{{dist::GroupKind::kShard, t.shard},
-                                                              {dist::GroupKind::kUlysses, t.ulysses},
-                                                              {dist::GroupKind::kRing, t.ring},
-                                                              {dist::GroupKind::kSp, t.sp},
-                                                              {dist::GroupKind::kCfg, t.cfg}}) {
-          if (bytes == 0) continue;
-          for (const auto& g : l.groups(kind)) {
-            const double n = static_cast<double>(g.size());
-            if (n < 2) continue;
-            for (int p : g) {
-              double across = 0;
-              for (int q : g) across += q != p && node(q) != node(p) ? 1 : 0;
-              const double out_of_node = static_cast<double>(bytes) * across / (n - 1);
-              const double in_node = static_cast<double>(bytes) - out_of_node;
-              if (kind == dist::GroupKind::kShard) {
-                gather[static_cast<size_t>(p)] += static_cast<double>(bytes);
-              } else {
-                intra[static_cast<size_t>(p)] += in_node;
-                inter[static_cast<size_t>(p)] += out_of_node;
-              }
-            }
-          }
-        }
-        for (int p = 0; p < world; ++p) {
-          const auto i = static_cast<size_t>(p);
-          const pipeline::TimePlan tp = pipeline::plan_time(work, video, intra[i], inter[i], gather[i],
-                                                            o.vae_parallel ? l.video_size() : 1, rates);
-          if (p == 0 || tp.video_seconds > o.time.video_seconds) o.time = tp;
-          o.inter_node_bytes = std::max(o.inter_node_bytes, inter[i]);
-        }
+        // Each rank's step traffic, split by where its group's peers sit (positions on nodes of per_node; a
+        // layout's positions are its ranks before the mesh places them).
+        std::vector<int> node_of;
+        for (int p = 0; p < world; ++p) node_of.push_back(per_node > 0 ? p / per_node : 0);
+        const auto traffic = pipeline::split_step_traffic(planner.step_traffic(video), node_of,
+                                                          [&](dist::GroupKind kind) { return l.groups(kind); });
+        o.time = slowest_time_plan(planner.step_work(video), video, traffic, o.vae_parallel ? l.video_size() : 1, rates,
+                                   &o.inter_node_bytes);
         const int64_t videos = static_cast<int64_t>(queue.size());
         o.job_seconds = static_cast<double>((videos + l.dp - 1) / l.dp) * o.time.video_seconds;
         out.push_back(o);
@@ -143,27 +148,11 @@ TimeReport time_report(const MemoryCheck& memory, const VideoQueue& queue,
                        const dist::Layout& layout) {
   TimeReport out;
   const pipeline::VideoParams video = queue.largest_video();
-  const pipeline::StepWork work = memory.step_work(video);
-  std::optional<pipeline::TimePlan> slowest;
-  for (const auto& rank : traffic) {
-    double intra = 0, inter = 0, gather = 0;
-    for (const auto& s : rank) {
-      // The shard group's figure is per transformer call: one per step on this rank.
-      if (s.kind == dist::GroupKind::kShard) {
-        gather += static_cast<double>(s.intra_node + s.inter_node);
-      } else {
-        intra += static_cast<double>(s.intra_node);
-        inter += static_cast<double>(s.inter_node);
-      }
-    }
-    const auto t = pipeline::plan_time(work, video, intra, inter, gather, decode_group, rates);
-    if (!slowest || t.video_seconds > slowest->video_seconds) slowest = t;
-  }
-  if (slowest) {
-    out.text = str_cat("time plan (estimate, the slowest rank; ", rates.source, "):\n  ", slowest->describe());
-    out.json = slowest->to_json();
-    out.json["rates"] = rates.source;
-  }
+  const pipeline::TimePlan slowest =
+      slowest_time_plan(memory.step_work(video), video, traffic, decode_group, rates, nullptr);
+  out.text = str_cat("time plan (estimate, the slowest rank; ", rates.source, "):\n  ", slowest.describe());
+  out.json = slowest.to_json();
+  out.json["rates"] = rates.source;
   // Every layout of this world by the same plans: what explicit degrees would give instead.
   out.text += "\nlayouts by the plans (the job: the busiest data-parallel group's videos; * this run's):";
   nlohmann::json list = nlohmann::json::array();

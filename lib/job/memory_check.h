@@ -32,6 +32,10 @@ pipeline::RankWork rank_work(const VideoQueue& queue, const dist::DeviceMesh& me
 // The same at a layout position (the rank at that position of the mesh).
 pipeline::RankWork rank_work_at(const VideoQueue& queue, const dist::Layout& layout, int position, bool vae_parallel);
 
+// The fewest latent rows of the queue's videos (each rank of a --vae-parallel group decodes a band of at least
+// one), and in *height the pixel height that gives them.
+int64_t fewest_latent_rows(const VideoQueue& queue, const pipeline::ModelSpec& model, int* height);
+
 // A layout the dry run weighs against the one it plans (--plan-for): its degrees, the job's planned peak (the
 // most of any rank, with --vae-parallel where it lowers it and is allowed) and the time plan of its largest
 // video on its slowest rank; the job's time is its busiest data-parallel group's videos one after the other.

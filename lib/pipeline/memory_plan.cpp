@@ -286,16 +286,21 @@ StepWork MemoryPlanner::step_work(const VideoParams& v) const {
 }
 
 std::vector<std::vector<StepTrafficSplit>> split_step_traffic(const StepTraffic& t, const dist::DeviceMesh& mesh) {
+  return split_step_traffic(t, mesh.topology().node_of, [&](dist::GroupKind kind) { return mesh.placed(kind).ranks; });
+}
+
+std::vector<std::vector<StepTrafficSplit>> split_step_traffic(
+    const StepTraffic& t, const std::vector<int>& node_of,
+    const std::function<std::vector<std::vector<int>>(dist::GroupKind)>& groups) {
   using dist::GroupKind;
-  std::vector<std::vector<StepTrafficSplit>> out(static_cast<size_t>(mesh.world_size()));
-  const auto& node_of = mesh.topology().node_of;
+  std::vector<std::vector<StepTrafficSplit>> out(node_of.size());
   for (const auto& [kind, bytes] : std::vector<std::pair<GroupKind, int64_t>>{{GroupKind::kShard, t.shard},
                                                                               {GroupKind::kUlysses, t.ulysses},
                                                                               {GroupKind::kRing, t.ring},
                                                                               {GroupKind::kSp, t.sp},
                                                                               {GroupKind::kCfg, t.cfg}}) {
     if (bytes == 0) continue;
-    for (const std::vector<int>& group : mesh.placed(kind).ranks) {  // world ranks, layout order
+    for (const std::vector<int>& group : groups(kind)) {  // ranks, layout order
       const int n = static_cast<int>(group.size());
       if (n < 2) continue;
       for (int me = 0; me < n; ++me) {

@@ -24,6 +24,7 @@
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
@@ -131,6 +132,11 @@ struct StepTrafficSplit {
 // where the peers of its group run: a ring hop goes to the next ring rank; the other kinds spread evenly over the
 // group's other ranks (the process groups' direct-exchange model).
 std::vector<std::vector<StepTrafficSplit>> split_step_traffic(const StepTraffic& t, const dist::DeviceMesh& mesh);
+// The same for ranks on nodes `node_of` (per rank) and each kind's groups of ranks (`groups`): a layout weighed
+// before its mesh exists (job::layout_options).
+std::vector<std::vector<StepTrafficSplit>> split_step_traffic(
+    const StepTraffic& t, const std::vector<int>& node_of,
+    const std::function<std::vector<std::vector<int>>(dist::GroupKind)>& groups);
 
 // The model's shapes (its spec's configs and safetensors headers; nothing else is read).
 class MemoryPlanner {
