@@ -1,5 +1,8 @@
 #include "core/dtype.h"
 
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -36,6 +39,20 @@ const char* dtype_name(c10::ScalarType t) {
       return "float16";
     default:
       return c10::toString(t);
+  }
+}
+
+double round_to_dtype(double v, c10::ScalarType t) {
+  const auto f = static_cast<float>(v);
+  switch (t) {
+    case c10::kFloat:
+      return f;
+    case c10::kBFloat16:
+      return static_cast<float>(c10::BFloat16(f));
+    case c10::kHalf:
+      return static_cast<float>(c10::Half(f));
+    default:
+      return v;
   }
 }
 

@@ -15,4 +15,8 @@ c10::ScalarType parse_dtype(const std::string& name, const std::string& flag,
 // "float32", "bfloat16", "float16" (what parse_dtype reads and diffusers' configs write as torch_dtype).
 const char* dtype_name(c10::ScalarType t);
 
+// `v` rounded to `t` (float32, bfloat16 or float16; other types: unchanged), as a tensor of `t` filled with `v`
+// holds it: through float32, to nearest even.
+double round_to_dtype(double v, c10::ScalarType t);
+
 }  // namespace omni

@@ -255,6 +255,7 @@ int GenerationJob::run() {
     ++generated_here;
     for (const auto& [phase, sec] : result.times.all()) times_.add(phase, sec);
     stats_.add_video(result.times, result.vae_peak_bytes, pipeline_->gathered_bytes_last_step(), a.real);
+    stats_.add_host_reads(result.host_reads_per_step);
     if (a.real)
       for (int e = 0; e < 2; ++e) step_cache_counts_[e] += result.step_cache[e];
     if (!req.decode) continue;

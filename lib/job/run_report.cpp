@@ -21,6 +21,13 @@ void RankStats::add_video(const PhaseTimes& times, int64_t vae_peak, int64_t gat
   }
 }
 
+void RankStats::add_host_reads(const std::vector<int64_t>& per_step) {
+  for (int64_t n : per_step) {
+    host_reads_denoise = std::max<int64_t>(host_reads_denoise, 0) + n;
+    host_reads_max_step = std::max(host_reads_max_step, n);
+  }
+}
+
 void RankStats::set_end_of_run(const hsdp::HsdpStats* hsdp, int64_t disk_bytes_read, const c10::Device& device,
                                const PhaseTimes& times) {
   if (hsdp) {
@@ -66,6 +73,8 @@ nlohmann::json RankStats::to_json(bool cuda) const {
                       {"baseline_rss_bytes", baseline_rss_bytes},
                       {"compute_seconds", compute_seconds}};
   if (cuda) j["cuda_peak_allocated_bytes"] = peak_device_bytes;
+  if (host_reads_denoise >= 0)
+    j["host_reads"] = {{"denoise", host_reads_denoise}, {"max_per_step", host_reads_max_step}};
   nlohmann::json traffic = nlohmann::json::object();
   for (int k = 0; k < kKinds; ++k) {
     if (collectives[k] == 0) continue;

@@ -37,6 +37,10 @@ struct RankStats {
   double decode_seconds = 0;
   int64_t baseline_rss_bytes = 0;  // resident bytes before any weight was read
   double compute_seconds = 0;      // text encoding, denoising and decoding of the videos this rank helped make
+  // OMNI_COUNT_HOST_READS (dist/host_reads.h): the denoising loops' host reads of device data, in all and the
+  // most in one step; -1: not counted.
+  int64_t host_reads_denoise = -1;
+  int64_t host_reads_max_step = -1;
   // Bytes this rank sent per group kind (indexed by dist::GroupKind), to peers on its node and on others
   // (dist::TrafficCounts): over the whole run, and over its last denoising step.
   static constexpr int kKinds = static_cast<int>(dist::kGroupKinds);
@@ -52,6 +56,8 @@ struct RankStats {
   // One video's figures: its phases (`real`: a video made, not a repeat run that keeps the gathers in step,
   // counts towards compute_seconds), its decode peak, the bytes its last step gathered.
   void add_video(const PhaseTimes& times, int64_t vae_peak, int64_t gathered_per_step, bool real);
+  // One video's host reads per denoising step (empty: not counted).
+  void add_host_reads(const std::vector<int64_t>& per_step);
   // The end of the run's figures: the sharded models' (`hsdp`, null when nothing was loaded), the process's peaks
   // (host, and `device`'s), the decode time of `times`, the run's traffic.
   void set_end_of_run(const hsdp::HsdpStats* hsdp, int64_t disk_bytes_read, const c10::Device& device,

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "dist/host_reads.h"
 
 namespace omni::models {
 
@@ -34,7 +35,10 @@ TokenRuns TokenRuns::narrow(int64_t begin, int64_t count, int64_t* first) const 
 
 TokenRuns TokenRuns::of(const at::Tensor& timestep, at::Tensor* values) {
   OMNI_CHECK(timestep.dim() == 2 && timestep.size(1) > 0, "per-token timesteps must be [B, S], got ", timestep.sizes());
-  const auto t = timestep.to(at::kCPU, at::kDouble).contiguous();  // [B, S]
+  // The runs are read on the host: per-token timesteps on a device would make every transformer call wait for it.
+  OMNI_CHECK(timestep.is_cpu(), "per-token timesteps [B, S] come on the host (their runs are read there), got them on ",
+             timestep.device());
+  const auto t = timestep.to(at::kDouble).contiguous();  // [B, S]
   const int64_t batch = t.size(0), seq = t.size(1);
   const double* v = t.const_data_ptr<double>();
   TokenRuns runs;
@@ -48,8 +52,7 @@ TokenRuns TokenRuns::of(const at::Tensor& timestep, at::Tensor* values) {
       }
     }
   }
-  const auto index = at::tensor(runs.starts, at::kLong).to(timestep.device());  // [R]
-  *values = timestep.index_select(1, index);                                    // [B, R]
+  *values = timestep.index_select(1, at::tensor(runs.starts, at::kLong));  // [B, R], on the host
   return runs;
 }
 
@@ -76,7 +79,7 @@ ConditionEmbedding WanTimeTextEmbedding::forward(const at::Tensor& timestep, con
   TokenRuns runs;
   at::Tensor t = timestep;                                      // [B], or [B, R]: one timestep per run
   if (timestep.dim() == 2) runs = TokenRuns::of(timestep, &t);  // on the host where the timesteps are
-  t = t.to(context.device());
+  t = dist::upload(t, context.device());
   auto sinusoid = timestep_sinusoid(t.flatten(), freq_dim_);                   // [B*R or B, freq_dim] float32
   if (t.dim() == 2) sinusoid = sinusoid.unflatten(0, {t.size(0), t.size(1)});  // [B, R, freq_dim]
 

@@ -33,8 +33,8 @@ struct TokenRuns {
   // The runs over tokens [begin, begin + count), numbered from that slice's first token; *first: the index of
   // its first run among these.
   TokenRuns narrow(int64_t begin, int64_t count, int64_t* first) const;
-  // The runs of per-token timesteps [B, S] (a run ends where any row's timestep changes) and, in *values,
-  // their timesteps [B, R] (timestep's dtype and device).
+  // The runs of per-token timesteps [B, S] on the host (a run ends where any row's timestep changes) and, in
+  // *values, their timesteps [B, R] (timestep's dtype, on the host).
   static TokenRuns of(const at::Tensor& timestep, at::Tensor* values);
 };
 

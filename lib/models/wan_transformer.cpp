@@ -1,5 +1,6 @@
 #include "models/wan_transformer.h"
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/tensor_dump.h"
 #include "io/safetensors.h"
@@ -237,7 +238,7 @@ at::Tensor WanTransformer3DModel::forward(const at::Tensor& hidden_states, const
     if (scale.empty()) scale.assign(vace_blocks_.size(), 1.0);
     // diffusers passes the scales as a tensor of the transformer's dtype: each rounded to it (0.7 is 0.69921875 in
     // bfloat16).
-    for (double& v : scale) v = at::scalar_tensor(v, at::TensorOptions().dtype(dtype_)).item<double>();
+    for (double& v : scale) v = round_to_dtype(v, dtype_);
     at::Tensor control = st.control;
     for (int k = 0; k < num_vace_blocks(); ++k) {
       if (hooks.units) hooks.units->before(k);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "dist/host_reads.h"
 
 namespace omni::pipeline {
 namespace {
@@ -14,8 +15,9 @@ const std::vector<double> kTeaCache14B = {-3.03318725e+05, 4.90537029e+04, -2.65
 const std::vector<double> kTeaCache1_3B = {-5.21862437e+04, 9.23041404e+03, -5.28275948e+02, 1.36987616e+01,
                                            -4.99875664e-02};
 
-double polynomial(const std::vector<double>& c, double x) {
-  double y = 0;
+// Elementwise on x's device, in its dtype (float64 here).
+at::Tensor polynomial(const std::vector<double>& c, const at::Tensor& x) {
+  at::Tensor y = at::zeros_like(x);
   for (double a : c) y = y * x + a;  // Horner
   return y;
 }
@@ -54,22 +56,24 @@ void StepCache::begin_call(int expert, int step, int num_steps, std::vector<int>
 }
 
 at::Tensor StepCache::rows_of(const at::Tensor& t, int branch) const {
-  std::vector<int64_t> idx;
+  // Narrowed rows, not an index tensor: uploading one would make the host wait for the device.
+  std::vector<at::Tensor> rows;
   for (size_t r = 0; r < rows_.size(); ++r)
-    if (rows_[r] == branch) idx.push_back(static_cast<int64_t>(r));
-  if (static_cast<int64_t>(idx.size()) == t.size(0)) return t;
-  return t.index_select(0, at::tensor(idx, at::kLong).to(t.device()));
+    if (rows_[r] == branch) rows.push_back(t.narrow(0, static_cast<int64_t>(r), 1));  // [1, ...]
+  if (static_cast<int64_t>(rows.size()) == t.size(0)) return t;
+  return rows.size() == 1 ? rows.front() : at::cat(rows, 0);  // [rows of branch, ...]
 }
 
-std::vector<double> StepCache::relative_changes(const at::Tensor& now, const std::vector<at::Tensor>& before,
-                                                const at::Tensor& weights) {
-  // Per branch: sum |now - before| and sum |before|, in float64, summed over the sp group's token slices. The
+at::Tensor StepCache::relative_changes(const at::Tensor& now, const std::vector<int>& branch_ids,
+                                       const at::Tensor& weights) {
+  // Per branch: sum |now - previous| and sum |previous|, in float64, summed over the sp group's token slices. The
   // float64 values are made a slice of dim 1 (tokens, or runs) at a time: whole [B, S, D] float64 copies would
   // be ~6 GB each at 720p, batch 2, none of them in the memory plan.
   constexpr int64_t kChunkElements = int64_t{1} << 22;  // 32 MiB of float64 per temporary
   std::vector<at::Tensor> sums;
-  for (size_t b = 0; b < before.size(); ++b) {
-    const at::Tensor a = rows_of(now, static_cast<int>(b)), p = before[b];  // [B, S, ...], same shape
+  for (size_t b = 0; b < branch_ids.size(); ++b) {
+    // This rank's rows of branch branch_ids[b] (with cfg parallelism a rank holds branch 1 alone).
+    const at::Tensor a = rows_of(now, branch_ids[b]), p = branches_.at(branch_ids[b]).previous;  // [B, S, ...]
     const int64_t len = a.size(1), per_index = a.numel() / std::max<int64_t>(1, len);
     const int64_t step = std::max<int64_t>(1, kChunkElements / std::max<int64_t>(1, per_index));
     at::Tensor diff_sum = at::zeros({}, a.options().dtype(at::kDouble)), base_sum = at::zeros_like(diff_sum);
@@ -89,23 +93,22 @@ std::vector<double> StepCache::relative_changes(const at::Tensor& now, const std
     sums.push_back(diff_sum);
     sums.push_back(base_sum);
   }
-  at::Tensor all = at::stack(sums).contiguous();  // [2 * branches]
+  at::Tensor all = at::stack(sums).contiguous();  // [2 * branches]: diff, base of branch 0, then of 1
   if (sp_group_ != nullptr) sp_group_->all_reduce(all)->wait();
-  all = all.cpu();
-  std::vector<double> out;
-  for (size_t b = 0; b < before.size(); ++b) {
-    const double diff = all[static_cast<int64_t>(2 * b)].item<double>(),
-                 base = all[static_cast<int64_t>(2 * b + 1)].item<double>();
-    out.push_back(base > 0 ? diff / base : 1.0);
-  }
-  return out;
+  const at::Tensor pairs = all.view({-1, 2});  // [branches, 2]
+  const at::Tensor diff = pairs.select(1, 0), base = pairs.select(1, 1);
+  return at::where(base > 0, diff / base, at::ones_like(base));  // [branches] float64
 }
 
-bool StepCache::agreed_skip(bool wish) {
-  if (agree_group_ == nullptr) return wish;
-  at::Tensor must_compute = at::full({1}, wish ? 0.0f : 1.0f, at::TensorOptions().device(agree_group_->device()));
-  agree_group_->all_reduce(must_compute, dist::ReduceOp::kMax)->wait();
-  return must_compute.item<float>() == 0.0f;
+bool StepCache::agreed_skip(const at::Tensor& must_compute) {
+  // must_compute: [1] float32, 1 where this rank must compute. The max over the group is 0 when every rank may
+  // skip; reading it is the step's one host read.
+  at::Tensor any = must_compute;
+  if (agree_group_ != nullptr) {
+    any = must_compute.to(agree_group_->device());
+    agree_group_->all_reduce(any, dist::ReduceOp::kMax)->wait();
+  }
+  return any.item<float>() == 0.0f;
 }
 
 at::Tensor StepCache::add_residuals(const at::Tensor& x) {
@@ -134,21 +137,29 @@ at::Tensor StepCache::run(const models::WanBlockRun& blocks, const at::Tensor& x
   if (!blocks.runs().empty()) {
     std::vector<double> lengths;
     for (int64_t r = 0; r < blocks.runs().size(); ++r) lengths.push_back(static_cast<double>(blocks.runs().length(r)));
-    run_weights = at::tensor(lengths, at::kDouble).view({1, -1, 1, 1}).to(timestep_proj.device());  // [1, R, 1, 1]
-  }
-  // Every rank evaluates the same tensors (summed over the sp group); the threshold 0 never skips.
-  auto wishes = [&](const at::Tensor& now, bool accumulate) {
-    bool wish = !forced_ && have_state && threshold_ > 0;
-    if (!have_state) return false;
-    std::vector<at::Tensor> before;
-    for (int b : branch_ids) before.push_back(branches_.at(b).previous);
-    const std::vector<double> rel = relative_changes(now, before, now.dim() == 4 ? run_weights : at::Tensor());
+    run_weights = dist::upload(at::tensor(lengths, at::kDouble).view({1, -1, 1, 1}), timestep_proj.device());
+  }  // run_weights: [1, R, 1, 1]
+  // Every rank evaluates the same tensors (summed over the sp group); the threshold 0 never skips. A call that
+  // must compute (first, last, an expert's first) reads nothing: what it would accumulate is reset when it
+  // computes. Every rank of the agreement group knows these alike, so all of them join its collective or none.
+  // The decision is made on the device and read once.
+  auto may_skip = [&](const at::Tensor& now, bool accumulate) {
+    if (forced_ || !have_state || threshold_ <= 0) return false;
+    const at::Tensor rel = relative_changes(now, branch_ids, now.dim() == 4 ? run_weights : at::Tensor());  // [K]
+    std::vector<at::Tensor> changes;
     for (size_t k = 0; k < branch_ids.size(); ++k) {
       Branch& br = branches_.at(branch_ids[k]);
-      const double change = accumulate ? (br.accumulated += polynomial(coefficients_, rel[k])) : rel[k];
-      wish = wish && change < threshold_;
+      at::Tensor change = rel.narrow(0, static_cast<int64_t>(k), 1);  // [1] float64
+      if (accumulate) {
+        change = polynomial(coefficients_, change);
+        if (br.accumulated.defined()) change = br.accumulated + change;
+        br.accumulated = change;
+      }
+      changes.push_back(change);
     }
-    return wish;
+    // NaN compares false: a branch whose change is not a number computes.
+    const at::Tensor must_compute = at::logical_not(at::cat(changes) < threshold_).any().to(at::kFloat).view({1});
+    return agreed_skip(must_compute);
   };
 
   // A skip replaces blocks [from, n) by their cached residual: all of them (TeaCache, judged by the timestep
@@ -157,16 +168,16 @@ at::Tensor StepCache::run(const models::WanBlockRun& blocks, const at::Tensor& x
   const bool tea = mode_ == StepCacheMode::kTeaCache;
   const int from = tea ? 0 : 1;
   at::Tensor base = x, first_residual;
-  bool wish;
+  bool skip;
   if (tea) {
-    wish = wishes(timestep_proj, /*accumulate=*/true);
+    skip = may_skip(timestep_proj, /*accumulate=*/true);
     for (int b : branch_ids) branches_[b].previous = rows_of(timestep_proj, b).clone();  // e0 of every call
   } else {
     base = blocks.run(0, 1, x);
     first_residual = base - x;
-    wish = wishes(first_residual, /*accumulate=*/false);
+    skip = may_skip(first_residual, /*accumulate=*/false);
   }
-  if (agreed_skip(wish)) {
+  if (skip) {
     blocks.pass_over(from, keep_gathers_);
     ++counts_[expert].skipped;
     last_skipped_ = true;
@@ -177,7 +188,7 @@ at::Tensor StepCache::run(const models::WanBlockRun& blocks, const at::Tensor& x
   for (int b : branch_ids) {
     Branch& br = branches_[b];
     br.residual = rows_of(added, b).clone();
-    br.accumulated = 0;
+    br.accumulated = at::Tensor();
     if (!tea) br.previous = rows_of(first_residual, b).clone();  // compared with the next computed step's
   }
   ++counts_[expert].computed;

@@ -68,17 +68,20 @@ class StepCache : public models::BlockRunner {
 
  private:
   struct Branch {
-    at::Tensor previous;  // teacache: the last call's e0; fbcache: the last computed step's block-0 residual
-    at::Tensor residual;  // what the skipped blocks added at the last computed step
-    double accumulated = 0;
+    at::Tensor previous;     // teacache: the last call's e0; fbcache: the last computed step's block-0 residual
+    at::Tensor residual;     // what the skipped blocks added at the last computed step
+    at::Tensor accumulated;  // teacache: [1] float64 on the device, summed since the last computed call
   };
-  // Sum over the sp group of |a - b| and |b| for each branch's rows; returns the relative change per row-branch.
-  // `weights` (may be undefined) multiplies the elements first: per-run e0 [B, R, 6, D] counts each run once
-  // per token it covers ([1, R, 1, 1]), the sums diffusers' per-token table would give.
-  std::vector<double> relative_changes(const at::Tensor& now, const std::vector<at::Tensor>& before,
-                                       const at::Tensor& weights = at::Tensor());
-  // True when every rank of the agreement group may skip (a collective; every rank calls it).
-  bool agreed_skip(bool wish);
+  // Sum over the sp group of |now - previous| and |previous| for the rows of each of `branch_ids` (previous: the
+  // branch's state); returns the relative change per branch,
+  // [branches] float64 on the device. `weights` (may be undefined) multiplies the elements first: per-run e0
+  // [B, R, 6, D] counts each run once per token it covers ([1, R, 1, 1]), the sums diffusers' per-token table
+  // would give.
+  at::Tensor relative_changes(const at::Tensor& now, const std::vector<int>& branch_ids,
+                              const at::Tensor& weights = at::Tensor());
+  // True when every rank of the agreement group may skip: `must_compute` [1] is 1 where this rank must compute
+  // (a collective of the group, and the one host read of a step that may skip).
+  bool agreed_skip(const at::Tensor& must_compute);
   at::Tensor rows_of(const at::Tensor& t, int branch) const;  // the batch rows of `branch`
   at::Tensor add_residuals(const at::Tensor& x);
 

@@ -10,6 +10,7 @@
 #include "core/memory.h"
 #include "core/tensor_dump.h"
 #include "dist/device.h"
+#include "dist/host_reads.h"
 #include "io/clip_image_processor.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
@@ -332,9 +333,16 @@ WanPipeline::ImageCondition WanPipeline::prepare_image_condition(const Generatio
     }
   }
   if (expand) {
-    out.first_frame_mask =
-        at::ones({1, 1, shape.frames, shape.height, shape.width}, at::TensorOptions().dtype(at::kFloat).device(dev));
-    if (req.image.defined()) out.first_frame_mask.narrow(2, 0, 1).fill_(0.0);
+    // Made on the host: the per-token timesteps are too, so the loop never reads the device for their runs.
+    const at::Tensor mask = at::ones({1, 1, shape.frames, shape.height, shape.width}, at::kFloat);  // [1, 1, T, h, w]
+    if (req.image.defined()) mask.narrow(2, 0, 1).fill_(0.0);
+    out.first_frame_mask = mask.to(dev);
+    const auto& pcfg = experts_[0]->config();
+    out.token_mask = mask[0][0]
+                         .slice(1, 0, shape.height, pcfg.patch_size[1])
+                         .slice(2, 0, shape.width, pcfg.patch_size[2])
+                         .flatten()
+                         .unsqueeze(0);  // [1, S]
   }
   return out;
 }
@@ -433,10 +441,8 @@ WanPipeline::ModelInput WanPipeline::model_input(const at::Tensor& latents, cons
   if (index_.expand_timesteps && image.condition.defined()) {
     const at::Tensor& mask = image.first_frame_mask;
     in.x = (1 - mask) * image.condition + mask * latents;
-    // Per-token timesteps: t on every token, 0 on the conditioning frame's tokens. [1, S]
-    at::Tensor m =
-        mask[0][0].slice(1, 0, shape.height, pcfg.patch_size[1]).slice(2, 0, shape.width, pcfg.patch_size[2]);
-    in.timestep = (m * static_cast<double>(t)).flatten().unsqueeze(0);
+    // Per-token timesteps: t on every token, 0 on the conditioning frame's tokens. [1, S] on the host
+    in.timestep = image.token_mask * static_cast<double>(t);
   } else if (index_.expand_timesteps) {
     // TI2V text mode: diffusers expands t over every token ([1, S], all equal). One timestep per batch row
     // is the same arithmetic without the per-token tables: temb [B, S, D], its projection [B, S, 6, D] and
@@ -580,9 +586,13 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
       if (state.control_scale.size() == 1)
         state.control_scale.assign(experts_.front()->config().vace_layers.size(), req.conditioning_scale.front());
     }
+    // The loop never waits for the device: OMNI_COUNT_HOST_READS counts the host's reads of device data per step
+    // (dist/host_reads.h), which the report carries.
+    dist::HostReadCounter host_reads(dev);
     for (size_t i = 0; i < timesteps.size(); ++i) {
       const int64_t t = timesteps[i];  // step i of those that run (diffusers' callback numbers them so)
       const int64_t received_before = stats_->received_bytes_total;
+      const int64_t reads_before = host_reads.count();
       const int expert = experts_.size() == 2 && ratio && static_cast<double>(t) < boundary ? 1 : 0;
       const double scale = expert == 1 ? video.guidance_scale_2.value_or(video.guidance_scale) : video.guidance_scale;
       state.step = static_cast<int>(i);
@@ -592,6 +602,7 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
       keep(numbered("step", static_cast<int>(i)) + ".latents", latents);
       gathered_last_step_ = stats_->received_bytes_total - received_before;
       reporter.step_queued(static_cast<int>(i), kExpertNames[expert], step_cache_ && step_cache_->last_skipped());
+      if (host_reads.active()) result.host_reads_per_step.push_back(host_reads.count() - reads_before);
     }
     reporter.finish();
     for (auto& e : experts_sharded_)

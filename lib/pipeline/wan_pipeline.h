@@ -80,9 +80,10 @@ struct GenerationResult {
   std::vector<std::pair<std::string, at::Tensor>> tensors;  // --save-tensors names, float32
   PhaseTimes times;                                         // text_encode, denoise, decode
   int64_t vae_peak_bytes = 0;  // the decode's own peak on this rank (device bytes on a GPU, host RSS growth on the CPU)
-  StepCacheCounts step_cache[2];  // transformer calls computed / skipped per expert (--step-cache)
-  PromptText prompt;              // as given, as cleaned, its tokens
-  PromptText negative_prompt;     // likewise, with guidance only (empty without: never tokenized)
+  StepCacheCounts step_cache[2];             // transformer calls computed / skipped per expert (--step-cache)
+  std::vector<int64_t> host_reads_per_step;  // OMNI_COUNT_HOST_READS: the loop's host reads per step (else empty)
+  PromptText prompt;                         // as given, as cleaned, its tokens
+  PromptText negative_prompt;                // likewise, with guidance only (empty without: never tokenized)
 };
 
 class WanPipeline {
@@ -119,7 +120,8 @@ class WanPipeline {
   // first-frame mask [1, 1, T, h, w] (0 on the image's frame in image mode).
   struct ImageCondition {
     at::Tensor condition;
-    at::Tensor first_frame_mask;
+    at::Tensor first_frame_mask;  // TI2V: [1, 1, T, h, w] float32, 0 on the conditioning frame
+    at::Tensor token_mask;        // TI2V: the same per token, [1, S] float32 on the host (the timesteps' runs)
   };
   // One denoising step's transformer input: the latents (with the condition), the timestep as the model
   // takes it, and as diffusers passes it where that differs in shape (for --dump-tensors; else undefined).

@@ -680,7 +680,7 @@ void bench_transformer(const std::string& name, CheckpointKind kind, const Clip&
       // rest (two runs).
       at::Tensor t = at::full({batch}, 500.0, f32);
       if (per_token_timestep) {
-        t = at::full({batch, seq}, 500.0, f32);
+        t = at::full({batch, seq}, 500.0, at::kFloat);  // on the host, as the pipeline gives them (their runs)
         const int64_t frame_tokens = seq / (shape[2] / cfg.patch_size[0]);  // tokens of one latent frame
         t.narrow(1, 0, frame_tokens).zero_();
       }

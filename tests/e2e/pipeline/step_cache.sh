@@ -42,6 +42,23 @@ for mode in "teacache 0.5" "fbcache 0.1" "fbcache 0.3"; do
   echo "ok: $tag: $s1 of 10 steps skipped, same frames and decisions on 1 and 4 ranks"
 done
 
+# With cfg parallelism each rank judges its own branch: the uncond rank must weigh the uncond rows. Here
+# (measured on one rank, cond / uncond; steps from 0) the first-block changes under 0.118 are steps 1 (0.104 / 0.105) and 5
+# (0.089 / 0.090), skipped; step 8's is 0.1154 / 0.1199, so it is computed. A cfg rank that judged the wrong
+# rows (before issue 38's fix the uncond rank read its branch as unchanged) would skip step 8 on the cond
+# rank's word alone: 3 skips.
+neg=(--negative-prompt "多云的城市夜景, static, blurry, 低质量")
+"$gen" "${common[@]}" "${neg[@]}" --prompt "A fox" --seed 3 --step-cache fbcache --step-cache-threshold 0.118 \
+  --output "$work/neg-1.mp4" --save-tensors "$work/neg-1.safetensors" --report "$work/neg-1.json" 2>/dev/null
+mpi 2 "$gen" "${common[@]}" "${neg[@]}" --prompt "A fox" --seed 3 --step-cache fbcache --step-cache-threshold 0.118 \
+  --cfg-parallel-size 2 --output "$work/neg-2.mp4" --save-tensors "$work/neg-2.safetensors" \
+  --report "$work/neg-2.json" 2>/dev/null
+s1=$(skipped "$work/neg-1.json"); s2=$(skipped "$work/neg-2.json")
+[ "$s1" = 2 ] && [ "$s2" = 2 ] || fail "cfg parallel: skipped $s1 steps on one rank and $s2 on cfg 2 (want 2 and 2)"
+"$cmp" "$work/neg-2.safetensors" "$work/neg-1.safetensors" --keys latents,frames --tolerance 1e-5 >/dev/null ||
+  fail "cfg parallel: the frames differ from one rank's"
+echo "ok: cfg 2 ranks each judge their own branch (skipped $s1 on one rank, $s2 on cfg 2)"
+
 # Two videos, dp 2 x ulysses 2, one HSDP shard group over all 4 ranks.
 printf '{"prompt": "A fox", "seed": 3, "output": "%s"}\n{"prompt": "A boat on a lake", "seed": 4, "output": "%s"}\n' \
   "$work/dp-fox.mp4" "$work/dp-boat.mp4" > "$work/two.jsonl"
