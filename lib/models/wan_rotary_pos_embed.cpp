@@ -132,6 +132,7 @@ at::Tensor apply_rotary_emb(const at::Tensor& x, const RotaryEmbedding& rope) {
         cuda::launch_rotary(dtype, xc.const_data_ptr(), out.mutable_data_ptr(), rope.cos.const_data_ptr<float>(),
                             rope.sin.const_data_ptr<float>(), batch * seq * heads, seq, heads, half,
                             c10::cuda::getCurrentCUDAStream(xc.device().index()).stream());
+    OMNI_CHECK(rc >= 0, "a CUDA kernel before RoPE failed (CUDA error ", -rc, ", reported asynchronously)");
     OMNI_CHECK(rc == 0, "apply_rotary_emb: the CUDA kernel did not launch (CUDA error ", rc, ")");
 #else
     OMNI_FAIL("apply_rotary_emb: a CUDA tensor in a build without CUDA");

@@ -30,13 +30,15 @@ __device__ inline void store(__half* p, float v) {
   *p = __float2half_rn(v);
 }
 
-template <typename T>
+// I: the index type. 32-bit wherever the elements fit (every real size: 720p x 81 at batch 2 is ~0.8e9), where
+// the three divisions per pair cost a fraction of 64-bit ones.
+template <typename T, typename I>
 __global__ void rotary_kernel(const T* __restrict__ x, T* __restrict__ out, const float* __restrict__ cos,
-                              const float* __restrict__ sin, int64_t pairs, int64_t seq, int64_t heads, int64_t half) {
-  for (int64_t p = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; p < pairs;
-       p += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t row = p / half, i = p % half;
-    const int64_t s = (row / heads) % seq;
+                              const float* __restrict__ sin, I pairs, I seq, I heads, I half) {
+  for (I p = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; p < pairs;
+       p += static_cast<I>(gridDim.x) * blockDim.x) {
+    const I row = p / half, i = p % half;
+    const I s = (row / heads) % seq;
     const float x1 = load(x + 2 * p), x2 = load(x + 2 * p + 1);
     const float c = cos[s * half + i], sn = sin[s * half + i];
     store(out + 2 * p, __fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, sn)));
@@ -52,8 +54,18 @@ int launch(const void* x, void* out, const float* cos, const float* sin, int64_t
   const int threads = 256;
   const int64_t blocks = (pairs + threads - 1) / threads;
   const unsigned grid = static_cast<unsigned>(blocks < 65535 * 32 ? blocks : 65535 * 32);
-  rotary_kernel<T>
-      <<<grid, threads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(out), cos, sin, pairs, seq, heads, half);
+  // An error left by an earlier kernel is not this one's: report it as such (the caller names RoPE otherwise).
+  if (const cudaError_t before = cudaGetLastError(); before != cudaSuccess) return -static_cast<int>(before);
+  // 32-bit indices while 2 * pairs and the grid-stride step cannot overflow them.
+  const int64_t largest = 2 * pairs + static_cast<int64_t>(grid) * threads;
+  if (largest < INT32_MAX) {
+    rotary_kernel<T, int32_t><<<grid, threads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(out), cos, sin,
+                                                            static_cast<int32_t>(pairs), static_cast<int32_t>(seq),
+                                                            static_cast<int32_t>(heads), static_cast<int32_t>(half));
+  } else {
+    rotary_kernel<T, int64_t><<<grid, threads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(out), cos, sin,
+                                                            pairs, seq, heads, half);
+  }
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -37,6 +37,9 @@ void check_bhsd(const at::Tensor& t, const char* who, const char* name) {
              t.defined() ? models::shape_str(t.sizes()) : std::string("undefined"));
 }
 
+PartialAttention run_ring_kernel(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
+                                 RingKernel kernel, int64_t sq);
+
 }  // namespace
 
 std::vector<int64_t> token_chunks(int64_t seq, int parts) {
@@ -145,6 +148,19 @@ PartialAttention block_attention(const at::Tensor& q, const at::Tensor& k, const
   const int64_t sq = q.size(2), sk = k.size(2);
   OMNI_CHECK(sk > 0 && v.size(2) == sk, "block_attention: empty or mismatched key block (k ", k.sizes(), ", v ",
              v.sizes(), ")");
+  // The kernel was chosen once, from the first call's tensors; the fused CUDA kernels want the head dim dense,
+  // which a later block (a received buffer, a view of the local one) need not be.
+  const bool fused_cuda =
+      kernel == RingKernel::kCudnn || kernel == RingKernel::kFlash || kernel == RingKernel::kEfficient;
+  auto dense = [&](const at::Tensor& t) { return fused_cuda && t.stride(3) != 1 ? t.contiguous() : t; };
+  return run_ring_kernel(dense(q), dense(k), dense(v), scale, kernel, sq);
+}
+
+namespace {
+
+// One block through `kernel`: [B, H, Sq, d] output (float32) and log-sum-exp [B, H, Sq].
+PartialAttention run_ring_kernel(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
+                                 RingKernel kernel, int64_t sq) {
   switch (kernel) {
     case RingKernel::kCpuFlash: {
       auto [out, lse] = at::_scaled_dot_product_flash_attention_for_cpu(q, k, v, /*dropout_p=*/0.0,
@@ -174,6 +190,8 @@ PartialAttention block_attention(const at::Tensor& q, const at::Tensor& k, const
   }
   return block_attention_math(q, k, v, scale);
 }
+
+}  // namespace
 
 PartialAttention block_attention_math(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, double scale,
                                       int64_t max_score_elements) {
