@@ -254,10 +254,14 @@ int GenerationJob::run() {
     if (dumps && !req.decode) debug::take_dumps();
     ++generated_here;
     for (const auto& [phase, sec] : result.times.all()) times_.add(phase, sec);
-    stats_.add_video(result.times, result.vae_peak_bytes, pipeline_->gathered_bytes_last_step(), a.real);
+    stats_.add_video(result.times, result.vae_peak_bytes, result.denoise_peak_bytes,
+                     pipeline_->gathered_bytes_last_step(), a.real);
     stats_.add_host_reads(result.host_reads_per_step);
     if (a.real)
-      for (int e = 0; e < 2; ++e) step_cache_counts_[e] += result.step_cache[e];
+      for (int e = 0; e < 2; ++e) {
+        step_cache_counts_[e] += result.step_cache[e];
+        stats_.step_cache_held_bytes = std::max(stats_.step_cache_held_bytes, result.step_cache[e].held_bytes_peak);
+      }
     if (!req.decode) continue;
     warn_truncated(result.prompt, req.video.guidance_on() ? &result.negative_prompt : nullptr, v.origin,
                    req.video.max_sequence_length);

@@ -12,9 +12,11 @@
 
 namespace omni::job {
 
-void RankStats::add_video(const PhaseTimes& times, int64_t vae_peak, int64_t gathered_per_step, bool real) {
+void RankStats::add_video(const PhaseTimes& times, int64_t vae_peak, int64_t denoise_peak, int64_t gathered_per_step,
+                          bool real) {
   gathered_bytes_per_step = gathered_per_step;
   vae_peak_bytes = std::max(vae_peak_bytes, vae_peak);
+  denoise_peak_bytes = std::max(denoise_peak_bytes, denoise_peak);
   if (real) {
     compute_seconds +=
         times.get("text_encode") + times.get("image_encode") + times.get("denoise") + times.get("decode");
@@ -69,10 +71,12 @@ nlohmann::json RankStats::to_json(bool cuda) const {
                       {"load_peak_rss_bytes", load_peak_rss_bytes},
                       {"load_peak_device_bytes", load_peak_device_bytes},
                       {"vae_peak_bytes", vae_peak_bytes},
+                      {"denoise_peak_bytes", denoise_peak_bytes},
                       {"decode_seconds", decode_seconds},
                       {"baseline_rss_bytes", baseline_rss_bytes},
                       {"compute_seconds", compute_seconds}};
   if (cuda) j["cuda_peak_allocated_bytes"] = peak_device_bytes;
+  if (step_cache_held_bytes > 0) j["step_cache_held_bytes"] = step_cache_held_bytes;
   if (host_reads_denoise >= 0)
     j["host_reads"] = {{"denoise", host_reads_denoise}, {"max_per_step", host_reads_max_step}};
   nlohmann::json traffic = nlohmann::json::object();

@@ -33,7 +33,9 @@ struct RankStats {
   int64_t peak_device_bytes = 0;
   int64_t load_peak_rss_bytes = 0;
   int64_t load_peak_device_bytes = 0;
-  int64_t vae_peak_bytes = 0;  // the largest decode peak of this rank's videos
+  int64_t vae_peak_bytes = 0;         // the largest decode peak of this rank's videos
+  int64_t denoise_peak_bytes = 0;     // the largest encode-and-denoise peak of this rank's videos (GenerationResult's)
+  int64_t step_cache_held_bytes = 0;  // the most this rank's step cache held beside the blocks (StepCacheCounts)
   double decode_seconds = 0;
   int64_t baseline_rss_bytes = 0;  // resident bytes before any weight was read
   double compute_seconds = 0;      // text encoding, denoising and decoding of the videos this rank helped make
@@ -55,7 +57,7 @@ struct RankStats {
   void set_step_traffic(const dist::TrafficByKind& now, const dist::TrafficByKind& before);
   // One video's figures: its phases (`real`: a video made, not a repeat run that keeps the gathers in step,
   // counts towards compute_seconds), its decode peak, the bytes its last step gathered.
-  void add_video(const PhaseTimes& times, int64_t vae_peak, int64_t gathered_per_step, bool real);
+  void add_video(const PhaseTimes& times, int64_t vae_peak, int64_t denoise_peak, int64_t gathered_per_step, bool real);
   // One video's host reads per denoising step (empty: not counted).
   void add_host_reads(const std::vector<int64_t>& per_step);
   // The end of the run's figures: the sharded models' (`hsdp`, null when nothing was loaded), the process's peaks

@@ -59,7 +59,8 @@ at::Tensor scaled_mm_linear(const at::Tensor& x, const at::Tensor& weight_fp8, c
     // unit scales in float32, then the row scales. The same sum, two more roundings of float32.
     const auto one = at::ones({1}, flat.options().dtype(at::kFloat));
     y = at::_scaled_mm(xq, weight_fp8.t(), one, one, std::nullopt, std::nullopt, at::kFloat, false);
-    y = (y * x_scale * weight_scale.view({1, out}).to(at::kFloat)).to(x.scalar_type());
+    // In place: the float32 product is [M, out], two more such temporaries would be the largest of the block.
+    y = y.mul_(x_scale).mul_(weight_scale.view({1, out}).to(at::kFloat)).to(x.scalar_type());
   }
   if (bias.defined()) y.add_(bias);
   auto sizes = x.sizes().vec();

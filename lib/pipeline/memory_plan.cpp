@@ -453,9 +453,15 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     const int64_t head_out = tc.out_channels * tc.patch_size[0] * tc.patch_size[1] * tc.patch_size[2];
     const int64_t finish = e * batch * local * dim + e * local * dim * (per_token ? 1 : 0) + f32 * local * dim * 3 +
                            e * batch * (local + 2 * tokens) * head_out;
-    parts.push_back({"transformer block activations", std::max(block, finish)});
+    // First-block cache: before the other blocks run, the float64 sums of one branch's rows (pipeline/
+    // step_cache.cpp), a slice of at most 32 MiB at a time: the two inputs, their difference and the base.
+    const bool first_block = set.run.step_cache == StepCacheMode::kFirstBlock;
+    const int64_t cache_sums = first_block ? 4 * std::min<int64_t>(int64_t{32} << 20, 8 * local * dim) : 0;
+    parts.push_back({"transformer block activations", std::max({block, finish, cache_sums})});
+    // Held beside the blocks per batch row: the residual of the skipped blocks and, first-block cache, block 0's
+    // residual of the last computed step and of this call.
     if (set.run.step_cache != StepCacheMode::kNone)
-      parts.push_back({"step cache residuals", 2 * e * batch * local * dim});
+      parts.push_back({"step cache residuals", (first_block ? 3 : 1) * e * batch * local * dim});
     // Latents, the noise predictions and the scheduler's history (UniPC keeps a few model outputs).
     const int64_t channels = tc.in_channels;
     parts.push_back({"latents and scheduler", f32 * 10 * batch * channels * lat_t * lat_h * lat_w});
@@ -480,9 +486,15 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     if (tr.float8_largest > 0 && set.run.fp8_matmul)
       denoise.parts.push_back({"a float8 product's quantized input",
                                fp8_input_rows * s.transformer.ffn_dim + 2 * f32 * fp8::kDequantChunkElements});
-    if (tr.float8_largest > 0 && set.run.fp8_matmul && host)
+    if (tr.float8_largest > 0 && set.run.fp8_matmul && host) {
       denoise.parts.push_back({"float32 operands of a float8 product (CPU _scaled_mm)", 2 * tr.float8_largest * f32,
                                MemoryKind::kGatheredUnits});
+      // Its float32 result, scaled in place and rounded to the activation dtype beside it: the FFN
+      // up-projection's is the widest (measured at 768x768x33 on 4 float8 blocks: the plan 0.89 of the
+      // encode-and-denoise peak without it).
+      denoise.parts.push_back(
+          {"a float8 product's float32 result (CPU _scaled_mm)", f32 * fp8_input_rows * s.transformer.ffn_dim});
+    }
     for (auto& x : best_parts) denoise.parts.push_back(x);
     plan.phases.push_back(denoise);
   }

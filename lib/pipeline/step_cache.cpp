@@ -183,6 +183,11 @@ at::Tensor StepCache::run(const models::WanBlockRun& blocks, const at::Tensor& x
     last_skipped_ = true;
     return add_residuals(base);
   }
+  int64_t held = first_residual.defined() ? first_residual.nbytes() : 0;
+  for (const auto& [b, br] : branches_)
+    held +=
+        (br.previous.defined() && !tea ? br.previous.nbytes() : 0) + (br.residual.defined() ? br.residual.nbytes() : 0);
+  counts_[expert].held_bytes_peak = std::max(counts_[expert].held_bytes_peak, held);
   at::Tensor out = blocks.run(from, n, base);
   const at::Tensor added = out - base;
   for (int b : branch_ids) {

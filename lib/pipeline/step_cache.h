@@ -18,6 +18,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
@@ -33,9 +34,13 @@ namespace omni::pipeline {
 struct StepCacheCounts {
   int computed = 0;
   int skipped = 0;
+  // The most the cache held while blocks ran: its residuals and, first-block cache, its last block-0 residuals and
+  // this call's (the memory plan's "step cache residuals"; TeaCache's few rows of e0 are left out).
+  int64_t held_bytes_peak = 0;
   StepCacheCounts& operator+=(const StepCacheCounts& o) {
     computed += o.computed;
     skipped += o.skipped;
+    held_bytes_peak = std::max(held_bytes_peak, o.held_bytes_peak);
     return *this;
   }
 };

@@ -532,6 +532,11 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
     if (req.keep_tensors) result.tensors.emplace_back(name, to_float_cpu(t));
   };
 
+  // The encoders' and the loop's peak (denoise_peak_bytes): counted from here, without the load's or an earlier
+  // video's decode.
+  dist::reset_peak_device_bytes(dev);
+  reset_peak_rss();
+
   // 1. Encode the prompts (the negative one only with guidance), each cleaned and tokenized once.
   result.prompt = describe_prompt(*tokenizer_, req.prompt, video.max_sequence_length);
   if (do_cfg) result.negative_prompt = describe_prompt(*tokenizer_, req.negative_prompt, video.max_sequence_length);
@@ -608,6 +613,7 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
     for (auto& e : experts_sharded_)
       if (e) e->settle_timings();
   }
+  result.denoise_peak_bytes = dev.is_cpu() ? peak_rss_since_reset_bytes() : dist::peak_device_bytes_since_reset(dev);
   if (index_.expand_timesteps && image.condition.defined()) {
     latents = (1 - image.first_frame_mask) * image.condition + image.first_frame_mask * latents;
   }

@@ -80,6 +80,9 @@ struct GenerationResult {
   std::vector<std::pair<std::string, at::Tensor>> tensors;  // --save-tensors names, float32
   PhaseTimes times;                                         // text_encode, denoise, decode
   int64_t vae_peak_bytes = 0;  // the decode's own peak on this rank (device bytes on a GPU, host RSS growth on the CPU)
+  // The peak from the text encoding to the end of the denoising loop: all the process holds (device bytes
+  // allocated on a GPU, resident host bytes on the CPU), weights included, the load's and decode's peaks not.
+  int64_t denoise_peak_bytes = 0;
   StepCacheCounts step_cache[2];             // transformer calls computed / skipped per expert (--step-cache)
   std::vector<int64_t> host_reads_per_step;  // OMNI_COUNT_HOST_READS: the loop's host reads per step (else empty)
   PromptText prompt;                         // as given, as cleaned, its tokens

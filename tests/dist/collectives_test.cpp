@@ -409,6 +409,12 @@ int run_all() {
     const auto before = omni::dist::traffic_totals();
     using omni::dist::GroupKind;
     omni::dist::DeviceGroups groups(mesh, at::Device(at::kCPU), {GroupKind::kShard, GroupKind::kReplicate});
+    // Each communicator used once as it is made (a barrier, in kind order), so that no communicator's first
+    // collective, which sets NCCL's connections up, overlaps another's (issue 38, 7).
+    for (const GroupKind kind : {GroupKind::kShard, GroupKind::kReplicate}) {
+      g_checks.truth(std::string("groups[by node] ") + omni::dist::name_of(kind) + ": one warm-up collective when made",
+                     groups.get(kind)->sequence() == 1);
+    }
     for (const GroupKind kind : {GroupKind::kShard, GroupKind::kReplicate}) {
       at::Tensor out = at::zeros({2000}, at::kFloat);
       groups.get(kind)->all_gather_into_flat(out, at::ones({1000}, at::kFloat))->wait();
