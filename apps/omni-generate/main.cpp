@@ -96,6 +96,7 @@ int run(int argc, char** argv, int rank, int world, Phase& phase) {
   const auto decision = omni::job::decide_layout(opts, resolved, omni::dist::Communicator::world());
   phase = Phase::kUniform;
   opts.parallel = decision.parallel;
+  resolved.rates = decision.rates;
   if (decision.automatic)  // listings and sidecars say where the degrees came from
     for (const char* key : {"ulysses-degree", "ring-degree", "cfg-parallel-size"})
       opts.sources[key] = {omni::config::Source::kLayoutAuto, ""};

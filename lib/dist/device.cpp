@@ -254,6 +254,7 @@ MemoryBudget memory_budget(const DeviceRequest& spec, const Communicator& world)
       out.bytes = static_cast<int64_t>(prop.totalGlobalMem) / std::max(sharing, 1);
       out.what = str_cat("GPU ", index, " (", prop.name, ") ", format_bytes(static_cast<int64_t>(prop.totalGlobalMem)),
                          sharing > 1 ? str_cat(" / ", sharing, " ranks sharing it") : "");
+      out.product = prop.name;
     } else {
       cudaGetLastError();
     }

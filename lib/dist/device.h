@@ -65,6 +65,7 @@ bool runs_on_cuda(const DeviceRequest& spec);
 struct MemoryBudget {
   int64_t bytes = 0;
   std::string what;
+  std::string product;  // the GPU's name as CUDA gives it ("NVIDIA H200"); empty on the CPU
 };
 MemoryBudget memory_budget(const DeviceRequest& spec, const Communicator& world);
 // Peak bytes LibTorch's caching allocator had allocated on `device` over the whole run, the peaks before

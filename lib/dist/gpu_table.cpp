@@ -18,26 +18,26 @@ constexpr int64_t kMiB = int64_t{1} << 20;
 // project are noted where we have them (tools/gpu/check.sh's calibration replaces them).
 std::vector<GpuProfile> make_table() {
   return {
-      {"h100-80gb", "NVIDIA H100 80GB HBM3 (SXM)", 81559 * kMiB, 989.4, 3350, 450, 50,
+      {"h100-80gb", "NVIDIA H100 80GB HBM3 (SXM)", "H100 80GB HBM3", 81559 * kMiB, 989.4, 3350, 450, 50,
        "memory: nvidia-smi on the H100 lent to this project (81559 MiB, 2026-11-13); rates: NVIDIA H100 datasheet "
        "(SXM5: 989 TFLOP/s dense bf16, 3.35 TB/s, NVLink 4 900 GB/s both ways); measured there: 798 TFLOP/s "
        "(8192^3 bf16 product), 3.0 TB/s copy; across nodes: one 400 Gb/s NDR InfiniBand port per GPU (DGX H100). The "
        "time plan takes the H200's rates in diffusers' Wan runs for the same chip (its 798 is on random data)",
        0, 0},
-      {"h200", "NVIDIA H200 (SXM)", 143771 * kMiB, 989.4, 4800, 450, 50,
+      {"h200", "NVIDIA H200 (SXM)", "H200", 143771 * kMiB, 989.4, 4800, 450, 50,
        "memory: nvidia-smi on the H200 lent to this project (143771 MiB, 2026-10-27); rates: NVIDIA H200 "
        "datasheet (989 TFLOP/s dense bf16, 4.8 TB/s, NVLink 4 900 GB/s both ways); measured there: 788 TFLOP/s, "
        "4.3 TB/s copy; across nodes: 400 Gb/s per GPU (HGX H200); in diffusers' Wan runs there GEMM 772 and SDPA 570 "
        "TFLOP/s",
        772, 570},
-      {"b200", "NVIDIA B200 (HGX)", 180000000000, 2250, 8000, 900, 50,
+      {"b200", "NVIDIA B200 (HGX)", "B200", 180000000000, 2250, 8000, 900, 50,
        "NVIDIA HGX B200 datasheet: 180 GB HBM3e per GPU, 2.25 PFLOP/s dense bf16 (4.5 with sparsity), 8 TB/s, "
        "NVLink 5 1.8 TB/s both ways; across nodes: 400 Gb/s per GPU; not measured here"},
-      {"a100-80gb", "NVIDIA A100-SXM4-80GB", 81920 * kMiB, 312, 2039, 300, 25,
+      {"a100-80gb", "NVIDIA A100-SXM4-80GB", "A100-SXM4-80GB", 81920 * kMiB, 312, 2039, 300, 25,
        "NVIDIA A100 datasheet (SXM4 80GB: 312 TFLOP/s dense bf16, 2.039 TB/s, NVLink 3 600 GB/s both ways); memory "
        "as nvidia-smi lists the card (81920 MiB); across nodes: 200 Gb/s HDR InfiniBand per GPU (DGX A100); not "
        "measured here"},
-      {"l40s", "NVIDIA L40S", 46068 * kMiB, 362, 864, 32, 25,
+      {"l40s", "NVIDIA L40S", "L40S", 46068 * kMiB, 362, 864, 32, 25,
        "NVIDIA L40S datasheet (48 GB GDDR6: 362 TFLOP/s dense bf16, 733 with sparsity, 864 GB/s; no NVLink: PCIe "
        "Gen4 x16, 32 GB/s each way); memory as nvidia-smi lists the card (46068 MiB); across nodes: 200 Gb/s per "
        "GPU; not measured here"},
@@ -73,6 +73,12 @@ double positive_number(const std::string& text, const std::string& what, const s
 const std::vector<GpuProfile>& gpu_table() {
   static const std::vector<GpuProfile> table = make_table();
   return table;
+}
+
+const GpuProfile* gpu_by_cuda_name(const std::string& cuda_name) {
+  for (const auto& g : gpu_table())
+    if (!cuda_name.empty() && cuda_name.find(g.cuda_name) != std::string::npos) return &g;
+  return nullptr;
 }
 
 std::string PlanTarget::describe() const {

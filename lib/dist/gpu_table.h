@@ -12,6 +12,7 @@ namespace omni::dist {
 struct GpuProfile {
   std::string name;            // as --plan-for takes it: "h100-80gb"
   std::string product;         // "NVIDIA H100 80GB HBM3 (SXM)"
+  std::string cuda_name;       // what cudaDeviceProp::name holds on such a card, or part of it ("H100 80GB HBM3")
   int64_t memory_bytes = 0;    // cudaDeviceProp::totalGlobalMem (what nvidia-smi lists as total)
   double bf16_tflops = 0;      // dense bfloat16 matrix products, TFLOP/s (datasheet)
   double hbm_gbps = 0;         // device memory bandwidth, GB/s (datasheet)
@@ -25,6 +26,9 @@ struct GpuProfile {
 
 // Every known GPU, in the order --help and errors list them.
 const std::vector<GpuProfile>& gpu_table();
+
+// The entry whose cuda_name is part of `cuda_name` (cudaDeviceProp::name of the GPU a run has); null if none.
+const GpuProfile* gpu_by_cuda_name(const std::string& cuda_name);
 
 // What --plan-for names: a GPU, and how many of them a node has (0: as the job is launched).
 struct PlanTarget {

@@ -4,9 +4,77 @@
 #include <limits>
 #include <numeric>
 
+#include "core/log.h"
+#include "dist/agreement.h"
 #include "dist/topology.h"
+#include "job/memory_check.h"
+#include "job/video_queue.h"
 
 namespace omni::job {
+
+const LayoutOption* faster_than_rules(const std::vector<LayoutOption>& options, const LayoutOption* rules,
+                                      int64_t budget) {
+  if (options.empty()) return nullptr;
+  auto fits = [&](const LayoutOption& o) { return budget <= 0 || o.peak_bytes <= budget; };
+  const LayoutOption* best = nullptr;  // the fastest that fits; on a tie the least traffic across nodes
+  for (const auto& o : options)
+    if (fits(o) && !o.idle_groups &&
+        (best == nullptr || o.job_seconds < best->job_seconds ||
+         (o.job_seconds == best->job_seconds && o.inter_node_bytes < best->inter_node_bytes)))
+      best = &o;
+  if (best == nullptr || best == rules) return nullptr;
+  if (rules != nullptr && fits(*rules) && best->job_seconds >= (1 - kTimeMargin) * rules->job_seconds) return nullptr;
+  return best;
+}
+
+namespace {
+
+// The rules' choice in `out` against every layout by the time plan (auto_layout.h).
+void weigh_by_time(const config::GenerateOptions& opts, const ResolvedRun& run, const dist::Communicator& world,
+                   const dist::Topology& topology, LayoutDecision& out) {
+  // A resumed list: the videos it has left (all of them when none is: they are made again).
+  std::vector<bool> skipped(run.written.size());
+  for (size_t i = 0; i < skipped.size(); ++i) skipped[i] = run.written[i] && run.left() > 0;
+  const VideoQueue queue(run.videos, skipped);
+  if (queue.count(VideoStatus::kPending) == 0) return;
+  dist::MemoryBudget budget;
+  if (opts.plan_for.empty()) {
+    budget = dist::memory_budget(opts.device, world);  // collective (node ranks)
+  } else {
+    const dist::PlanTarget target = dist::parse_plan_for(opts.plan_for);
+    budget = {target.gpu.memory_bytes, target.describe(), ""};
+  }
+  dist::run_agreed(world, [&] { out.rates = run_rates(opts, *run.model, queue.largest_video(), budget, world); });
+  if (!out.rates) return;
+  std::vector<int> node_of = topology.node_of;
+  if (!opts.plan_for.empty()) {  // the dry run's --plan-for GPUxN: the ranks on nodes of N
+    const int per_node = dist::parse_plan_for(opts.plan_for).per_node;
+    for (int r = 0; r < world.size(); ++r) node_of[static_cast<size_t>(r)] = per_node > 0 ? r / per_node : 0;
+  }
+  const auto options =
+      layout_options(*run.model, run.settings, opts, world.size(), queue, *out.rates, node_of, budget.bytes);
+  const LayoutOption* rules = nullptr;
+  for (const auto& o : options)
+    if (o.layout.cfg == out.parallel.cfg_parallel_size && o.layout.ring == out.parallel.ring_degree &&
+        o.layout.ulysses == out.parallel.ulysses_degree)
+      rules = &o;
+  const LayoutOption* faster = faster_than_rules(options, rules, budget.bytes);
+  if (faster == nullptr) return;
+  const LayoutOption& best = *faster;
+  const bool rules_fit = budget.bytes <= 0 || rules == nullptr || rules->peak_bytes <= budget.bytes;
+  out.parallel.cfg_parallel_size = best.layout.cfg;
+  out.parallel.ring_degree = best.layout.ring;
+  out.parallel.ulysses_degree = best.layout.ulysses;
+  char figures[160];
+  if (rules)
+    std::snprintf(figures, sizeof(figures), " (%.3g s for the job; the rules' %s: %.3g s%s)", best.job_seconds,
+                  degrees_of(rules->layout).c_str(), rules->job_seconds, rules_fit ? "" : ", does not fit");
+  else
+    std::snprintf(figures, sizeof(figures), " (%.3g s for the job)", best.job_seconds);
+  out.line = str_cat("auto by the time plan: ", degrees_of(best.layout), figures);
+}
+
+}  // namespace
 
 LayoutDecision decide_layout(const config::GenerateOptions& opts, const ResolvedRun& run,
                              const dist::Communicator& world) {
@@ -52,6 +120,7 @@ LayoutDecision decide_layout(const config::GenerateOptions& opts, const Resolved
   if (left > 0 && left < static_cast<int>(videos.size()))
     out.line += str_cat(" (", videos.size() - static_cast<size_t>(left), " of ", videos.size(), " already written)");
   out.automatic = true;
+  if (world.size() > 1) weigh_by_time(opts, run, world, topology, out);
   return out;
 }
 

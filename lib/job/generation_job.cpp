@@ -42,6 +42,7 @@ GenerationJob::GenerationJob(config::GenerateOptions options, ResolvedRun run, s
                 nlohmann::json::object(),
                 model_files_record(*model_->dir)},
       queue_(std::make_unique<VideoQueue>(std::move(run.videos), run.written)),
+      rates_(std::move(run.rates)),
       writer_(opts_),
       inputs_(model_->temporal_factor(), static_cast<int>(model_->vae.scale_factor_spatial)) {
   // Before any kernel, and before a dry run's report says what ran.
@@ -63,6 +64,12 @@ void GenerationJob::prepare_inputs() {
   choose_vae_parallel();
   if (mesh_.rank() == 0 && mesh_.layout().video_size() > 1) OMNI_INFO("vae parallel: ", identity_.vae_parallel_choice);
   memory_->check(mesh_);
+  // The time plan's rates for a dry run's plan and a report's predicted beside measured (a CPU measures them
+  // now, every rank at once), where the layout choice did not find them.
+  if (!rates_ && (opts_.dry_run || !opts_.report.empty()))
+    dist::run_agreed(mesh_.world(), [&] {
+      rates_ = run_rates(opts_, *model_, queue_->largest_video(), memory_->budget(), mesh_.world());
+    });
 }
 
 int64_t GenerationJob::plan_memory(bool vae_parallel) {
@@ -150,25 +157,16 @@ int GenerationJob::dry_run() {
   prepare_inputs();
   // The prompts as the encoder would get them.
   const std::string prompts = agreed_prompt_listing(*model_->dir, *queue_, mesh_.world());
-  // --plan-for's rates, --calibration's file read on every rank: a bad file is every rank's error.
-  pipeline::DeviceRates rates;
-  if (!opts_.plan_for.empty()) {
-    dist::run_agreed(mesh_.world(), [&] {
-      rates = pipeline::rates_of(dist::parse_plan_for(opts_.plan_for).gpu);
-      if (!opts_.calibration.empty()) rates = pipeline::calibrate(rates, opts_.calibration);
-    });
-  }
   if (mesh_.rank() != 0) return 0;
   const auto traffic = pipeline::split_step_traffic(memory_->step_traffic(queue_->largest_video()), mesh_);
-  // --plan-for: the time plan of the largest video on the slowest rank, and every other layout's.
+  // The time plan of the largest video on the slowest rank, and every other layout's (where the rates are known).
   std::string time_line;
   nlohmann::json time_json;
-  if (!opts_.plan_for.empty()) {
-    const int per_node = dist::parse_plan_for(opts_.plan_for).per_node;
+  if (rates_) {
     const TimeReport t =
-        time_report(*memory_, *queue_, traffic, opts_.vae_parallel ? mesh_.layout().video_size() : 1, rates,
-                    layout_options(*model_, settings_, opts_, mesh_.world_size(), *queue_, rates, per_node,
-                                   memory_->budget().bytes),
+        time_report(*memory_, *queue_, traffic, opts_.vae_parallel ? mesh_.layout().video_size() : 1, *rates_,
+                    layout_options(*model_, settings_, opts_, mesh_.world_size(), *queue_, *rates_,
+                                   mesh_.topology().node_of, memory_->budget().bytes),
                     mesh_.layout());
     time_line = t.text;
     time_json = t.json;
@@ -248,6 +246,7 @@ int GenerationJob::run() {
       stats_.set_step_traffic(now, traffic_before);
       traffic_before = now;
       progress.update(s.step + 1, s.seconds, s.cached ? std::string(s.expert) + ", cached" : s.expert);
+      if (a.real && !s.cached) step_seconds_.push_back(s.seconds);
       maybe_inject_fault(mesh_.rank(), s.step, generated_here);
     });
     progress.finish();
@@ -292,20 +291,30 @@ int GenerationJob::finish() {
 
   const hsdp::HsdpStats* st = pipeline_ ? &pipeline_->hsdp_stats() : nullptr;
   stats_.set_end_of_run(st, pipeline_ ? pipeline_->disk_bytes_read() : 0, device_, times_);
+  stats_.set_step_seconds(step_seconds_);
   const std::vector<RankStats> all = mesh_.world().gather(stats_);
   const int code = failed ? 1 : 0;
   if (mesh_.rank() != 0) return code;
 
-  const RunSummary summary{&all,
-                           &status,
-                           queue_.get(),
-                           pipeline_ ? pipeline_->param_bytes_total() : 0,
-                           &times_,
-                           total_.seconds(),
-                           &lora_,
-                           settings_.step_cache,
-                           settings_.step_cache_threshold,
-                           step_cache_counts_};
+  RunSummary summary{&all,
+                     &status,
+                     queue_.get(),
+                     pipeline_ ? pipeline_->param_bytes_total() : 0,
+                     &times_,
+                     total_.seconds(),
+                     &lora_,
+                     settings_.step_cache,
+                     settings_.step_cache_threshold,
+                     step_cache_counts_};
+  // The time plan beside what was measured: the largest video on the slowest rank.
+  nlohmann::json time_plan;
+  if (rates_ && pipeline_) {
+    const auto traffic = pipeline::split_step_traffic(memory_->step_traffic(queue_->largest_video()), mesh_);
+    time_plan = time_measured(
+        predicted_time(*memory_, *queue_, traffic, opts_.vae_parallel ? mesh_.layout().video_size() : 1, *rates_),
+        *rates_, all);
+  }
+  summary.time_plan = &time_plan;
   log_run_summary(opts_, summary, st, stats_);
   if (!opts_.report.empty()) {
     const nlohmann::json r = run_report(mesh_, device_.str(), identity_, *memory_, summary);

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,7 +92,10 @@ class GenerationJob {
   ConditioningInputs inputs_;  // each video's images and clip, read as run() reaches it
   LoraRecords lora_;
   std::unique_ptr<MemoryCheck> memory_;
-  at::Device device_ = at::kCPU;  // what --device resolved to on this rank
+  // The time plan's rates (job::run_rates): from the layout choice, else found for a dry run or a --report.
+  std::optional<pipeline::DeviceRates> rates_;
+  std::vector<double> step_seconds_;  // this rank's computed steps (a step cache's skipped ones apart)
+  at::Device device_ = at::kCPU;      // what --device resolved to on this rank
   std::unique_ptr<pipeline::WanPipeline> pipeline_;
   PhaseTimes times_;
   Timer total_;

@@ -55,16 +55,18 @@ pipeline::TimePlan slowest_time_plan(const pipeline::StepWork& work, const pipel
   pipeline::TimePlan slowest;
   bool first = true;
   for (const auto& rank : traffic) {
-    double intra = 0, inter = 0, gather = 0;
+    pipeline::StepBytes bytes;
     for (const auto& s : rank) {
       if (s.kind == dist::GroupKind::kShard) {
-        gather += static_cast<double>(s.intra_node + s.inter_node);
+        bytes.gather += static_cast<double>(s.intra_node + s.inter_node);
       } else {
-        intra += static_cast<double>(s.intra_node);
-        inter += static_cast<double>(s.inter_node);
+        bytes.intra_node += static_cast<double>(s.intra_node);
+        bytes.inter_node += static_cast<double>(s.inter_node);
+        if (s.kind == dist::GroupKind::kRing) bytes.ring += static_cast<double>(s.intra_node);
       }
     }
-    const auto t = pipeline::plan_time(work, video, intra, inter, gather, decode_group, rates);
+    const auto t = pipeline::plan_time(work, video, bytes, decode_group, rates);
+    const double inter = bytes.inter_node;
     if (first || t.video_seconds > slowest.video_seconds) slowest = t;
     first = false;
     if (most_inter) *most_inter = std::max(*most_inter, inter);
@@ -85,7 +87,8 @@ int64_t fewest_latent_rows(const VideoQueue& queue, const pipeline::ModelSpec& m
 
 std::vector<LayoutOption> layout_options(const pipeline::ModelSpec& model, const pipeline::PipelineSettings& settings,
                                          const config::GenerateOptions& run, int world, const VideoQueue& queue,
-                                         const pipeline::DeviceRates& rates, int per_node, int64_t budget) {
+                                         const pipeline::DeviceRates& rates, const std::vector<int>& node_of,
+                                         int64_t budget) {
   const pipeline::VideoParams video = queue.largest_video();
   bool guidance = false;
   for (int i = 0; i < static_cast<int>(queue.size()); ++i) guidance = guidance || queue.video(i).params().guidance_on();
@@ -121,16 +124,17 @@ std::vector<LayoutOption> layout_options(const pipeline::ModelSpec& model, const
           if (banded < o.peak_bytes) o.peak_bytes = banded, o.vae_parallel = true;
         }
         o.vae_parallel = o.vae_parallel || run.vae_parallel;
-        // Each rank's step traffic, split by where its group's peers sit (positions on nodes of per_node; a
-        // layout's positions are its ranks before the mesh places them).
-        std::vector<int> node_of;
-        for (int p = 0; p < world; ++p) node_of.push_back(per_node > 0 ? p / per_node : 0);
-        const auto traffic = pipeline::split_step_traffic(planner.step_traffic(video), node_of,
+        // Each rank's step traffic, split by where its group's peers sit (a layout's positions are its ranks
+        // before the mesh places them).
+        const std::vector<int> nodes = node_of.empty() ? std::vector<int>(static_cast<size_t>(world), 0) : node_of;
+        const auto traffic = pipeline::split_step_traffic(planner.step_traffic(video), nodes,
                                                           [&](dist::GroupKind kind) { return l.groups(kind); });
         o.time = slowest_time_plan(planner.step_work(video), video, traffic, o.vae_parallel ? l.video_size() : 1, rates,
                                    &o.inter_node_bytes);
-        const int64_t videos = static_cast<int64_t>(queue.size());
+        const int pending = queue.count(VideoStatus::kPending);
+        const int64_t videos = pending > 0 ? pending : static_cast<int64_t>(queue.size());
         o.job_seconds = static_cast<double>((videos + l.dp - 1) / l.dp) * o.time.video_seconds;
+        o.idle_groups = l.dp > videos;
         out.push_back(o);
       }
   std::stable_sort(out.begin(), out.end(), [&](const LayoutOption& a, const LayoutOption& b) {
@@ -142,14 +146,48 @@ std::vector<LayoutOption> layout_options(const pipeline::ModelSpec& model, const
   return out;
 }
 
+std::string degrees_of(const dist::Layout& l) {
+  return str_cat("dp ", l.dp, " x cfg ", l.cfg, " x ring ", l.ring, " x ulysses ", l.ulysses);
+}
+
+std::optional<pipeline::DeviceRates> run_rates(const config::GenerateOptions& run, const pipeline::ModelSpec& model,
+                                               const pipeline::VideoParams& largest, const dist::MemoryBudget& budget,
+                                               const dist::Communicator& world) {
+  std::optional<pipeline::DeviceRates> rates;
+  if (!run.plan_for.empty()) {
+    rates = pipeline::rates_of(dist::parse_plan_for(run.plan_for).gpu);
+  } else if (dist::runs_on_cuda(run.device)) {
+    if (const dist::GpuProfile* gpu = dist::gpu_by_cuda_name(budget.product)) rates = pipeline::rates_of(*gpu);
+  } else {
+    const models::WanTransformerConfig& tc = model.experts.at(0);
+    pipeline::CpuProbe probe;
+    const int64_t tf = model.vae.scale_factor_temporal, sf = model.vae.scale_factor_spatial;
+    probe.tokens = tc.token_count(largest.denoised_latent_frames(tf), largest.height / sf, largest.width / sf) /
+                   std::max(world.size(), 1);
+    probe.dim = tc.inner_dim();
+    probe.ffn = tc.ffn_dim;
+    probe.heads = tc.num_attention_heads;
+    probe.dtype = run.dtype;
+    probe.vae_dim = model.vae.decoder_base_dim.value_or(model.vae.base_dim);
+    rates = pipeline::measure_cpu_rates(probe, world);
+  }
+  if (rates && !run.calibration.empty()) rates = pipeline::calibrate(*rates, run.calibration);
+  return rates;
+}
+
+pipeline::TimePlan predicted_time(const MemoryCheck& memory, const VideoQueue& queue,
+                                  const std::vector<std::vector<pipeline::StepTrafficSplit>>& traffic, int decode_group,
+                                  const pipeline::DeviceRates& rates) {
+  const pipeline::VideoParams video = queue.largest_video();
+  return slowest_time_plan(memory.step_work(video), video, traffic, decode_group, rates, nullptr);
+}
+
 TimeReport time_report(const MemoryCheck& memory, const VideoQueue& queue,
                        const std::vector<std::vector<pipeline::StepTrafficSplit>>& traffic, int decode_group,
                        const pipeline::DeviceRates& rates, const std::vector<LayoutOption>& options,
                        const dist::Layout& layout) {
   TimeReport out;
-  const pipeline::VideoParams video = queue.largest_video();
-  const pipeline::TimePlan slowest =
-      slowest_time_plan(memory.step_work(video), video, traffic, decode_group, rates, nullptr);
+  const pipeline::TimePlan slowest = predicted_time(memory, queue, traffic, decode_group, rates);
   out.text = str_cat("time plan (estimate, the slowest rank; ", rates.source, "):\n  ", slowest.describe());
   out.json = slowest.to_json();
   out.json["rates"] = rates.source;
@@ -161,7 +199,7 @@ TimeReport time_report(const MemoryCheck& memory, const VideoQueue& queue,
     const dist::Layout& l = o.layout;
     const bool this_run = l.cfg == layout.cfg && l.ring == layout.ring && l.ulysses == layout.ulysses;
     const bool fits = o.peak_bytes <= memory.budget().bytes;
-    const std::string degrees = str_cat("dp ", l.dp, " x cfg ", l.cfg, " x ring ", l.ring, " x ulysses ", l.ulysses);
+    const std::string degrees = degrees_of(l);
     list.push_back({{"layout", degrees},
                     {"this_run", this_run},
                     {"peak_bytes", o.peak_bytes},

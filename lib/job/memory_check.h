@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,7 @@ struct LayoutOption {
   pipeline::TimePlan time;
   double job_seconds = 0;
   double inter_node_bytes = 0;  // one step, the most any rank sends across nodes
+  bool idle_groups = false;     // more data-parallel groups than videos: some only repeat another's
 };
 // Every layout of `world` ranks with the run's HSDP: dp x cfg (2 only with guidance) x ring x ulysses (a divisor
 // of the heads), ranks placed on nodes of `per_node` (0: one node). Sorted: those within `budget` bytes first,
@@ -58,13 +60,29 @@ struct TimeReport {
   nlohmann::json json;
 };
 class MemoryCheck;
+// The time plan of the queue's largest video on the slowest rank of `traffic` (each rank's split over the mesh).
+pipeline::TimePlan predicted_time(const MemoryCheck& memory, const VideoQueue& queue,
+                                  const std::vector<std::vector<pipeline::StepTrafficSplit>>& traffic, int decode_group,
+                                  const pipeline::DeviceRates& rates);
 TimeReport time_report(const MemoryCheck& memory, const VideoQueue& queue,
                        const std::vector<std::vector<pipeline::StepTrafficSplit>>& traffic, int decode_group,
                        const pipeline::DeviceRates& rates, const std::vector<LayoutOption>& options,
                        const dist::Layout& layout);
+// `node_of`: each rank's node (empty: one node).
 std::vector<LayoutOption> layout_options(const pipeline::ModelSpec& model, const pipeline::PipelineSettings& settings,
                                          const config::GenerateOptions& run, int world, const VideoQueue& queue,
-                                         const pipeline::DeviceRates& rates, int per_node, int64_t budget);
+                                         const pipeline::DeviceRates& rates, const std::vector<int>& node_of,
+                                         int64_t budget);
+// "dp 1 x cfg 2 x ring 1 x ulysses 2"
+std::string degrees_of(const dist::Layout& layout);
+
+// The rates the time plan charges this run (docs/DESIGN.md section 12): --plan-for's GPU; else on a GPU the
+// table's entry for its name (`budget.product`); else on the CPU this machine's profile, measured now by every
+// rank at once at the model's widths and the largest video's tokens over the ranks; --calibration's file over a
+// GPU's. None for a GPU the table does not know. Collective over `world`.
+std::optional<pipeline::DeviceRates> run_rates(const config::GenerateOptions& run, const pipeline::ModelSpec& model,
+                                               const pipeline::VideoParams& largest, const dist::MemoryBudget& budget,
+                                               const dist::Communicator& world);
 
 class MemoryCheck {
  public:

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "job/video_list.h"
 #include "pipeline/model_spec.h"
 #include "pipeline/pipeline_settings.h"
+#include "pipeline/time_plan.h"
 
 namespace omni::job {
 
@@ -39,6 +41,8 @@ struct ResolvedRun {
   // The checkpoint's own flow_shift (scheduler_config.json) and boundary_ratio (model_index.json) where the
   // user gave none (flag, --config, prompts-file line): diffusers runs them, so they win over the preset's.
   std::vector<config::ResolvedSetting> checkpoint;
+  // The time plan's rates where the layout choice measured or looked them up (job/auto_layout.h), else none.
+  std::optional<pipeline::DeviceRates> rates;
   int left() const;  // videos not written
 };
 

@@ -1,6 +1,7 @@
 #include "job/run_report.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 #include <sstream>
 
@@ -18,9 +19,39 @@ void RankStats::add_video(const PhaseTimes& times, int64_t vae_peak, int64_t den
   vae_peak_bytes = std::max(vae_peak_bytes, vae_peak);
   denoise_peak_bytes = std::max(denoise_peak_bytes, denoise_peak);
   if (real) {
+    ++videos;
+    text_encode_seconds += times.get("text_encode") + times.get("image_encode");
     compute_seconds +=
         times.get("text_encode") + times.get("image_encode") + times.get("denoise") + times.get("decode");
   }
+}
+
+void RankStats::set_step_seconds(std::vector<double> steps) {
+  if (steps.empty()) return;
+  std::sort(steps.begin(), steps.end());
+  const size_t n = steps.size();
+  step_seconds = n % 2 ? steps[n / 2] : (steps[n / 2 - 1] + steps[n / 2]) / 2;
+}
+
+nlohmann::json time_measured(const pipeline::TimePlan& predicted, const pipeline::DeviceRates& rates,
+                             const std::vector<RankStats>& ranks) {
+  double step = 0, text = 0, decode = 0;
+  for (const RankStats& r : ranks) {
+    step = std::max(step, r.step_seconds);
+    if (r.videos > 0) {
+      text = std::max(text, r.text_encode_seconds / r.videos);
+      decode = std::max(decode, r.decode_seconds / r.videos);
+    }
+  }
+  nlohmann::json j = {{"rates", rates.source}, {"predicted", predicted.to_json()}};
+  if (step > 0) {
+    j["measured"] = {{"step_seconds", step},
+                     {"text_encode_seconds", text},
+                     {"decode_seconds", decode},
+                     {"video_seconds", text + predicted.steps * step + decode}};
+    j["step_ratio"] = step / predicted.step_seconds;  // measured / predicted
+  }
+  return j;
 }
 
 void RankStats::add_host_reads(const std::vector<int64_t>& per_step) {
@@ -73,6 +104,7 @@ nlohmann::json RankStats::to_json(bool cuda) const {
                       {"vae_peak_bytes", vae_peak_bytes},
                       {"denoise_peak_bytes", denoise_peak_bytes},
                       {"decode_seconds", decode_seconds},
+                      {"step_seconds", step_seconds},
                       {"baseline_rss_bytes", baseline_rss_bytes},
                       {"compute_seconds", compute_seconds}};
   if (cuda) j["cuda_peak_allocated_bytes"] = peak_device_bytes;
@@ -275,6 +307,14 @@ void log_run_summary(const config::GenerateOptions& opts, const RunSummary& run,
               " transformer calls computed, ", c[0].skipped + c[1].skipped, " skipped (transformer ", c[0].skipped,
               ", transformer_2 ", c[1].skipped, ")");
   }
+  if (run.time_plan && run.time_plan->contains("measured")) {
+    const nlohmann::json& t = *run.time_plan;
+    char line[200];
+    std::snprintf(line, sizeof(line), "%.3g s per step predicted, %.3g s measured (the slowest rank's median: x%.2f)",
+                  t["predicted"]["step_seconds"].get<double>(), t["measured"]["step_seconds"].get<double>(),
+                  t["step_ratio"].get<double>());
+    OMNI_INFO("time plan: ", line);
+  }
   if (hsdp != nullptr) {
     OMNI_INFO("per step this rank gathered ", format_bytes(mine.gathered_bytes_per_step), "; peak gathered ",
               format_bytes(hsdp->gathered_bytes_peak), "; waited ", hsdp->gather_wait_seconds,
@@ -332,6 +372,7 @@ nlohmann::json run_report(const dist::DeviceMesh& mesh, const std::string& devic
                   {"failed", counts[static_cast<int>(VideoStatus::kFailed)]}};
   if (const nlohmann::json lora = run.lora->to_json(); !lora.empty()) r["lora"] = lora;
   if (!identity.float8_weights.empty()) r["float8_weights"] = identity.float8_weights;
+  if (run.time_plan && !run.time_plan->empty()) r["time_plan"] = *run.time_plan;
   if (run.step_cache != pipeline::StepCacheMode::kNone) {
     // Rank 0's transformer calls over its videos (every rank of its group took the same decisions).
     const pipeline::StepCacheCounts* c = run.step_cache_counts;

@@ -19,6 +19,7 @@
 #include "pipeline/memory_plan.h"
 #include "pipeline/model_spec.h"
 #include "pipeline/step_cache.h"
+#include "pipeline/time_plan.h"
 
 namespace omni::job {
 
@@ -37,6 +38,9 @@ struct RankStats {
   int64_t denoise_peak_bytes = 0;     // the largest encode-and-denoise peak of this rank's videos (GenerationResult's)
   int64_t step_cache_held_bytes = 0;  // the most this rank's step cache held beside the blocks (StepCacheCounts)
   double decode_seconds = 0;
+  double text_encode_seconds = 0;  // over this rank's videos (real ones), with the image encode
+  int videos = 0;                  // the videos this rank helped make (repeat runs apart)
+  double step_seconds = 0;         // the median of this rank's computed denoising steps (0: none)
   int64_t baseline_rss_bytes = 0;  // resident bytes before any weight was read
   double compute_seconds = 0;      // text encoding, denoising and decoding of the videos this rank helped make
   // OMNI_COUNT_HOST_READS (dist/host_reads.h): the denoising loops' host reads of device data, in all and the
@@ -58,6 +62,8 @@ struct RankStats {
   // One video's figures: its phases (`real`: a video made, not a repeat run that keeps the gathers in step,
   // counts towards compute_seconds), its decode peak, the bytes its last step gathered.
   void add_video(const PhaseTimes& times, int64_t vae_peak, int64_t denoise_peak, int64_t gathered_per_step, bool real);
+  // The median of `steps` (seconds of the steps this rank computed).
+  void set_step_seconds(std::vector<double> steps);
   // One video's host reads per denoising step (empty: not counted).
   void add_host_reads(const std::vector<int64_t>& per_step);
   // The end of the run's figures: the sharded models' (`hsdp`, null when nothing was loaded), the process's peaks
@@ -109,7 +115,14 @@ struct RunSummary {
   pipeline::StepCacheMode step_cache = pipeline::StepCacheMode::kNone;
   double step_cache_threshold = 0;
   const pipeline::StepCacheCounts* step_cache_counts = nullptr;  // [2], per expert (rank 0's videos)
+  const nlohmann::json* time_plan = nullptr;                     // time_measured's (null or empty: no time plan)
 };
+
+// The report's time_plan: `predicted` (the largest video on the slowest rank, at `rates`) beside what the ranks
+// measured: the slowest rank's median step, text encode and decode per video, and the step's ratio measured /
+// predicted.
+nlohmann::json time_measured(const pipeline::TimePlan& predicted, const pipeline::DeviceRates& rates,
+                             const std::vector<RankStats>& ranks);
 // Rank 0's closing lines: the step cache's counts, this rank's gathers and peak (`hsdp`: null without a
 // pipeline), and for a list the summary and the failed videos.
 void log_run_summary(const config::GenerateOptions& opts, const RunSummary& run, const hsdp::HsdpStats* hsdp,

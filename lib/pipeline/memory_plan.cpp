@@ -273,6 +273,21 @@ StepWork MemoryPlanner::step_work(const VideoParams& v) const {
   // with their shift / scale / gate, the residual adds, RoPE on q and k, about 20 D-wide reads and writes per
   // token, and the GELU's read and write of the ffn-wide hidden state.
   w.other_bytes = batch * layers * mine * (20 * dim + 2 * ffn) * 4;
+  // The sequence split's copies in the run dtype: Ulysses packs q, k and v for its exchange and unpacks them,
+  // and the attention's output both ways (UlyssesAttention: 4 D-wide tensors, each written and read twice); the
+  // ring stacks K and V once and merges each hop's partial output into a float32 accumulator (three D-wide
+  // float32 reads and writes a hop).
+  const double e = static_cast<double>(esize(set.run.dtype));
+  if (u > 1) w.other_bytes += batch * layers * mine * dim * 4 * 2 * 2 * e;
+  if (r > 1) w.other_bytes += batch * layers * mine * dim * (2 * 2 * e + (r - 1) * 3 * 2 * 4);
+  // One transformer call a step (the batch rows together): its blocks, and the embeddings, the head and the
+  // scheduler's step around them about as many operators as one more (diffusers' WanTransformer3DModel under
+  // torch.profiler: 106 top-level operators per block, 73 outside them).
+  w.blocks = layers + 1;
+  // Per block Ulysses' two all-to-alls (q, k, v out; the attention back) and the ring's hops; per call the
+  // sequence gather and, with HSDP, each block's gather and the root's; per step the CFG exchange.
+  w.collectives = layers * ((u > 1 ? 2 : 0) + (r - 1)) + (u * r > 1 ? 1 : 0) + (set.shard > 1 ? layers + 1 : 0) +
+                  (set.cfg == 2 && v.guidance_on() ? 1 : 0);
   const auto& te = s.text;
   const double te_linear =
       static_cast<double>(te.num_layers) *

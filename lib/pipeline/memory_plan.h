@@ -115,6 +115,8 @@ struct StepWork {
   double matmul_flops = 0;     // the blocks' and the head's linear layers on this rank's tokens (2 x MACs)
   double attention_flops = 0;  // scaled dot-product attention, self and cross (2 x MACs of QK^T and PV)
   double other_bytes = 0;      // the memory the element-wise operators move (norms, modulation, RoPE, GELU, adds)
+  double blocks = 0;           // block forwards dispatched, the rest of a call as one more (the CPU charges each)
+  double collectives = 0;      // the exchanges and HSDP gathers this rank takes part in (each costs a latency)
   // Once per video:
   double text_encode_flops = 0;  // UMT5's linear layers on the prompt (and the negative prompt)
   // The decode's size in units of Wan2.1's VAE (base width 96) at full resolution: pixel-frames times the

@@ -31,6 +31,20 @@ TEST(GpuTable, NamesAndNodeSizes) {
   }
 }
 
+// A run on a GPU finds its rates by the name CUDA gives the card (cudaDeviceProp::name, as nvidia-smi lists it).
+TEST(GpuTable, ByCudaName) {
+  using omni::dist::gpu_by_cuda_name;
+  ASSERT_NE(gpu_by_cuda_name("NVIDIA H100 80GB HBM3"), nullptr);  // the lent H100's name
+  EXPECT_EQ(gpu_by_cuda_name("NVIDIA H100 80GB HBM3")->name, "h100-80gb");
+  ASSERT_NE(gpu_by_cuda_name("NVIDIA H200"), nullptr);  // the lent H200's name
+  EXPECT_EQ(gpu_by_cuda_name("NVIDIA H200")->name, "h200");
+  EXPECT_EQ(gpu_by_cuda_name("NVIDIA A100-SXM4-80GB")->name, "a100-80gb");
+  EXPECT_EQ(gpu_by_cuda_name("NVIDIA L40S")->name, "l40s");
+  EXPECT_EQ(gpu_by_cuda_name("NVIDIA H100 PCIe"), nullptr);  // another card: its rates are not the SXM's
+  EXPECT_EQ(gpu_by_cuda_name("NVIDIA A100-SXM4-40GB"), nullptr);
+  EXPECT_EQ(gpu_by_cuda_name(""), nullptr);
+}
+
 TEST(GpuTable, Custom) {
   const auto c = parse_plan_for("custom:80,989,3350,450x4");
   EXPECT_EQ(c.gpu.memory_bytes, int64_t{80000000000});  // GB of 10^9 bytes, as datasheets
