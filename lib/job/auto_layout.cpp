@@ -19,11 +19,11 @@ const LayoutOption* faster_than_rules(const std::vector<LayoutOption>& options, 
   const LayoutOption* best = nullptr;  // the fastest that fits; on a tie the least traffic across nodes
   for (const auto& o : options)
     if (fits(o) && !o.idle_groups &&
-        (best == nullptr || o.job_seconds < best->job_seconds ||
-         (o.job_seconds == best->job_seconds && o.inter_node_bytes < best->inter_node_bytes)))
+        (best == nullptr || o.work_seconds < best->work_seconds ||
+         (o.work_seconds == best->work_seconds && o.inter_node_bytes < best->inter_node_bytes)))
       best = &o;
   if (best == nullptr || best == rules) return nullptr;
-  if (rules != nullptr && fits(*rules) && best->job_seconds >= (1 - kTimeMargin) * rules->job_seconds) return nullptr;
+  if (rules != nullptr && fits(*rules) && best->work_seconds >= (1 - kTimeMargin) * rules->work_seconds) return nullptr;
   return best;
 }
 
@@ -51,8 +51,11 @@ void weigh_by_time(const config::GenerateOptions& opts, const ResolvedRun& run, 
     const int per_node = dist::parse_plan_for(opts.plan_for).per_node;
     for (int r = 0; r < world.size(); ++r) node_of[static_cast<size_t>(r)] = per_node > 0 ? r / per_node : 0;
   }
-  const auto options =
-      layout_options(*run.model, run.settings, opts, world.size(), queue, *out.rates, node_of, budget.bytes);
+  // The plans read the checkpoints' headers: a bad one is one agreed error (exit 3), as the job's own plan.
+  std::vector<LayoutOption> options;
+  dist::run_agreed(world, [&] {
+    options = layout_options(*run.model, run.settings, opts, world.size(), queue, *out.rates, node_of, budget.bytes);
+  });
   const LayoutOption* rules = nullptr;
   for (const auto& o : options)
     if (o.layout.cfg == out.parallel.cfg_parallel_size && o.layout.ring == out.parallel.ring_degree &&
@@ -67,10 +70,10 @@ void weigh_by_time(const config::GenerateOptions& opts, const ResolvedRun& run, 
   out.parallel.ulysses_degree = best.layout.ulysses;
   char figures[160];
   if (rules)
-    std::snprintf(figures, sizeof(figures), " (%.3g s for the job; the rules' %s: %.3g s%s)", best.job_seconds,
-                  degrees_of(rules->layout).c_str(), rules->job_seconds, rules_fit ? "" : ", does not fit");
+    std::snprintf(figures, sizeof(figures), " (%.3g s of work for the job; the rules' %s: %.3g s%s)", best.work_seconds,
+                  degrees_of(rules->layout).c_str(), rules->work_seconds, rules_fit ? "" : ", does not fit");
   else
-    std::snprintf(figures, sizeof(figures), " (%.3g s for the job)", best.job_seconds);
+    std::snprintf(figures, sizeof(figures), " (%.3g s of work for the job)", best.work_seconds);
   out.line = str_cat("auto by the time plan: ", degrees_of(best.layout), figures);
 }
 

@@ -28,9 +28,10 @@ struct LayoutDecision {
 };
 
 // The layout by the time plan that replaces the rules' (`rules`, null when its degrees are not among `options`):
-// the fastest of `options` within `budget` bytes (0: unknown, all fit) that leaves no data-parallel group
-// without a video of its own, ties to the least traffic across nodes, if the rules' does not fit or is predicted
-// over kTimeMargin slower; null to keep the rules'. The margin is the plan's own error (its CPU step times
+// the fastest by LayoutOption::work_seconds (the plan without the CPU's dispatch and latency, which move with
+// the machine's load) of `options` within `budget` bytes (0: unknown, all fit) that leaves no data-parallel
+// group without a video of its own, ties to the least traffic across nodes, if the rules' does not fit or is
+// predicted over kTimeMargin slower; null to keep the rules'. The margin is the plan's own error (its CPU step times
 // within 15% of measured, tools/bench/time_plan.sh): inside it the rules, which keep traffic low, stand, and a
 // noisy start-up profile cannot flip the layout.
 constexpr double kTimeMargin = 0.15;

@@ -133,7 +133,13 @@ std::vector<LayoutOption> layout_options(const pipeline::ModelSpec& model, const
                                    &o.inter_node_bytes);
         const int pending = queue.count(VideoStatus::kPending);
         const int64_t videos = pending > 0 ? pending : static_cast<int64_t>(queue.size());
-        o.job_seconds = static_cast<double>((videos + l.dp - 1) / l.dp) * o.time.video_seconds;
+        const double rounds = static_cast<double>((videos + l.dp - 1) / l.dp);
+        o.job_seconds = rounds * o.time.video_seconds;
+        pipeline::DeviceRates work_rates = rates;
+        work_rates.block_seconds = work_rates.collective_seconds = 0;
+        o.work_seconds = rounds * slowest_time_plan(planner.step_work(video), video, traffic,
+                                                    o.vae_parallel ? l.video_size() : 1, work_rates, nullptr)
+                                      .video_seconds;
         o.idle_groups = l.dp > videos;
         out.push_back(o);
       }

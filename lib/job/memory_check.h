@@ -46,6 +46,11 @@ struct LayoutOption {
   int64_t peak_bytes = 0;
   pipeline::TimePlan time;
   double job_seconds = 0;
+  // The same without the CPU's per-block dispatch and per-exchange latency: the arithmetic and the bytes moved,
+  // what the automatic layout weighs (faster_than_rules). Those two are measured at start-up and move with the
+  // machine's load from run to run; a layout chosen by them would change from run to run, and with it the
+  // video's float rounding.
+  double work_seconds = 0;
   double inter_node_bytes = 0;  // one step, the most any rank sends across nodes
   bool idle_groups = false;     // more data-parallel groups than videos: some only repeat another's
 };

@@ -16,7 +16,8 @@ LayoutOption option(int cfg, int ulysses, double seconds, int64_t peak, double i
   o.idle_groups = idle;
   o.layout.cfg = cfg;
   o.layout.ulysses = ulysses;
-  o.job_seconds = seconds;
+  o.job_seconds = 100 - seconds;  // with the dispatch and latency: not what the choice weighs (here reversed)
+  o.work_seconds = seconds;
   o.peak_bytes = peak;
   o.inter_node_bytes = inter_node;
   return o;
