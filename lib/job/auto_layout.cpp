@@ -81,7 +81,8 @@ void weigh_by_time(const config::GenerateOptions& opts, const ResolvedRun& run, 
 
 LayoutDecision decide_layout(const config::GenerateOptions& opts, const ResolvedRun& run,
                              const dist::Communicator& world) {
-  LayoutDecision out{opts.parallel, ""};
+  LayoutDecision out;
+  out.parallel = opts.parallel;
   std::string given;
   for (const char* key : {"ulysses-degree", "ring-degree", "cfg-parallel-size"})
     if (config::set_by_user(opts, key)) given += str_cat(given.empty() ? "--" : ", --", key);

@@ -42,9 +42,9 @@ GenerationJob::GenerationJob(config::GenerateOptions options, ResolvedRun run, s
                 nlohmann::json::object(),
                 model_files_record(*model_->dir)},
       queue_(std::make_unique<VideoQueue>(std::move(run.videos), run.written)),
-      rates_(std::move(run.rates)),
       writer_(opts_),
-      inputs_(model_->temporal_factor(), static_cast<int>(model_->vae.scale_factor_spatial)) {
+      inputs_(model_->temporal_factor(), static_cast<int>(model_->vae.scale_factor_spatial)),
+      rates_(std::move(run.rates)) {
   // Before any kernel, and before a dry run's report says what ran.
   dist::set_float32_math(opts_.tf32            ? dist::Float32Math::kTf32
                          : opts_.exact_float32 ? dist::Float32Math::kIeee

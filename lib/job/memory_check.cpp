@@ -260,7 +260,7 @@ void MemoryCheck::check(const dist::DeviceMesh& mesh) {
     budget_ = dist::memory_budget(run_.device, world);  // collective (node ranks)
   } else {
     const dist::PlanTarget target = dist::parse_plan_for(run_.plan_for);  // every rank alike: no collective
-    budget_ = {target.gpu.memory_bytes, str_cat("--plan-for ", target.describe())};
+    budget_ = {target.gpu.memory_bytes, str_cat("--plan-for ", target.describe()), ""};
   }
   const pipeline::MemoryPlan& mine = plans_[static_cast<size_t>(world.rank())];
   OMNI_DEBUG("memory plan of rank ", world.rank(), ": ", mine.summary());

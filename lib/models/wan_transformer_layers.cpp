@@ -38,6 +38,21 @@ at::Tensor Linear::product(const at::Tensor& x) const {
   return at::linear(x, weight_, bias_);
 }
 
+bool cpu_float8_products() {
+  // Asked once: a float8 product of 16 x 16 ones.
+  static const bool supported = [] {
+    try {
+      const auto f8 = at::ones({16, 16}, at::TensorOptions().dtype(at::kFloat)).to(at::kFloat8_e4m3fn);
+      const auto one = at::ones({1}, at::TensorOptions().dtype(at::kFloat));
+      at::_scaled_mm(f8, f8.t(), one, one, std::nullopt, std::nullopt, at::kFloat, false);
+      return true;
+    } catch (const std::exception&) {  // c10::Error, or oneDNN's own dnnl::error
+      return false;
+    }
+  }();
+  return supported;
+}
+
 at::Tensor scaled_mm_linear(const at::Tensor& x, const at::Tensor& weight_fp8, const at::Tensor& weight_scale,
                             const at::Tensor& bias) {
   const int64_t in = weight_fp8.size(1), out = weight_fp8.size(0);
@@ -57,8 +72,14 @@ at::Tensor scaled_mm_linear(const at::Tensor& x, const at::Tensor& weight_fp8, c
   } else {
     // Kernels with per-tensor scales only (LibTorch's CPU _scaled_mm; float32 output): the float8 product with
     // unit scales in float32, then the row scales. The same sum, two more roundings of float32.
-    const auto one = at::ones({1}, flat.options().dtype(at::kFloat));
-    y = at::_scaled_mm(xq, weight_fp8.t(), one, one, std::nullopt, std::nullopt, at::kFloat, false);
+    if (x.is_cuda() || cpu_float8_products()) {
+      const auto one = at::ones({1}, flat.options().dtype(at::kFloat));
+      y = at::_scaled_mm(xq, weight_fp8.t(), one, one, std::nullopt, std::nullopt, at::kFloat, false);
+    } else {
+      // oneDNN multiplies float8 only with AVX-512 or AMX (an AVX2 CPU, or ONEDNN_MAX_CPU_ISA=AVX2, refuses the
+      // primitive): the same product of the same float8 values, exact in float32, by the float32 GEMM.
+      y = at::mm(xq.to(at::kFloat), weight_fp8.t().to(at::kFloat));  // [M, out] float32
+    }
     // In place: the float32 product is [M, out], two more such temporaries would be the largest of the block.
     y = y.mul_(x_scale).mul_(weight_scale.view({1, out}).to(at::kFloat)).to(x.scalar_type());
   }
