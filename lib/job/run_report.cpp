@@ -27,10 +27,7 @@ void RankStats::add_video(const PhaseTimes& times, int64_t vae_peak, int64_t den
 }
 
 void RankStats::set_step_seconds(std::vector<double> steps) {
-  if (steps.empty()) return;
-  std::sort(steps.begin(), steps.end());
-  const size_t n = steps.size();
-  step_seconds = n % 2 ? steps[n / 2] : (steps[n / 2 - 1] + steps[n / 2]) / 2;
+  step_seconds = pipeline::median(std::move(steps));
 }
 
 nlohmann::json time_measured(const pipeline::TimePlan& predicted, const pipeline::DeviceRates& rates,

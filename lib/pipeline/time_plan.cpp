@@ -41,12 +41,6 @@ void sleeping_barrier(const dist::Communicator& world) {
   }
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // Seconds per call of `fn`, the median: one warm-up call, then calls until `budget` seconds have passed (at
 // least five). The median, not the mean: a burst of another process moves it little, while the ranks' steady
 // sharing of the cores (what a run sees) stays in it.
@@ -72,6 +66,12 @@ std::string seconds(double s) {
 }
 
 }  // namespace
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
 
 DeviceRates rates_of(const dist::GpuProfile& gpu) {
   DeviceRates r;

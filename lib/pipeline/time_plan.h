@@ -9,6 +9,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 #include <string>
+#include <vector>
 
 #include "dist/communicator.h"
 #include "dist/gpu_table.h"
@@ -37,6 +38,8 @@ struct DeviceRates {
   std::string source;
 };
 DeviceRates rates_of(const dist::GpuProfile& gpu);
+// The median of `v` (0 when empty): the profile's per-call times, a run's step times.
+double median(std::vector<double> v);
 // --calibration FILE: the JSON tools/gpu/check.sh writes (forward_bench --json: one object per measured row).
 // The first "a14b" row in its run dtype (no float8 weights) gives the forward's achieved rate, FLOPs over
 // seconds; the first "vae21" row the decode's seconds per pixel-frame. An input error naming the file and what
