@@ -2,7 +2,6 @@
 
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
-#include <ATen/record_function.h>
 
 #include <cmath>
 
@@ -39,23 +38,6 @@ at::Tensor Linear::product(const at::Tensor& x) const {
   return at::linear(x, weight_, bias_);
 }
 
-bool cpu_float8_products() {
-  // Asked once: a float8 product of 16 x 16 ones, unseen by ATen's observers (the FLOP and host-read
-  // counters count the model's work, not this question).
-  static const bool supported = [] {
-    at::DisableRecordFunctionGuard unobserved;
-    try {
-      const auto f8 = at::ones({16, 16}, at::TensorOptions().dtype(at::kFloat)).to(at::kFloat8_e4m3fn);
-      const auto one = at::ones({1}, at::TensorOptions().dtype(at::kFloat));
-      at::_scaled_mm(f8, f8.t(), one, one, std::nullopt, std::nullopt, at::kFloat, false);
-      return true;
-    } catch (const std::exception&) {  // c10::Error, or oneDNN's own dnnl::error
-      return false;
-    }
-  }();
-  return supported;
-}
-
 at::Tensor scaled_mm_linear(const at::Tensor& x, const at::Tensor& weight_fp8, const at::Tensor& weight_scale,
                             const at::Tensor& bias) {
   const int64_t in = weight_fp8.size(1), out = weight_fp8.size(0);
@@ -73,14 +55,15 @@ at::Tensor scaled_mm_linear(const at::Tensor& x, const at::Tensor& weight_fp8, c
     y = at::_scaled_mm(xq, weight_fp8.t(), x_scale, weight_scale.view({1, out}).to(at::kFloat), std::nullopt,
                        std::nullopt, at::kBFloat16, /*use_fast_accum=*/false);
   } else {
-    // Kernels with per-tensor scales only (LibTorch's CPU _scaled_mm; float32 output): the float8 product with
-    // unit scales in float32, then the row scales. The same sum, two more roundings of float32.
-    if (x.is_cuda() || cpu_float8_products()) {
+    // Per-tensor scales only (CUDA for other dtypes): the float8 product with unit scales in float32, then
+    // both row scales. The CPU multiplies the float8 values by the float32 GEMM instead, exact products summed
+    // in float32: LibTorch's CPU _scaled_mm (oneDNN) refuses float8 without AVX-512 or AMX, and where it
+    // accepts them it may run its reference kernel: ~900 x the float32 GEMM's time here (256 x 1024 x 1024, an
+    // AMX Xeon), and CI's run of 4 float8 blocks at 768x768x33 ran past 8 minutes. One path on every CPU.
+    if (x.is_cuda()) {
       const auto one = at::ones({1}, flat.options().dtype(at::kFloat));
       y = at::_scaled_mm(xq, weight_fp8.t(), one, one, std::nullopt, std::nullopt, at::kFloat, false);
     } else {
-      // oneDNN multiplies float8 only with AVX-512 or AMX (an AVX2 CPU, or ONEDNN_MAX_CPU_ISA=AVX2, refuses the
-      // primitive): the same product of the same float8 values, exact in float32, by the float32 GEMM.
       y = at::mm(xq.to(at::kFloat), weight_fp8.t().to(at::kFloat));  // [M, out] float32
     }
     // In place: the float32 product is [M, out], two more such temporaries would be the largest of the block.

@@ -41,9 +41,6 @@ class Linear : public Module {
 // row scales (inside the kernel on CUDA for bfloat16, after it elsewhere), bias added in x's dtype. [..., out].
 at::Tensor scaled_mm_linear(const at::Tensor& x, const at::Tensor& weight_fp8, const at::Tensor& weight_scale,
                             const at::Tensor& bias);
-// Whether this CPU's LibTorch multiplies float8 matrices (oneDNN: AVX-512 or AMX, as ONEDNN_MAX_CPU_ISA allows);
-// without it scaled_mm_linear multiplies their float32 values.
-bool cpu_float8_products();
 
 // diffusers FeedForward(dim, inner_dim, activation_fn="gelu-approximate"): net.0.proj, tanh-GELU, net.2
 // (net.1 is dropout and holds no weights).

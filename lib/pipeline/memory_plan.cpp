@@ -420,6 +420,7 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   MemoryPhase denoise{"denoise", plan.resident};
   int64_t best_act = -1;
   int64_t fp8_input_rows = 0;  // the most token rows one product sees (one batch row, this rank's share)
+  const bool fp8_products = s.models[1].float8_largest > 0 && set.run.fp8_matmul;
   std::vector<MemoryPart> best_parts;
   for (const auto& pv : work.videos) {
     const VideoParams& v = pv.video;
@@ -454,7 +455,17 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     int64_t attention = e * local * 8 * dim + f32 * local * 2 * dim;
     if (set.ulysses > 1) attention += e * local * 4 * dim;
     if (set.ring > 1) attention += e * local * 4 * dim + f32 * local * dim;
-    const int64_t feed_forward = std::max(e * local * (4 * dim + ffn), e * local * 4 * dim + f32 * local * 2 * dim);
+    int64_t feed_forward = std::max(e * local * (4 * dim + ffn), e * local * 4 * dim + f32 * local * 2 * dim);
+    // --fp8-matmul on the host (models::scaled_mm_linear): during an FFN product, beside the feed-forward's own
+    // tensors, the input's float8 copy and its float32 copy, the weight's float32 copy, and the float32 result
+    // where the activations are narrower (in float32 it is the result the feed-forward counts). The
+    // down-projection (in = ffn) is the wider moment; both are weighed.
+    if (host && fp8_products) {
+      const auto product_extra = [&](int64_t in, int64_t out) {
+        return (1 + f32) * local * in + f32 * in * out + (f32 - e) * local * out;
+      };
+      feed_forward += std::max(product_extra(dim, ffn), product_extra(ffn, dim));
+    }
     const int64_t row_block = std::max(attention, feed_forward);
     // On the host, token tensors up to glibc's mmap threshold come from the heap, which keeps freed chunks
     // and fragments as the block's differently sized temporaries come and go: measured (tools/bench/
@@ -494,22 +505,12 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     if (tr.float8_dequant > 0 && !set.run.fp8_matmul)
       denoise.parts.push_back(
           {"a float8 weight dequantized for its product", tr.float8_dequant, MemoryKind::kGatheredUnits});
-    // LibTorch's CPU _scaled_mm multiplies float32 copies of its float8 operands: the weight's is made twice
-    // (measured: 2.2 x the float32 weight with the output, at A14B-like shapes). CUDA's kernels read float8.
-    // --fp8-matmul quantizes each product's input: the float8 copy of the largest (the FFN down-projection's,
-    // this rank's token rows of one batch row) and fp8::quantize_into's float32 row chunk.
-    if (tr.float8_largest > 0 && set.run.fp8_matmul)
+    // --fp8-matmul on CUDA quantizes each product's input: the float8 copy of the largest (the FFN
+    // down-projection's, this rank's token rows of one batch row) and fp8::quantize_into's float32 row chunk.
+    // The host's product counts them with its feed-forward.
+    if (fp8_products && !host)
       denoise.parts.push_back({"a float8 product's quantized input",
                                fp8_input_rows * s.transformer.ffn_dim + 2 * f32 * fp8::kDequantChunkElements});
-    if (tr.float8_largest > 0 && set.run.fp8_matmul && host) {
-      denoise.parts.push_back({"float32 operands of a float8 product (CPU _scaled_mm)", 2 * tr.float8_largest * f32,
-                               MemoryKind::kGatheredUnits});
-      // Its float32 result, scaled in place and rounded to the activation dtype beside it: the FFN
-      // up-projection's is the widest (measured at 768x768x33 on 4 float8 blocks: the plan 0.89 of the
-      // encode-and-denoise peak without it).
-      denoise.parts.push_back(
-          {"a float8 product's float32 result (CPU _scaled_mm)", f32 * fp8_input_rows * s.transformer.ffn_dim});
-    }
     for (auto& x : best_parts) denoise.parts.push_back(x);
     plan.phases.push_back(denoise);
   }

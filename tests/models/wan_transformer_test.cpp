@@ -395,9 +395,9 @@ TEST(WanRmsNorm, OnePassMatchesLibTorch) {
 }
 
 TEST(Float8Linear, ScaledMmWithinFloat32RoundingOfTheDequantizedProduct) {
-  // at::_scaled_mm (LibTorch 2.11 runs it on the CPU too) against the same product of the dequantized float8
-  // operands in float64. Bound, per output: a float32 dot product of K terms is within gamma_K sum |a_k b_k|
-  // (gamma_K = K u / (1 - K u), u = 2^-24) of the exact one; the two scale products add 2u of that sum and the
+  // scaled_mm_linear (on the CPU: the float32 GEMM of the float8 values) against the product of the float8
+  // operands, dequantized, in float64. Bound, per output: a float32 dot product of K terms is within gamma_K sum |a_k
+  // b_k| (gamma_K = K u / (1 - K u), u = 2^-24) of the exact one; the two scale products add 2u of that sum and the
   // bias addition u |y|. So |y - exact| <= (K + 3) u S + u |exact|, S = sum_k |a_k b_k| (K u << 1 here).
   const int64_t m = 37, k = 80, n = 48;
   auto x = at::randn({m, k}) * at::linspace(0.01, 30.0, m).unsqueeze(1);  // tokens of very different sizes
