@@ -1,5 +1,7 @@
 #include "models/wan_transformer.h"
 
+#include <algorithm>
+
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/tensor_dump.h"
@@ -10,6 +12,7 @@ namespace omni::models {
 namespace {
 const char* kBlockPrefix = "blocks.";
 const char* kVaceBlockPrefix = "vace_blocks.";
+const char* kFaceAdapterPrefix = "face_adapter.";
 
 bool starts_with_prefix(const std::string& name, const char* prefix) {
   return name.compare(0, std::char_traits<char>::length(prefix), prefix) == 0;
@@ -53,6 +56,22 @@ WanTransformer3DModel::WanTransformer3DModel(const WanTransformerConfig& config,
                                                     config.cross_attn_norm, config.eps, config.added_kv_proj_dim)));
   }
   proj_out_ = child("proj_out", std::make_unique<wan::Linear>(dim, config.out_channels * config.patch_volume()));
+  if (config.is_animate()) {
+    pose_patch_weight_ = &param("pose_patch_embedding.weight", {dim, config.latent_channels, config.patch_size[0],
+                                                                config.patch_size[1], config.patch_size[2]});
+    pose_patch_bias_ = &param("pose_patch_embedding.bias", {dim});
+    motion_encoder_ =
+        child("motion_encoder", std::make_unique<WanAnimateMotionEncoder>(
+                                    config.motion_encoder_size, config.motion_style_dim, config.motion_dim,
+                                    config.motion_encoder_dim, config.motion_encoder_channel_sizes));
+    face_encoder_ = child("face_encoder", std::make_unique<WanAnimateFaceEncoder>(config.motion_encoder_dim, dim,
+                                                                                  config.face_encoder_hidden_dim,
+                                                                                  config.face_encoder_num_heads));
+    for (int64_t k = 0; k < config.num_face_adapters(); ++k)
+      face_adapters_.push_back(
+          child(kFaceAdapterPrefix + std::to_string(k),
+                std::make_unique<WanAnimateFaceAdapter>(dim, config.num_attention_heads, config.eps)));
+  }
   if (config.is_vace()) {
     vace_patch_weight_ = &param("vace_patch_embedding.weight", {dim, config.vace_in_channels, config.patch_size[0],
                                                                 config.patch_size[1], config.patch_size[2]});
@@ -92,14 +111,37 @@ const WanVaceBlock& WanTransformer3DModel::vace_block(int k) const {
 
 std::vector<const Module*> WanTransformer3DModel::units() const {
   std::vector<const Module*> out(vace_blocks_.begin(), vace_blocks_.end());
-  out.insert(out.end(), blocks_.begin(), blocks_.end());
+  for (int i = 0; i < num_blocks(); ++i) {
+    out.push_back(blocks_[i]);
+    if (const auto* adapter = face_adapter_after(i)) out.push_back(adapter);
+  }
   return out;
+}
+
+const WanAnimateFaceAdapter* WanTransformer3DModel::face_adapter_after(int i) const {
+  if (face_adapters_.empty() || i % config_.inject_face_latents_blocks != 0) return nullptr;
+  return face_adapters_.at(i / config_.inject_face_latents_blocks);
+}
+
+int WanTransformer3DModel::block_unit(int i) const {
+  OMNI_CHECK(i >= 0 && i < num_blocks(), "block index ", i, " out of range [0, ", num_blocks(), ")");
+  // The VACE blocks first, then each block with the face adapters of the blocks before it.
+  const int adapters_before = face_adapters_.empty() ? 0
+                                                     : (i + config_.inject_face_latents_blocks - 1) /
+                                                           static_cast<int>(config_.inject_face_latents_blocks);
+  return num_vace_blocks() + i + adapters_before;
+}
+
+int WanTransformer3DModel::face_adapter_unit(int i) const {
+  return face_adapter_after(i) ? block_unit(i) + 1 : -1;
 }
 
 std::vector<ParamRef> WanTransformer3DModel::root_parameters() const {
   std::vector<ParamRef> out;
   for (auto& p : parameters()) {
-    if (!starts_with_prefix(p.name, kBlockPrefix) && !starts_with_prefix(p.name, kVaceBlockPrefix)) out.push_back(p);
+    if (!starts_with_prefix(p.name, kBlockPrefix) && !starts_with_prefix(p.name, kVaceBlockPrefix) &&
+        !starts_with_prefix(p.name, kFaceAdapterPrefix))
+      out.push_back(p);
   }
   return out;
 }
@@ -186,6 +228,48 @@ at::Tensor WanTransformer3DModel::unpatchify(const at::Tensor& h, const WanTrans
   return v.reshape({st.batch, c.out_channels, gf * pt, gh * ph, gw * pw});  // [B, C, F, H, W]
 }
 
+void WanTransformer3DModel::add_pose(const at::Tensor& pose, WanTransformerState& st) const {
+  const auto& c = config_;
+  const auto [gf, gh, gw] = st.grid;
+  OMNI_CHECK_USAGE(pose.dim() == 5 && pose.size(0) == st.batch && pose.size(1) == c.latent_channels &&
+                       pose.size(2) == (gf - 1) * c.patch_size[0] && pose.size(3) == gh * c.patch_size[1] &&
+                       pose.size(4) == gw * c.patch_size[2],
+                   "Animate: the pose latents must be [", st.batch, ", ", c.latent_channels, ", ",
+                   (gf - 1) * c.patch_size[0], ", ", gh * c.patch_size[1], ", ", gw * c.patch_size[2],
+                   "] (one latent frame fewer than the video's: the first is the reference's), got ", pose.sizes());
+  OMNI_CHECK(pose_patch_weight_->defined(), "transformer root parameters are not loaded (or not gathered)");
+  const at::Tensor tokens = embed_patches(pose.to(pose_patch_weight_->device(), dtype_), *pose_patch_weight_,
+                                          *pose_patch_bias_, c.patch_size);  // [B, (F' - 1) H' W', D]
+  // diffusers: hidden_states[:, :, 1:] += pose (frame-major tokens: all but the first frame's).
+  st.tokens.narrow(1, gh * gw, tokens.size(1)).add_(tokens);
+}
+
+at::Tensor WanTransformer3DModel::encode_face(const at::Tensor& face_pixels, int64_t motion_batch,
+                                              const WanTransformerState& st) const {
+  const auto& c = config_;
+  const int64_t size = c.motion_encoder_size;
+  OMNI_CHECK_USAGE(face_pixels.dim() == 5 && face_pixels.size(0) == st.batch && face_pixels.size(1) == 3 &&
+                       face_pixels.size(3) == size && face_pixels.size(4) == size,
+                   "Animate: the face crops must be [", st.batch, ", 3, T, ", size, ", ", size, "], got ",
+                   face_pixels.sizes());
+  const int64_t frames = face_pixels.size(2), reduced = WanAnimateFaceEncoder::reduced_frames(frames);
+  OMNI_CHECK_USAGE(reduced + 1 == st.grid[0], "Animate: ", frames, " face frames give ", reduced + 1,
+                   " latent frames with the reference's; the video has ", st.grid[0]);
+  const auto device = pose_patch_weight_->device();
+  // [B, 3, T, s, s] -> [B * T, 3, s, s], batch-major, through the motion encoder motion_batch crops at a time
+  // (diffusers' torch.split: the same groups, so the same convolution batches).
+  const at::Tensor crops =
+      face_pixels.to(device, dtype_).permute({0, 2, 1, 3, 4}).reshape({-1, 3, size, size});  // [B * T, 3, s, s]
+  const int64_t group = motion_batch > 0 ? motion_batch : c.motion_encoder_batch_size;
+  std::vector<at::Tensor> motion;
+  for (int64_t begin = 0; begin < crops.size(0); begin += group)
+    motion.push_back(motion_encoder_->forward(crops.narrow(0, begin, std::min(group, crops.size(0) - begin))));
+  const at::Tensor vectors = at::cat(motion).view({st.batch, frames, -1});  // [B, T, motion_encoder_dim]
+  const at::Tensor face = face_encoder_->forward(vectors);                  // [B, T', N, D]
+  // A zero frame first: the reference's latent frame has no face.
+  return at::cat({at::zeros_like(face.narrow(1, 0, 1)), face}, 1);  // [B, F', N, D]
+}
+
 at::Tensor WanTransformer3DModel::embed_control(const at::Tensor& control, const WanTransformerState& st) const {
   const auto& c = config_;
   const auto [gf, gh, gw] = st.grid;
@@ -212,7 +296,13 @@ at::Tensor WanTransformer3DModel::forward(const at::Tensor& hidden_states, const
                                           const at::Tensor& encoder_hidden_states, const ForwardHooks& hooks,
                                           const at::Tensor& encoder_hidden_states_image,
                                           const at::Tensor& control_hidden_states,
-                                          const std::vector<double>& control_scale) const {
+                                          const std::vector<double>& control_scale,
+                                          const AnimateInputs& animate) const {
+  OMNI_CHECK_USAGE((animate.pose.defined() && animate.face_pixels.defined()) == config_.is_animate() &&
+                       (animate.pose.defined() == animate.face_pixels.defined()),
+                   config_.is_animate()
+                       ? "this transformer (Animate) takes pose latents and face crops; they were not both given"
+                       : "pose latents or face crops were given to a transformer that is not Animate's");
   OMNI_CHECK_USAGE(control_hidden_states.defined() == config_.is_vace(),
                    config_.is_vace() ? "this transformer (VACE) takes a VACE context; none was given"
                                      : "a VACE context was given to a transformer without VACE blocks");
@@ -230,6 +320,10 @@ at::Tensor WanTransformer3DModel::forward(const at::Tensor& hidden_states, const
   if (hooks.units) hooks.units->before(UnitHooks::kRootUnit);
   auto st = prepare(hidden_states, timestep, encoder_hidden_states, encoder_hidden_states_image);
   if (config_.is_vace()) st.control = embed_control(control_hidden_states, st);
+  if (config_.is_animate()) {
+    add_pose(animate.pose, st);
+    st.face = encode_face(animate.face_pixels, animate.motion_batch, st);
+  }
   AttentionBackend* backend = hooks.tokens ? hooks.tokens->split(st) : hooks.attention;
   // VACE: its blocks run first, on this rank's tokens, each leaving a hint [B, S', D] for its main block.
   std::vector<at::Tensor> hints;
@@ -254,7 +348,8 @@ at::Tensor WanTransformer3DModel::forward(const at::Tensor& hidden_states, const
     }
   }
   const WanBlockRun blocks(*this, st.cond.context, st.cond.context_image, st.cond.timestep_proj, st.runs, st.rope,
-                           backend, hooks.units, hooks.tokens, hints, scale);
+                           backend, hooks.units, hooks.tokens, hints, scale, st.face, st.first_token,
+                           st.grid[1] * st.grid[2]);
   at::Tensor x = hooks.blocks ? hooks.blocks->run(blocks, st.tokens) : blocks.run(0, num_blocks(), st.tokens);
   at::Tensor h = head(x, st);                     // [B, S', pt*ph*pw*C_out]: this rank's tokens
   if (hooks.tokens) h = hooks.tokens->gather(h);  // [B, S, pt*ph*pw*C_out] on every rank
@@ -266,7 +361,8 @@ at::Tensor WanTransformer3DModel::forward(const at::Tensor& hidden_states, const
 WanBlockRun::WanBlockRun(const WanTransformer3DModel& model, const at::Tensor& context, const at::Tensor& context_image,
                          const at::Tensor& timestep_proj, const TokenRuns& runs, const RotaryEmbedding& rope,
                          AttentionBackend* backend, UnitHooks* hooks, TokenSplit* split,
-                         const std::vector<at::Tensor>& hints, const std::vector<double>& hint_scale)
+                         const std::vector<at::Tensor>& hints, const std::vector<double>& hint_scale,
+                         const at::Tensor& face, int64_t first_token, int64_t frame_tokens)
     : model_(model),
       context_(context),
       context_image_(context_image),
@@ -279,7 +375,12 @@ WanBlockRun::WanBlockRun(const WanTransformer3DModel& model, const at::Tensor& c
       hints_(hints),
       hint_scale_(hint_scale),
       hint_of_block_(model.num_blocks(), -1),
-      unit_offset_(model.num_vace_blocks()) {
+      face_(face),
+      first_token_(first_token),
+      frame_tokens_(frame_tokens) {
+  OMNI_CHECK(face.defined() == (model.num_face_adapters() > 0), "WanBlockRun: face tokens ",
+             face.defined() ? "given to" : "missing for", " a model with ", model.num_face_adapters(),
+             " face adapters");
   const auto& layers = model.config().vace_layers;
   OMNI_CHECK(hints.empty() || (hints.size() == layers.size() && hint_scale.size() == layers.size()),
              "WanBlockRun: ", hints.size(), " VACE hints and ", hint_scale.size(), " scales for ", layers.size(),
@@ -295,7 +396,7 @@ at::Tensor WanBlockRun::run(int first, int end, at::Tensor x) const {
   OMNI_CHECK(first >= 0 && first <= end && end <= num_blocks(), "blocks [", first, ", ", end, ") out of [0, ",
              num_blocks(), ")");
   for (int i = first; i < end; ++i) {
-    if (hooks_) hooks_->before(unit_offset_ + i);
+    if (hooks_) hooks_->before(model_.block_unit(i));
     // Each batch row alone, under one gather of the block's unit (wan::each_batch_row says why).
     x = wan::each_batch_row(x.size(0), [&](int64_t b) {
       const at::Tensor image = context_image_.defined() ? context_image_.narrow(0, b, 1) : at::Tensor();
@@ -307,17 +408,30 @@ at::Tensor WanBlockRun::run(int first, int end, at::Tensor x) const {
     if (debug::dumps_enabled()) debug::dump("blocks." + std::to_string(i), split_ ? split_->gather(x) : x);
     // VACE: the paired block's hint, after the block (diffusers' hidden_states + control_hint * scale).
     if (const int k = hint_of_block_[i]; k >= 0) x = x + hints_[k] * hint_scale_[k];
-    if (hooks_) hooks_->after(unit_offset_ + i);
+    if (hooks_) hooks_->after(model_.block_unit(i));
+    // Animate: the face adapter after the block, a unit of its own (diffusers' face_adapter_output + hidden).
+    if (const WanAnimateFaceAdapter* adapter = model_.face_adapter_after(i)) {
+      const int unit = model_.face_adapter_unit(i);
+      if (hooks_) hooks_->before(unit);
+      x = wan::each_batch_row(x.size(0), [&](int64_t b) {
+        const at::Tensor xb = x.narrow(0, b, 1);
+        return adapter->forward(xb, face_.narrow(0, b, 1), first_token_, frame_tokens_) + xb;  // [1, S', D]
+      });
+      if (hooks_) hooks_->after(unit);
+    }
   }
   return x;
 }
 
 void WanBlockRun::pass_over(int first, bool keep_gathers) const {
   if (hooks_ == nullptr || first >= num_blocks()) return;
-  if (!keep_gathers) return hooks_->skip(unit_offset_ + first);
+  if (!keep_gathers) return hooks_->skip(model_.block_unit(first));
   for (int i = first; i < num_blocks(); ++i) {
-    hooks_->before(unit_offset_ + i);
-    hooks_->after(unit_offset_ + i);
+    for (const int unit : {model_.block_unit(i), model_.face_adapter_unit(i)}) {
+      if (unit < 0) continue;
+      hooks_->before(unit);
+      hooks_->after(unit);
+    }
   }
 }
 

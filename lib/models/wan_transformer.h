@@ -6,6 +6,11 @@
 // HSDP units: the root (patch_embedding, condition_embedder, proj_out, scale_shift_table; VACE's
 // vace_patch_embedding) and, in forward order, a VACE model's vace_blocks.0..K-1 then blocks.0..N-1 (unit k is
 // VACE block k, unit K + i block i; blocks_of() lists them so).
+// Animate (WanAnimateTransformer3DModel, config.is_animate()): Wan2.1's image model with the pose video's latents
+// patch-embedded (pose_patch_embedding) and added to every latent frame's tokens but the first (the reference's),
+// and the face video's crops through the motion encoder and face encoder (root unit) into per-frame face tokens,
+// which face_adapter.k (a unit of its own, after block k * inject_face_latents_blocks in forward order) adds to
+// the tokens after that block.
 // VACE (WanVACETransformer3DModel, config.is_vace()): the VACE context is patch-embedded, zero-padded to the
 // video's tokens and split like them; the VACE blocks run first, each giving a hint, and the hint of VACE block k
 // times its scale is added to the output of block vace_layers[k].
@@ -24,6 +29,9 @@
 #include <vector>
 
 #include "models/module.h"
+#include "models/wan_animate_face_adapter.h"
+#include "models/wan_animate_face_encoder.h"
+#include "models/wan_animate_motion_encoder.h"
 #include "models/wan_attention.h"
 #include "models/wan_rotary_pos_embed.h"
 #include "models/wan_time_text_embedding.h"
@@ -44,6 +52,8 @@ struct WanTransformerState {
   int64_t first_run = 0;          // after a split: the index in cond.runs of runs' first run (cond.temb's row)
   RotaryEmbedding rope;           // [S, d/2] tables
   at::Tensor control;             // VACE: [B, S, D] the patch-embedded context padded to S (split like tokens)
+  at::Tensor face;                // Animate: [B, F', N, D] each latent frame's face tokens (whole on every rank)
+  int64_t first_token = 0;        // after a split: the index in the video of tokens' first token
   std::array<int64_t, 3> grid{};  // post-patch (frames, height, width); S = product
   int64_t batch = 0;
 };
@@ -74,7 +84,8 @@ class WanBlockRun {
   WanBlockRun(const WanTransformer3DModel& model, const at::Tensor& context, const at::Tensor& context_image,
               const at::Tensor& timestep_proj, const TokenRuns& runs, const RotaryEmbedding& rope,
               AttentionBackend* backend, UnitHooks* hooks, TokenSplit* split, const std::vector<at::Tensor>& hints = {},
-              const std::vector<double>& hint_scale = {});
+              const std::vector<double>& hint_scale = {}, const at::Tensor& face = at::Tensor(),
+              int64_t first_token = 0, int64_t frame_tokens = 0);
   int num_blocks() const;
   // This call's block modulation input e0: [B, 6, D], or [B, R, 6, D] per run of runs() (this rank's tokens).
   const at::Tensor& timestep_proj() const { return timestep_proj_; }
@@ -98,7 +109,10 @@ class WanBlockRun {
   const std::vector<at::Tensor>& hints_;
   const std::vector<double>& hint_scale_;
   std::vector<int> hint_of_block_;  // block i -> its VACE hint's index, or -1
-  int unit_offset_ = 0;             // the HSDP unit of block i is unit_offset_ + i (the VACE blocks come first)
+  // Animate: each latent frame's face tokens [B, F', N, D]; this rank's first token; tokens per latent frame.
+  const at::Tensor& face_;
+  int64_t first_token_;
+  int64_t frame_tokens_;
 };
 
 // Runs one call's blocks over x [B, S', D]; without one, forward() runs them all. The step cache is one
@@ -119,6 +133,13 @@ struct ForwardHooks {
   BlockRunner* blocks = nullptr;
 };
 
+// Animate's per-call inputs (WanAnimateTransformer3DModel.forward's pose_hidden_states and face_pixel_values).
+struct AnimateInputs {
+  at::Tensor pose;           // [B, latent_channels, F - 1, H, W]: the pose video's latents
+  at::Tensor face_pixels;    // [B, 3, T, size, size]: the face crops, in [-1, 1]
+  int64_t motion_batch = 0;  // face frames through the motion encoder at a time (0: the config's)
+};
+
 class WanTransformer3DModel : public Module {
  public:
   // An unloaded model of `config` whose compute dtype is `dtype` (float32 or bfloat16; float16 also works
@@ -136,11 +157,22 @@ class WanTransformer3DModel : public Module {
   int num_blocks() const { return static_cast<int>(blocks_.size()); }
   int num_vace_blocks() const { return static_cast<int>(vace_blocks_.size()); }
   const WanVaceBlock& vace_block(int k) const;
-  // Every HSDP unit but the root, in forward order: the VACE blocks, then the blocks.
+  int num_face_adapters() const { return static_cast<int>(face_adapters_.size()); }
+  // Animate's encoders (null on other models).
+  const WanAnimateMotionEncoder* motion_encoder() const { return motion_encoder_; }
+  const WanAnimateFaceEncoder* face_encoder() const { return face_encoder_; }
+  // Every HSDP unit but the root, in forward order: the VACE blocks, then the blocks, each Animate face adapter
+  // after its block.
   std::vector<const Module*> units() const;
+  // The HSDP unit index of block i, and of the face adapter that runs after it (-1: none).
+  int block_unit(int i) const;
+  int face_adapter_unit(int i) const;
+  // The face adapter after block i (Animate; null: none).
+  const WanAnimateFaceAdapter* face_adapter_after(int i) const;
   Module& block(int i);
   const WanTransformerBlock& block(int i) const;
-  // Parameters of the root unit (everything outside blocks.* and vace_blocks.*), with their full checkpoint names.
+  // Parameters of the root unit (everything outside blocks.*, vace_blocks.* and face_adapter.*), with their full
+  // checkpoint names.
   std::vector<ParamRef> root_parameters() const;
   // Parameters of block i, named "blocks.<i>.<...>".
   std::vector<ParamRef> block_parameters(int i) const;
@@ -158,13 +190,18 @@ class WanTransformer3DModel : public Module {
                      const at::Tensor& encoder_hidden_states, const ForwardHooks& hooks = {},
                      const at::Tensor& encoder_hidden_states_image = at::Tensor(),
                      const at::Tensor& control_hidden_states = at::Tensor(),
-                     const std::vector<double>& control_scale = {}) const;
+                     const std::vector<double>& control_scale = {}, const AnimateInputs& animate = {}) const;
 
  private:
   // forward()'s stages (the root parameters must be resident).
   WanTransformerState prepare(const at::Tensor& hidden_states, const at::Tensor& timestep,
                               const at::Tensor& encoder_hidden_states,
                               const at::Tensor& encoder_hidden_states_image) const;
+  // Animate: the pose latents patch-embedded and added to the tokens of every latent frame but the first, in
+  // place; and the face crops through the motion and face encoders: [B, F', N, D] with F' = F (a zero frame
+  // first, the reference's).
+  void add_pose(const at::Tensor& pose, WanTransformerState& state) const;
+  at::Tensor encode_face(const at::Tensor& face_pixels, int64_t motion_batch, const WanTransformerState& state) const;
   // VACE: the context [B, vace_in_channels, F', H, W] patch-embedded and zero-padded to the video's S tokens.
   at::Tensor embed_control(const at::Tensor& control, const WanTransformerState& state) const;
   // Output norm (modulated by temb) and proj_out on the tokens x holds (this rank's after a split: the state's
@@ -186,6 +223,11 @@ class WanTransformer3DModel : public Module {
   at::Tensor* vace_patch_weight_ = nullptr;  // [D, vace_in_channels, pt, ph, pw]
   at::Tensor* vace_patch_bias_ = nullptr;    // [D]
   std::vector<WanVaceBlock*> vace_blocks_;
+  at::Tensor* pose_patch_weight_ = nullptr;  // [D, latent_channels, pt, ph, pw]
+  at::Tensor* pose_patch_bias_ = nullptr;    // [D]
+  WanAnimateMotionEncoder* motion_encoder_ = nullptr;
+  WanAnimateFaceEncoder* face_encoder_ = nullptr;
+  std::vector<WanAnimateFaceAdapter*> face_adapters_;
   wan::Linear* proj_out_;
 };
 

@@ -20,12 +20,14 @@ int64_t optional_size(io::ConfigFile& file, const char* key) {
 
 WanTransformerConfig WanTransformerConfig::from_json(const nlohmann::json& j, const std::string& source) {
   io::ConfigFile file(j, source, "WanTransformer3DModel");
-  bool vace = false;
+  bool vace = false, animate = false;
   if (const auto* cls = file.find("_class_name")) {
-    vace = cls->is_string() && cls->get<std::string>() == "WanVACETransformer3DModel";
-    OMNI_CHECK_INPUT(vace || (cls->is_string() && cls->get<std::string>() == "WanTransformer3DModel"), source,
-                     ": key '_class_name' is ", cls->dump(),
-                     ", expected \"WanTransformer3DModel\" or \"WanVACETransformer3DModel\"");
+    const std::string name = cls->is_string() ? cls->get<std::string>() : "";
+    vace = name == "WanVACETransformer3DModel";
+    animate = name == "WanAnimateTransformer3DModel";
+    OMNI_CHECK_INPUT(vace || animate || name == "WanTransformer3DModel", source, ": key '_class_name' is ", cls->dump(),
+                     ", expected \"WanTransformer3DModel\", \"WanVACETransformer3DModel\" or "
+                     "\"WanAnimateTransformer3DModel\"");
   }
   WanTransformerConfig c;
   if (vace) {
@@ -54,9 +56,41 @@ WanTransformerConfig WanTransformerConfig::from_json(const nlohmann::json& j, co
   }
   c.num_attention_heads = file.get_int("num_attention_heads");
   c.attention_head_dim = file.get_int("attention_head_dim");
-  c.in_channels = file.get_int("in_channels");
-  // diffusers: out_channels = out_channels or in_channels.
-  c.out_channels = file.int_or("out_channels", c.in_channels);
+  if (animate) {
+    // diffusers: either of in_channels and latent_channels gives the other (in = 2 latent + 4: the noisy
+    // latents, the reference and conditioning latents and the 4-channel mask); out_channels defaults to latent.
+    const auto* in = file.find("in_channels");
+    const auto* latent = file.find("latent_channels");
+    OMNI_CHECK_INPUT(in != nullptr || latent != nullptr, source,
+                     ": an Animate transformer needs 'in_channels' or 'latent_channels'");
+    c.in_channels = in ? file.positive_int("in_channels") : 2 * file.positive_int("latent_channels") + 4;
+    c.latent_channels = latent ? file.positive_int("latent_channels") : (c.in_channels - 4) / 2;
+    OMNI_CHECK_INPUT(c.in_channels == 2 * c.latent_channels + 4, source, ": 'in_channels' ", c.in_channels,
+                     " must be 2 x 'latent_channels' + 4 = ", 2 * c.latent_channels + 4);
+    c.out_channels = file.find("out_channels") ? file.positive_int("out_channels") : c.latent_channels;
+    if (const auto* sizes = file.find("motion_encoder_channel_sizes")) {
+      OMNI_CHECK_INPUT(sizes->is_object(), source,
+                       ": key 'motion_encoder_channel_sizes' must map sizes to widths, found ", sizes->dump());
+      for (const auto& [size, width] : sizes->items()) {
+        OMNI_CHECK_INPUT(width.is_number_integer() && width.get<int64_t>() > 0, source,
+                         ": key 'motion_encoder_channel_sizes' must map sizes to positive widths, found ",
+                         sizes->dump());
+        c.motion_encoder_channel_sizes[size] = width.get<int64_t>();
+      }
+    }
+    c.motion_encoder_size = file.positive_int_or("motion_encoder_size", 512);
+    c.motion_style_dim = file.positive_int_or("motion_style_dim", 512);
+    c.motion_dim = file.positive_int_or("motion_dim", 20);
+    c.motion_encoder_dim = file.positive_int_or("motion_encoder_dim", 512);
+    c.face_encoder_hidden_dim = file.positive_int_or("face_encoder_hidden_dim", 1024);
+    c.face_encoder_num_heads = file.positive_int_or("face_encoder_num_heads", 4);
+    c.inject_face_latents_blocks = file.positive_int_or("inject_face_latents_blocks", 5);
+    c.motion_encoder_batch_size = file.positive_int_or("motion_encoder_batch_size", 8);
+  } else {
+    c.in_channels = file.get_int("in_channels");
+    // diffusers: out_channels = out_channels or in_channels.
+    c.out_channels = file.int_or("out_channels", c.in_channels);
+  }
   c.text_dim = file.get_int("text_dim");
   c.freq_dim = file.int_or("freq_dim", 256);
   c.ffn_dim = file.get_int("ffn_dim");
@@ -114,6 +148,28 @@ void WanTransformerConfig::validate(const std::string& source) const {
   OMNI_CHECK_INPUT(pos_embed_seq_len == 0 || (image_dim > 0 && pos_embed_seq_len % 2 == 0), source,
                    ": key 'pos_embed_seq_len' is ", pos_embed_seq_len,
                    "; it needs 'image_dim' and an even length (two images' tokens)");
+  if (is_animate()) {
+    const std::pair<const char*, int64_t> sizes[] = {{"motion_encoder_size", motion_encoder_size},
+                                                     {"motion_style_dim", motion_style_dim},
+                                                     {"motion_dim", motion_dim},
+                                                     {"motion_encoder_dim", motion_encoder_dim},
+                                                     {"face_encoder_hidden_dim", face_encoder_hidden_dim},
+                                                     {"face_encoder_num_heads", face_encoder_num_heads},
+                                                     {"inject_face_latents_blocks", inject_face_latents_blocks},
+                                                     {"motion_encoder_batch_size", motion_encoder_batch_size}};
+    for (const auto& [key, value] : sizes)
+      OMNI_CHECK_INPUT(value > 0, source, ": key '", key, "' must be positive, got ", value);
+    OMNI_CHECK_INPUT(in_channels == 2 * latent_channels + 4, source, ": 'in_channels' ", in_channels,
+                     " must be 2 x 'latent_channels' + 4 = ", 2 * latent_channels + 4);
+    OMNI_CHECK_INPUT(motion_encoder_size >= 8 && (motion_encoder_size & (motion_encoder_size - 1)) == 0, source,
+                     ": key 'motion_encoder_size' must be a power of two of at least 8, got ", motion_encoder_size);
+    // diffusers indexes face_adapter[i / inject] after every block i that inject divides: a model whose last
+    // such block has no adapter cannot run.
+    OMNI_CHECK_INPUT(num_layers % inject_face_latents_blocks == 0, source, ": key 'num_layers' (", num_layers,
+                     ") must be a multiple of 'inject_face_latents_blocks' (", inject_face_latents_blocks, ")");
+    OMNI_CHECK_INPUT(motion_dim <= motion_encoder_dim, source, ": key 'motion_dim' (", motion_dim,
+                     ") must not exceed 'motion_encoder_dim' (", motion_encoder_dim, "): its QR has that many columns");
+  }
   if (is_vace()) {
     // diffusers requires layer 0 (the first VACE block adds the video's tokens to the context) and layers inside
     // the model; it pairs the k-th VACE block with the k-th listed layer in block order, so the list must ascend.

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -35,7 +36,25 @@ struct WanTransformerConfig {
   std::vector<int64_t> vace_layers;
   int64_t vace_in_channels = 0;
 
+  // Wan2.2-Animate (WanAnimateTransformer3DModel): the pose latents' channels (pose_patch_embedding; 0: not an
+  // Animate model), the motion encoder's crop size, widths and per-size channels (empty: diffusers' table), the
+  // face encoder's width and heads, the main blocks between face adapters, and the face frames the motion
+  // encoder takes at a time.
+  int64_t latent_channels = 0;
+  std::map<std::string, int64_t> motion_encoder_channel_sizes;
+  int64_t motion_encoder_size = 512;
+  int64_t motion_style_dim = 512;
+  int64_t motion_dim = 20;
+  int64_t motion_encoder_dim = 512;
+  int64_t face_encoder_hidden_dim = 1024;
+  int64_t face_encoder_num_heads = 4;
+  int64_t inject_face_latents_blocks = 5;
+  int64_t motion_encoder_batch_size = 8;
+
   bool has_image_branch() const { return image_dim > 0; }
+  bool is_animate() const { return latent_channels > 0; }
+  // Animate: the face adapters, one after every inject_face_latents_blocks-th block from block 0.
+  int64_t num_face_adapters() const { return is_animate() ? num_layers / inject_face_latents_blocks : 0; }
   bool is_vace() const { return !vace_layers.empty(); }
 
   int64_t inner_dim() const { return num_attention_heads * attention_head_dim; }

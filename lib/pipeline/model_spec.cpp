@@ -43,6 +43,10 @@ std::shared_ptr<const ModelSpec> read_model_spec(std::shared_ptr<const io::Model
   // pixel of a latent cell (WanVACEPipeline.prepare_video_latents and prepare_masks).
   for (int e = 0; e < static_cast<int>(spec->experts.size()); ++e) {
     const auto& c = spec->experts[static_cast<size_t>(e)];
+    // The model runs (models::WanTransformer3DModel), its pipeline (pose and face videos, segments) is not built.
+    OMNI_CHECK_INPUT(!c.is_animate(), m.component_config_path(ModelSpec::expert_name(e)),
+                     ": a Wan2.2-Animate transformer (WanAnimateTransformer3DModel); the Animate pipeline is not "
+                     "supported yet");
     OMNI_CHECK_INPUT(c.is_vace() == m.index().vace, m.component_config_path(ModelSpec::expert_name(e)),
                      c.is_vace()
                          ? ": a VACE transformer (WanVACETransformer3DModel) in a pipeline that is not WanVACEPipeline"

@@ -399,7 +399,8 @@ models::AttentionBackend* SequenceSplit::split(models::WanTransformerState& st) 
   ring_ = std::make_unique<RingAttention>(sp_.ring.get(), ring_tokens);
   ulysses_ = std::make_unique<UlyssesAttention>(sp_.ulysses.get(), ulysses_tokens, ring > 1 ? ring_.get() : nullptr);
 
-  st.tokens = st.tokens.narrow(1, begin, count);                              // [B, S_me, D]
+  st.tokens = st.tokens.narrow(1, begin, count);  // [B, S_me, D]
+  st.first_token = begin;                         // Animate's face adapters find each token's latent frame from it
   if (st.control.defined()) st.control = st.control.narrow(1, begin, count);  // VACE's context, split alike
   if (!st.runs.empty()) {  // this rank's runs of the per-token timesteps, and their e0 rows [B, R', 6, D]
     int64_t first = 0;

@@ -5,7 +5,8 @@
 // runs forward() itself as the reference, then the split forward under each layout the world size allows:
 // Ulysses, ring, Ulysses x ring, and with dp / cfg groups beside the sp group. Sequences divisible and not
 // divisible by the degree, scalar and per-token timesteps, batch 2. float32 must agree to 1e-5 max abs error;
-// bfloat16 is bounded by bfloat16's own error against float32. Also: the degree-1 layout is forward() bit for
+// bfloat16 is bounded by bfloat16's own error against float32. VACE and Animate (face adapters on shares that
+// begin inside a latent frame) likewise. Also: the degree-1 layout is forward() bit for
 // bit, the UnitHooks sequence equals forward()'s, the blocks.N dumps of a split run hold the whole sequence
 // and equal one rank's, UlyssesAttention alone returns the local attention's rows laid out token-major, and
 // heads % ulysses and too-short sequences are usage errors on every rank. Each check's error
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -57,11 +59,27 @@ WanTransformerConfig tiny_config(int64_t heads) {
 
 // Same values on every rank (seeded generator). Weights ~ N(0, 1/fan_in) so activations stay O(1); norm
 // weights near 1; modulation tables and biases small.
-std::unique_ptr<WanTransformer3DModel> make_model(int64_t heads, at::ScalarType dtype, bool vace = false) {
+std::unique_ptr<WanTransformer3DModel> make_model(int64_t heads, at::ScalarType dtype, bool vace = false,
+                                                  bool animate = false) {
   WanTransformerConfig config = tiny_config(heads);
   if (vace) {  // VACE blocks paired with both blocks, a context of 8 channels
     config.vace_layers = {0, 1};
     config.vace_in_channels = 8;
+  }
+  if (animate) {  // Animate: the image branch, pose latents of 16 channels, a face adapter after each block
+    config.in_channels = 36;
+    config.latent_channels = 16;
+    config.image_dim = 20;
+    config.added_kv_proj_dim = config.inner_dim();
+    config.motion_encoder_size = 8;
+    config.motion_encoder_channel_sizes = {{"4", 4}, {"8", 4}};
+    config.motion_style_dim = 6;
+    config.motion_dim = 3;
+    config.motion_encoder_dim = 8;
+    config.face_encoder_hidden_dim = 4;
+    config.face_encoder_num_heads = 2;
+    config.inject_face_latents_blocks = 1;
+    config.motion_encoder_batch_size = 3;
   }
   auto model = std::make_unique<WanTransformer3DModel>(config, dtype);
   auto gen = at::make_generator<at::CPUGeneratorImpl>(2024);
@@ -215,6 +233,42 @@ int run_all() {
         g_checks.err("VACE f32 " + l.name + ", " + in.name, max_abs_err(out, ref), l.sp.degree() == 1 ? 0.0 : 1e-5,
                      ref_max);
         g_checks.truth("VACE hooks order " + l.name + ", " + in.name, hooks.events == ref_hooks.events);
+      }
+    }
+  }
+
+  // Animate: the pose embedding on every frame's tokens but the first, the face tokens whole on every rank, each
+  // rank's tokens attending to their own frames' face tokens (shares that begin and end inside a frame: S = 9 of
+  // 3 tokens a frame, S = 12 of 4), the face adapters units of their own after their blocks.
+  {
+    auto animate = make_model(4, at::kFloat, /*vace=*/false, /*animate=*/true);
+    auto gen = at::make_generator<at::CPUGeneratorImpl>(91);
+    for (const auto& [h, w] : std::vector<std::pair<int64_t, int64_t>>{{2, 6}, {4, 4}}) {
+      const std::string name = "S=" + std::to_string(3 * (h / 2) * (w / 2));
+      const auto hidden = at::randn({2, 36, 3, h, w}, gen, at::kFloat);
+      const auto timestep = at::tensor(std::vector<int64_t>{700, 700});
+      const auto context = at::randn({2, 7, 32}, gen, at::kFloat);
+      const auto image = at::randn({1, 5, 20}, gen, at::kFloat);
+      omni::models::AnimateInputs a;
+      a.pose = at::randn({2, 16, 2, h, w}, gen, at::kFloat);
+      a.face_pixels = at::rand({2, 3, 5, 8, 8}, gen, at::kFloat) * 2 - 1;  // 5 face frames: 2 latent + reference
+      RecordingHooks ref_hooks;
+      const auto ref = animate->forward(hidden, timestep, context, &ref_hooks, image, at::Tensor(), {}, a);
+      const double ref_max = ref.abs().max().item<double>();
+      const std::vector<int> want_units = {-1, 0, 1000, 1, 1001, 2, 1002, 3, 1003, 999};
+      g_checks.truth("Animate units in forward order, " + name, ref_hooks.events == want_units);
+      for (const auto& l : layouts) {
+        RecordingHooks hooks;
+        omni::models::ForwardHooks fh(&hooks);
+        std::unique_ptr<omni::pipeline::SequenceSplit> split;
+        if (l.sp.degree() > 1) {
+          split = std::make_unique<omni::pipeline::SequenceSplit>(l.sp);
+          fh.tokens = split.get();
+        }
+        const auto out = animate->forward(hidden, timestep, context, fh, image, at::Tensor(), {}, a);
+        g_checks.err("Animate f32 " + l.name + ", " + name, max_abs_err(out, ref), l.sp.degree() == 1 ? 0.0 : 1e-5,
+                     ref_max);
+        g_checks.truth("Animate hooks order " + l.name + ", " + name, hooks.events == ref_hooks.events);
       }
     }
   }
