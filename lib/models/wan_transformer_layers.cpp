@@ -64,7 +64,8 @@ at::Tensor scaled_mm_linear(const at::Tensor& x, const at::Tensor& weight_fp8, c
       const auto one = at::ones({1}, flat.options().dtype(at::kFloat));
       y = at::_scaled_mm(xq, weight_fp8.t(), one, one, std::nullopt, std::nullopt, at::kFloat, false);
     } else {
-      y = at::mm(xq.to(at::kFloat), weight_fp8.t().to(at::kFloat));  // [M, out] float32
+      // As a linear (no bias): the product the FLOP counters and profilers name as the model's others.
+      y = at::linear(xq.to(at::kFloat), weight_fp8.to(at::kFloat));  // [M, out] float32
     }
     // In place: the float32 product is [M, out], two more such temporaries would be the largest of the block.
     y = y.mul_(x_scale).mul_(weight_scale.view({1, out}).to(at::kFloat)).to(x.scalar_type());

@@ -20,7 +20,8 @@
 //                         last) quantized in place, one float32 scale per output row (fp8::row_scales over the
 //                         whole row, fp8::quantize: what shard_model's load does for a shard group of one), each
 //                         dequantized to the activation dtype for its product;
-//   a14b fp8-ffn matmul   the same weights with --fp8-matmul (models::set_fp8_matmul, reset after): at::_scaled_mm.
+//   a14b fp8-ffn matmul   the same weights with --fp8-matmul (models::set_fp8_matmul, reset after): at::_scaled_mm
+//                         (CUDA), the float32 linear of the float8 values (CPU).
 // Each row's "weights" figure (JSON weight_bytes) is the resident bytes of the weights, float8 row scales included.
 // The float8 rows quantize the model built for the first row rather than load through models::shard_model: that
 // needs a checkpoint on disk (28 GB for a full expert), and the forward is the same either way (Linear reads only
