@@ -157,16 +157,24 @@ struct RecordingHooks : omni::models::UnitHooks {
   void after(int unit) override { events.push_back(unit + 1000); }
 };
 
-// forward() with the tokens split over `sp` (degree 1: no split, as the pipeline runs it).
-at::Tensor split_forward(const WanTransformer3DModel& model, const Inputs& in, omni::models::UnitHooks* units,
-                         const SequenceParallel& sp, const at::Tensor& control = at::Tensor()) {
+// call(hooks) with the tokens split over `sp` (degree 1: no split, as the pipeline runs it) and `units` as the
+// unit hooks: call runs one forward() with the ForwardHooks it is given.
+template <typename Call>
+at::Tensor with_split(const SequenceParallel& sp, omni::models::UnitHooks* units, Call call) {
   omni::models::ForwardHooks hooks(units);
   std::unique_ptr<omni::pipeline::SequenceSplit> split;
   if (sp.degree() > 1) {
     split = std::make_unique<omni::pipeline::SequenceSplit>(sp);
     hooks.tokens = split.get();
   }
-  return model.forward(in.hidden, in.timestep, in.context, hooks, at::Tensor(), control, {});
+  return call(hooks);
+}
+
+at::Tensor split_forward(const WanTransformer3DModel& model, const Inputs& in, omni::models::UnitHooks* units,
+                         const SequenceParallel& sp) {
+  return with_split(sp, units, [&](const omni::models::ForwardHooks& hooks) {
+    return model.forward(in.hidden, in.timestep, in.context, hooks);
+  });
 }
 
 // Runs `fn` and reports whether it threw a usage error whose message contains `needle`.
@@ -223,13 +231,9 @@ int run_all() {
       g_checks.truth("VACE units in forward order, " + in.name, ref_hooks.events == want_units);
       for (const auto& l : layouts) {
         RecordingHooks hooks;
-        omni::models::ForwardHooks fh(&hooks);
-        std::unique_ptr<omni::pipeline::SequenceSplit> split;
-        if (l.sp.degree() > 1) {
-          split = std::make_unique<omni::pipeline::SequenceSplit>(l.sp);
-          fh.tokens = split.get();
-        }
-        const auto out = vace->forward(in.hidden, in.timestep, in.context, fh, at::Tensor(), control, {0.5, 1.5});
+        const auto out = with_split(l.sp, &hooks, [&](const omni::models::ForwardHooks& fh) {
+          return vace->forward(in.hidden, in.timestep, in.context, fh, at::Tensor(), control, {0.5, 1.5});
+        });
         g_checks.err("VACE f32 " + l.name + ", " + in.name, max_abs_err(out, ref), l.sp.degree() == 1 ? 0.0 : 1e-5,
                      ref_max);
         g_checks.truth("VACE hooks order " + l.name + ", " + in.name, hooks.events == ref_hooks.events);
@@ -259,13 +263,9 @@ int run_all() {
       g_checks.truth("Animate units in forward order, " + name, ref_hooks.events == want_units);
       for (const auto& l : layouts) {
         RecordingHooks hooks;
-        omni::models::ForwardHooks fh(&hooks);
-        std::unique_ptr<omni::pipeline::SequenceSplit> split;
-        if (l.sp.degree() > 1) {
-          split = std::make_unique<omni::pipeline::SequenceSplit>(l.sp);
-          fh.tokens = split.get();
-        }
-        const auto out = animate->forward(hidden, timestep, context, fh, image, at::Tensor(), {}, a);
+        const auto out = with_split(l.sp, &hooks, [&](const omni::models::ForwardHooks& fh) {
+          return animate->forward(hidden, timestep, context, fh, image, at::Tensor(), {}, a);
+        });
         g_checks.err("Animate f32 " + l.name + ", " + name, max_abs_err(out, ref), l.sp.degree() == 1 ? 0.0 : 1e-5,
                      ref_max);
         g_checks.truth("Animate hooks order " + l.name + ", " + name, hooks.events == ref_hooks.events);
