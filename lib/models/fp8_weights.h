@@ -22,6 +22,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 namespace omni::io {
 class Checkpoint;
@@ -43,6 +44,10 @@ struct WeightHolding {
 
 // `h` with the [out, in] weights `ckpt` stores in float8_e4m3fn (Checkpoint::float8_row_scales) as stored_float8.
 WeightHolding with_stored_float8(WeightHolding h, const io::Checkpoint& ckpt);
+
+// The number of numbered blocks ("blocks.<i>.", "encoder.block.<i>.") among `params`: the num_blocks below. Not
+// the HSDP unit count, which also counts VACE blocks and Animate's face adapters.
+int numbered_blocks(const std::vector<ParamRef>& params);
 
 // Empty when `p` is held in float8 under `h` in a model of `num_blocks` blocks; else why it is not.
 std::string float8_kept_reason(const ParamRef& p, const WeightHolding& h, int num_blocks);

@@ -85,7 +85,7 @@ std::unique_ptr<hsdp::ShardedModel> shard_model(const std::string& name, const M
   const std::vector<ParamRef> all = model.parameters();
   check_state(all, ckpt);
   const WeightHolding held = with_stored_float8(holding, ckpt);
-  const int num_blocks = static_cast<int>(blocks.size());
+  const int num_blocks = numbered_blocks(all);
 
   UnitParams units_params = split_units(model, blocks);
   const std::vector<ParamRef>& root_params = units_params.root;

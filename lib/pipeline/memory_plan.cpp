@@ -62,7 +62,7 @@ ModelUnits units_of(const std::string& name, const models::Module& model,
   const models::WeightHolding holding = models::with_stored_float8(flags, ckpt);
   ModelUnits out;
   out.name = name;
-  const int num_blocks = static_cast<int>(blocks.size());
+  const int num_blocks = models::numbered_blocks(model.parameters());
   const models::UnitParams split = models::split_units(model, blocks);
   const auto root = models::unit_bytes(split.root, dtype, shard, holding, num_blocks);
   out.resident = root.resident;

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
+#include "models/fp8_weights.h"
 #include "models/hsdp_sharding.h"
 #include "models/wan_transformer.h"
 #include "tensor_check.h"
@@ -130,6 +131,19 @@ TEST_P(Animate, HsdpUnitsRunInForwardOrder) {
     const bool adapter = i % inject == 0;
     EXPECT_EQ(model->face_adapter_unit(i), adapter ? next : -1);
     if (adapter) EXPECT_EQ(units[next++], model->face_adapter_after(i));
+  }
+  // --fp8-layers keeps the first and last main blocks in the run dtype: the last is blocks.N-1 although the
+  // model has more HSDP units than blocks.
+  const auto params = model->parameters();
+  ASSERT_EQ(numbered_blocks(params), model->num_blocks());
+  WeightHolding all;
+  all.float8 = true;
+  all.layers = Fp8Layers::kAll;
+  for (const auto& p : params) {
+    if (p.scale == nullptr) continue;
+    const std::string last = "blocks." + std::to_string(model->num_blocks() - 1) + ".";
+    if (p.name.rfind(last, 0) == 0)
+      EXPECT_EQ(float8_kept_reason(p, all, numbered_blocks(params)), "first or last block");
   }
   // The root holds the encoders and the pose embedding, nothing of a block or an adapter.
   bool motion = false;

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
+#include "models/fp8_weights.h"
 #include "models/hsdp_sharding.h"
 #include "models/wan_transformer.h"
 #include "tensor_check.h"
@@ -66,6 +67,19 @@ TEST_P(Vace, HsdpUnitsRunInForwardOrder) {
   ASSERT_EQ(static_cast<int>(units.size()), model->num_vace_blocks() + model->num_blocks());
   for (int k = 0; k < model->num_vace_blocks(); ++k) EXPECT_EQ(units[k], &model->vace_block(k));
   for (int i = 0; i < model->num_blocks(); ++i) EXPECT_EQ(units[model->num_vace_blocks() + i], &model->block(i));
+  // --fp8-layers keeps the first and last main blocks in the run dtype: the last is blocks.N-1 although the
+  // model has more HSDP units than blocks.
+  const auto params = model->parameters();
+  ASSERT_EQ(numbered_blocks(params), model->num_blocks());
+  WeightHolding all;
+  all.float8 = true;
+  all.layers = Fp8Layers::kAll;
+  for (const auto& p : params) {
+    if (p.scale == nullptr) continue;
+    const std::string last = "blocks." + std::to_string(model->num_blocks() - 1) + ".";
+    if (p.name.rfind(last, 0) == 0)
+      EXPECT_EQ(float8_kept_reason(p, all, numbered_blocks(params)), "first or last block");
+  }
   // The root holds the two patch embeddings and nothing of a block.
   for (const auto& p : model->root_parameters())
     EXPECT_TRUE(p.name.rfind("blocks.", 0) != 0 && p.name.rfind("vace_blocks.", 0) != 0) << p.name;
