@@ -9,6 +9,10 @@
 
 namespace omni::test_util {
 
+// A model's output against diffusers' on the same float32 weights and inputs, relative to its scale (max_rel_err):
+// the same float32 operations, the attention and GEMM kernels' summation orders aside.
+constexpr double kModelFloat32RelTol = 1e-5;
+
 // max |a - b|; infinite when the shapes differ, 0 for empty tensors.
 inline double max_abs_err(const at::Tensor& a, const at::Tensor& b) {
   if (a.sizes() != b.sizes()) return std::numeric_limits<double>::infinity();

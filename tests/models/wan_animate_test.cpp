@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "core/error.h"
+#include "float8_check.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
-#include "models/fp8_weights.h"
 #include "models/hsdp_sharding.h"
 #include "models/wan_transformer.h"
 #include "tensor_check.h"
@@ -22,9 +22,7 @@ namespace {
 using test_util::max_abs_err;
 using test_util::max_rel_err;
 
-// Relative to the tensor's scale: the same float32 operations as diffusers, the kernels' summation orders aside
-// (as the VACE and image-branch tests).
-constexpr double kFloat32RelTol = 1e-5;
+using test_util::kModelFloat32RelTol;
 
 std::string case_dir(const std::string& name) {
   return test_util::reference_cases("OMNI_ANIMATE_CASES", "animate_cases.py") + "/" + name;
@@ -57,12 +55,12 @@ TEST_P(Animate, EncodersMatchDiffusers) {
   const auto want_motion = io.read("motion");
   ASSERT_EQ(motion.sizes(), want_motion.sizes());
   std::printf("[%s] motion: relative %.3g\n", GetParam(), max_rel_err(motion, want_motion));
-  EXPECT_LT(max_rel_err(motion, want_motion), kFloat32RelTol);
+  EXPECT_LT(max_rel_err(motion, want_motion), kModelFloat32RelTol);
   const auto tokens = model->face_encoder()->forward(want_motion.view({batch, frames, -1}));
   const auto want_tokens = io.read("face_tokens");
   ASSERT_EQ(tokens.sizes(), want_tokens.sizes());
   std::printf("[%s] face tokens: relative %.3g\n", GetParam(), max_rel_err(tokens, want_tokens));
-  EXPECT_LT(max_rel_err(tokens, want_tokens), kFloat32RelTol);
+  EXPECT_LT(max_rel_err(tokens, want_tokens), kModelFloat32RelTol);
 }
 
 TEST_P(Animate, OutputMatchesDiffusers) {
@@ -74,18 +72,18 @@ TEST_P(Animate, OutputMatchesDiffusers) {
   ASSERT_EQ(out.sizes(), want.sizes());
   const double rel = max_rel_err(out, want);
   std::printf("[%s] output: max abs err %.3g, relative %.3g\n", GetParam(), max_abs_err(out, want), rel);
-  EXPECT_LT(rel, kFloat32RelTol);
+  EXPECT_LT(rel, kModelFloat32RelTol);
   // The pose and the face reach the output: other pose latents or another face give another output.
   auto other = inputs_of(io);
   other.pose = other.pose.flip(2);
-  EXPECT_GT(max_rel_err(run(*model, io, other), want), 100 * kFloat32RelTol);
+  EXPECT_GT(max_rel_err(run(*model, io, other), want), 100 * kModelFloat32RelTol);
   other = inputs_of(io);
   other.face_pixels = other.face_pixels.flip(2);
-  EXPECT_GT(max_rel_err(run(*model, io, other), want), 100 * kFloat32RelTol);
+  EXPECT_GT(max_rel_err(run(*model, io, other), want), 100 * kModelFloat32RelTol);
   // The motion encoder's grouping of crops changes nothing but kernel batches.
   other = inputs_of(io);
   other.motion_batch = 1;
-  EXPECT_LT(max_rel_err(run(*model, io, other), want), kFloat32RelTol);
+  EXPECT_LT(max_rel_err(run(*model, io, other), want), kModelFloat32RelTol);
 }
 
 TEST_P(Animate, FaceAdapterOnEveryShareOfTheTokens) {
@@ -132,19 +130,8 @@ TEST_P(Animate, HsdpUnitsRunInForwardOrder) {
     EXPECT_EQ(model->face_adapter_unit(i), adapter ? next : -1);
     if (adapter) EXPECT_EQ(units[next++], model->face_adapter_after(i));
   }
-  // --fp8-layers keeps the first and last main blocks in the run dtype: the last is blocks.N-1 although the
-  // model has more HSDP units than blocks.
-  const auto params = model->parameters();
-  ASSERT_EQ(numbered_blocks(params), model->num_blocks());
-  WeightHolding all;
-  all.float8 = true;
-  all.layers = Fp8Layers::kAll;
-  for (const auto& p : params) {
-    if (p.scale == nullptr) continue;
-    const std::string last = "blocks." + std::to_string(model->num_blocks() - 1) + ".";
-    if (p.name.rfind(last, 0) == 0)
-      EXPECT_EQ(float8_kept_reason(p, all, numbered_blocks(params)), "first or last block");
-  }
+  // --fp8-layers: the last block is blocks.N-1 although the model has more HSDP units than blocks.
+  test_util::expect_last_block_kept(*model, model->num_blocks());
   // The root holds the encoders and the pose embedding, nothing of a block or an adapter.
   bool motion = false;
   for (const auto& p : model->root_parameters()) {

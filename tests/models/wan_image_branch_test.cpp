@@ -20,9 +20,7 @@ namespace {
 using test_util::max_abs_err;
 using test_util::max_rel_err;
 
-// The transformer's output relative to its scale; the same float32 operations as diffusers, summation orders
-// of the attention and GEMM kernels aside.
-constexpr double kFloat32RelTol = 1e-5;
+using test_util::kModelFloat32RelTol;
 
 std::string case_dir(const std::string& name) {
   return test_util::reference_cases("OMNI_IMAGE_BRANCH_CASES", "image_branch_cases.py") + "/" + name;
@@ -42,9 +40,9 @@ TEST_P(ImageBranch, OutputMatchesDiffusers) {
   ASSERT_EQ(out.sizes(), want.sizes());
   const double rel = max_rel_err(out, want);
   std::printf("[%s] output: max abs err %.3g, relative %.3g\n", GetParam(), max_abs_err(out, want), rel);
-  EXPECT_LT(rel, kFloat32RelTol);
+  EXPECT_LT(rel, kModelFloat32RelTol);
   // The image values of block 0 alone move the output by far more than the tolerance.
-  EXPECT_GT(max_rel_err(io.read("output_without_block0_image_values"), want), 100 * kFloat32RelTol);
+  EXPECT_GT(max_rel_err(io.read("output_without_block0_image_values"), want), 100 * kModelFloat32RelTol);
 }
 
 TEST_P(ImageBranch, ImageStatesRequiredAndRefused) {

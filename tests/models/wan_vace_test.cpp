@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "core/error.h"
+#include "float8_check.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
-#include "models/fp8_weights.h"
 #include "models/hsdp_sharding.h"
 #include "models/wan_transformer.h"
 #include "tensor_check.h"
@@ -23,9 +23,7 @@ namespace {
 using test_util::max_abs_err;
 using test_util::max_rel_err;
 
-// The transformer's output relative to its scale (as the image branch's test: the same float32 operations as
-// diffusers, the kernels' summation orders aside).
-constexpr double kFloat32RelTol = 1e-5;
+using test_util::kModelFloat32RelTol;
 
 std::string case_dir(const std::string& name) {
   return test_util::reference_cases("OMNI_VACE_CASES", "vace_cases.py") + "/" + name;
@@ -54,11 +52,11 @@ TEST_P(Vace, OutputMatchesDiffusers) {
   ASSERT_EQ(out.sizes(), want.sizes());
   const double rel = max_rel_err(out, want);
   std::printf("[%s] output: max abs err %.3g, relative %.3g\n", GetParam(), max_abs_err(out, want), rel);
-  EXPECT_LT(rel, kFloat32RelTol);
+  EXPECT_LT(rel, kModelFloat32RelTol);
   // With every scale 0 the hints add nothing: diffusers' output then, far from the output with them.
   const auto without = run(std::vector<double>(scale.size(), 0.0));
-  EXPECT_LT(max_rel_err(without, io.read("output_without_hints")), kFloat32RelTol);
-  EXPECT_GT(max_rel_err(without, want), 100 * kFloat32RelTol);
+  EXPECT_LT(max_rel_err(without, io.read("output_without_hints")), kModelFloat32RelTol);
+  EXPECT_GT(max_rel_err(without, want), 100 * kModelFloat32RelTol);
 }
 
 TEST_P(Vace, HsdpUnitsRunInForwardOrder) {
@@ -67,19 +65,8 @@ TEST_P(Vace, HsdpUnitsRunInForwardOrder) {
   ASSERT_EQ(static_cast<int>(units.size()), model->num_vace_blocks() + model->num_blocks());
   for (int k = 0; k < model->num_vace_blocks(); ++k) EXPECT_EQ(units[k], &model->vace_block(k));
   for (int i = 0; i < model->num_blocks(); ++i) EXPECT_EQ(units[model->num_vace_blocks() + i], &model->block(i));
-  // --fp8-layers keeps the first and last main blocks in the run dtype: the last is blocks.N-1 although the
-  // model has more HSDP units than blocks.
-  const auto params = model->parameters();
-  ASSERT_EQ(numbered_blocks(params), model->num_blocks());
-  WeightHolding all;
-  all.float8 = true;
-  all.layers = Fp8Layers::kAll;
-  for (const auto& p : params) {
-    if (p.scale == nullptr) continue;
-    const std::string last = "blocks." + std::to_string(model->num_blocks() - 1) + ".";
-    if (p.name.rfind(last, 0) == 0)
-      EXPECT_EQ(float8_kept_reason(p, all, numbered_blocks(params)), "first or last block");
-  }
+  // --fp8-layers: the last block is blocks.N-1 although the model has more HSDP units than blocks.
+  test_util::expect_last_block_kept(*model, model->num_blocks());
   // The root holds the two patch embeddings and nothing of a block.
   for (const auto& p : model->root_parameters())
     EXPECT_TRUE(p.name.rfind("blocks.", 0) != 0 && p.name.rfind("vace_blocks.", 0) != 0) << p.name;
