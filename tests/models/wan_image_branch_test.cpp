@@ -17,10 +17,9 @@
 namespace omni::models {
 namespace {
 
+using test_util::kModelFloat32RelTol;
 using test_util::max_abs_err;
 using test_util::max_rel_err;
-
-using test_util::kModelFloat32RelTol;
 
 std::string case_dir(const std::string& name) {
   return test_util::reference_cases("OMNI_IMAGE_BRANCH_CASES", "image_branch_cases.py") + "/" + name;
