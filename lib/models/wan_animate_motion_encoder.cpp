@@ -75,8 +75,7 @@ WanAnimateMotionEncoder::WanAnimateMotionEncoder(int64_t size, int64_t style_dim
                      s, " pixels (needed for motion_encoder_size ", size, ")");
     return it->second;
   };
-  OMNI_CHECK_INPUT(size >= 8 && (size & (size - 1)) == 0,
-                   "motion_encoder_size must be a power of two of at least 8, got ", size);
+  // size: a power of two of at least 8 (WanTransformerConfig::validate).
   conv_in_ = child("conv_in", std::make_unique<MotionConv2d>(3, width(size), 1, 1, 0, true, false, true));
   int64_t in = width(size);
   int index = 0;

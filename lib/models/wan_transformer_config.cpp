@@ -64,9 +64,7 @@ WanTransformerConfig WanTransformerConfig::from_json(const nlohmann::json& j, co
     OMNI_CHECK_INPUT(in != nullptr || latent != nullptr, source,
                      ": an Animate transformer needs 'in_channels' or 'latent_channels'");
     c.in_channels = in ? file.positive_int("in_channels") : 2 * file.positive_int("latent_channels") + 4;
-    c.latent_channels = latent ? file.positive_int("latent_channels") : (c.in_channels - 4) / 2;
-    OMNI_CHECK_INPUT(c.in_channels == 2 * c.latent_channels + 4, source, ": 'in_channels' ", c.in_channels,
-                     " must be 2 x 'latent_channels' + 4 = ", 2 * c.latent_channels + 4);
+    c.latent_channels = latent ? file.positive_int("latent_channels") : (c.in_channels - 4) / 2;  // validate() checks
     c.out_channels = file.find("out_channels") ? file.positive_int("out_channels") : c.latent_channels;
     if (const auto* sizes = file.find("motion_encoder_channel_sizes")) {
       OMNI_CHECK_INPUT(sizes->is_object(), source,
