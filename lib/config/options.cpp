@@ -137,11 +137,14 @@ const Choices<LayoutMode>& layout_choices() {
   return c;
 }
 const Choices<TaskChoice>& task_choices() {
-  static const Choices<TaskChoice> c = {{TaskChoice::kAuto, "auto"},
-                                        {TaskChoice::kT2V, "t2v"},
-                                        {TaskChoice::kI2V, "i2v"},
-                                        {TaskChoice::kTI2V, "ti2v"},
-                                        {TaskChoice::kVace, "vace"}};
+  static const Choices<TaskChoice> c = {{TaskChoice::kAuto, "auto"}, {TaskChoice::kT2V, "t2v"},
+                                        {TaskChoice::kI2V, "i2v"},   {TaskChoice::kTI2V, "ti2v"},
+                                        {TaskChoice::kVace, "vace"}, {TaskChoice::kAnimate, "animate"}};
+  return c;
+}
+
+const Choices<AnimateMode>& animate_mode_choices() {
+  static const Choices<AnimateMode> c = {{AnimateMode::kAnimate, "animate"}, {AnimateMode::kReplace, "replace"}};
   return c;
 }
 // The names are core's (dtype_name: what diffusers' configs write as torch_dtype).
@@ -299,7 +302,7 @@ const std::vector<Binding>& bindings() {
         "Wan2.1 image models' CLIP image encoder: ComfyUI's clip_vision_h.safetensors, Wan's "
         "models_clip_*.pth, open_clip's .bin or a diffusers image_encoder folder",
         "", &G::image_encoder_file, "(from --model)");
-    choice("task", "auto: from model_index.json and --image; or t2v, i2v, ti2v, vace", "auto", &G::task,
+    choice("task", "auto: from model_index.json and --image; or t2v, i2v, ti2v, vace, animate", "auto", &G::task,
            task_choices());
     str("config", "YAML file of options (same names as the flags, without dashes)", "", &G::config_file);
     str("prompt", "text prompt", "", &G::prompt);
@@ -340,6 +343,34 @@ const std::vector<Binding>& bindings() {
                  [](G& o, const std::string& v, const std::string& w) { o.conditioning_scale = to_double_list(v, w); },
                  [](const G& o) { return nlohmann::json(o.conditioning_scale); },
                  ""});
+    str("pose-video",
+        "Wan2.2-Animate: the pose video that drives the character (--image), e.g. preprocess_data.py's "
+        "src_pose.mp4; the video has its length and, without --height / --width, its size",
+        "", &G::pose_video);
+    str("face-video",
+        "Wan2.2-Animate: the face crops of the performance, frame by frame (src_face.mp4), as long as --pose-video", "",
+        &G::face_video);
+    choice("animate-mode",
+           "Wan2.2-Animate: animate (the character moves as the performer) or replace (the character replaces the "
+           "performer in --background-video, where --mask-video is white)",
+           "animate", &G::animate_mode, animate_mode_choices());
+    str("background-video",
+        "Wan2.2-Animate, --animate-mode replace: the video the character is put into (src_bg.mp4), as long as "
+        "--pose-video",
+        "", &G::background_video);
+    i32("segment-frames",
+        "Wan2.2-Animate: frames made per segment (4k+1; diffusers' segment_frame_length); a longer video is made "
+        "segment by segment",
+        "77", &G::segment_frames);
+    i32("prev-segment-frames",
+        "Wan2.2-Animate: the last frames of a segment that condition the next (1 or 5; diffusers' "
+        "prev_segment_conditioning_frames)",
+        "1", &G::prev_segment_frames);
+    str("animate-inputs",
+        "Wan2.2-Animate: the folder Wan2.2's preprocess_data.py writes (src_pose.mp4, src_face.mp4, src_ref.png, "
+        "and for replace mode src_bg.mp4, src_mask.mp4): --pose-video, --face-video, --image (and "
+        "--background-video, --mask-video) from it",
+        "", &G::animate_inputs);
     lora_list("lora",
               "LoRA file merged into `transformer` (A14B: the high-noise expert; TI2V-5B: the model) at load, with "
               "strength SCALE (default 1); repeatable, applied in order",
@@ -736,6 +767,9 @@ const char* name_of(LayoutMode v) {
 const char* name_of(TaskChoice v) {
   return choice_name(task_choices(), v);
 }
+const char* name_of(AnimateMode v) {
+  return choice_name(animate_mode_choices(), v);
+}
 
 void apply_layer(GenerateOptions& opts, const std::map<std::string, std::string>& values, const Source& origin) {
   for (const auto& [key, value] : values) {
@@ -753,6 +787,36 @@ bool set_by_user(const GenerateOptions& o, const std::string& key) {
   return it != o.sources.end() && it->second.by_user();
 }
 
+// Wan2.2-Animate's flags among themselves; against the model in job::choose_task.
+void validate_animate_options(const GenerateOptions& o) {
+  const bool replace = o.animate_mode == AnimateMode::kReplace;
+  const bool animate = !o.pose_video.empty() || !o.face_video.empty() || !o.animate_inputs.empty();
+  OMNI_CHECK_USAGE(!replace || animate,
+                   "--animate-mode replace is Wan2.2-Animate's: give --pose-video and "
+                   "--face-video (or --animate-inputs DIR)");
+  OMNI_CHECK_USAGE(o.background_video.empty() || replace,
+                   "--background-video is for --animate-mode replace (the character put into that video); add "
+                   "--animate-mode replace, or drop it");
+  OMNI_CHECK_USAGE(o.animate_inputs.empty() || (o.pose_video.empty() && o.face_video.empty()), "--animate-inputs ",
+                   o.animate_inputs,
+                   " names the pose and face videos itself; drop --pose-video "
+                   "and --face-video, or --animate-inputs");
+  OMNI_CHECK_USAGE(!o.animate_inputs.empty() || o.pose_video.empty() == o.face_video.empty(),
+                   o.pose_video.empty() ? "--face-video needs --pose-video" : "--pose-video needs --face-video",
+                   ": Wan2.2-Animate takes both (the body's pose and the face's expressions)");
+  OMNI_CHECK_USAGE(!replace || !o.animate_inputs.empty() || (!o.background_video.empty() && !o.mask_video.empty()),
+                   "--animate-mode replace needs --background-video and --mask-video (white where the character "
+                   "goes), or --animate-inputs DIR with src_bg.mp4 and src_mask.mp4");
+  OMNI_CHECK_USAGE(o.prev_segment_frames == 1 || o.prev_segment_frames == 5,
+                   "--prev-segment-frames must be 1 or 5 "
+                   "(what Wan2.2-Animate was trained with; Wan2.2 and diffusers refuse others), got ",
+                   o.prev_segment_frames);
+  // The segment's frames as the video's are rounded (4k+1); each segment must add one frame at least.
+  const int rounded = o.segment_frames % 4 == 1 ? o.segment_frames : o.segment_frames / 4 * 4 + 1;
+  OMNI_CHECK_USAGE(o.segment_frames >= 1 && rounded > o.prev_segment_frames, "--segment-frames ", o.segment_frames,
+                   " (", rounded, " as 4k+1) must be more than --prev-segment-frames ", o.prev_segment_frames);
+}
+
 void validate_options(const GenerateOptions& o) {
   OMNI_CHECK_USAGE(o.height > 0 && o.height % 16 == 0, "--height must be a positive multiple of 16, got ", o.height);
   OMNI_CHECK_USAGE(o.width > 0 && o.width % 16 == 0, "--width must be a positive multiple of 16, got ", o.width);
@@ -762,9 +826,11 @@ void validate_options(const GenerateOptions& o) {
   OMNI_CHECK_USAGE(o.video.empty() || o.image.empty(),
                    "--video and --image together: video-to-video starts from the clip alone (drop one of them)");
   OMNI_CHECK_USAGE(o.strength > 0 && o.strength <= 1, "--strength must lie in (0, 1], got ", o.strength);
-  OMNI_CHECK_USAGE(o.mask_video.empty() || !o.control_video.empty(),
-                   "--mask-video needs --control-video: the mask says which of its pixels to keep (as diffusers' "
-                   "WanVACEPipeline, which takes a mask only with a video)");
+  const bool replace = o.animate_mode == AnimateMode::kReplace;
+  OMNI_CHECK_USAGE(o.mask_video.empty() || !o.control_video.empty() || replace,
+                   "--mask-video needs --control-video (VACE: the mask says which of its pixels to keep, as diffusers' "
+                   "WanVACEPipeline takes a mask only with a video) or --animate-mode replace (Wan2.2-Animate)");
+  validate_animate_options(o);
   for (double c : o.conditioning_scale)
     OMNI_CHECK_USAGE(std::isfinite(c), "--conditioning-scale must be finite numbers, got ", c);
   OMNI_CHECK_USAGE(o.video.empty() || o.num_inference_steps * o.strength >= 1, "--strength ", o.strength, " with ",
@@ -827,6 +893,7 @@ std::string preset_for(const std::string& model_name, const ModelFacts& facts) {
   std::string upper = model_name;
   std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
   auto says = [&](const char* word) { return upper.find(word) != std::string::npos; };
+  if (facts.animate) return "wan2.2-animate-14b";
   if (facts.vace) {
     if (facts.experts == 2) return "wan2.2-vace-fun-a14b";
     return facts.inner_dim == 1536 ? "wan2.1-vace-1.3b" : "wan2.1-vace-14b";

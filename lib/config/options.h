@@ -30,13 +30,16 @@ enum class WeightFormat { kRunDtype, kFloat8 };
 // --layout: degrees chosen from the work, or as given.
 enum class LayoutMode { kAuto, kManual };
 // --task: from model_index.json and --image, or forced.
-enum class TaskChoice { kAuto, kT2V, kI2V, kTI2V, kVace };
+enum class TaskChoice { kAuto, kT2V, kI2V, kTI2V, kVace, kAnimate };
+// --animate-mode: Wan2.2-Animate animates the character (animate) or puts it into a background video (replace).
+enum class AnimateMode { kAnimate, kReplace };
 
 const char* name_of(sched::Solver v);
 const char* name_of(pipeline::StepCacheMode v);
 const char* name_of(models::Fp8Layers v);
 const char* name_of(LayoutMode v);
 const char* name_of(TaskChoice v);
+const char* name_of(AnimateMode v);
 
 // Where a setting came from, lowest precedence first; `detail` names the preset, the --config file or the
 // prompts-file line.
@@ -83,8 +86,21 @@ struct GenerateOptions {
   std::string mask_video;                     // --mask-video
   std::vector<std::string> reference_images;  // --reference-image (repeatable)
   std::vector<double> conditioning_scale;     // --conditioning-scale X or X,Y,...
-  std::vector<LoraSpec> lora;                 // --lora (repeatable): merged into `transformer`
-  std::vector<LoraSpec> lora_2;               // --lora-2 (repeatable): merged into `transformer_2`
+  // Wan2.2-Animate (WanAnimatePipeline): --image is the character; the pose and face videos drive it (the video
+  // is the pose video's length); replace mode puts it into --background-video where --mask-video is white. The
+  // video is made in segments of --segment-frames frames, each after the first conditioned on the last
+  // --prev-segment-frames of the one before. --animate-inputs DIR: the folder Wan2.2's preprocess_data.py writes.
+  std::string pose_video;                            // --pose-video
+  std::string face_video;                            // --face-video
+  std::string background_video;                      // --background-video
+  AnimateMode animate_mode = AnimateMode::kAnimate;  // --animate-mode
+  int segment_frames{};                              // --segment-frames
+  int prev_segment_frames{};                         // --prev-segment-frames
+  std::string animate_inputs;                        // --animate-inputs
+  // Not an option: the pose video's frame count, read by job::check_inputs (0 before).
+  int64_t animate_frames = 0;
+  std::vector<LoraSpec> lora;    // --lora (repeatable): merged into `transformer`
+  std::vector<LoraSpec> lora_2;  // --lora-2 (repeatable): merged into `transformer_2`
 
   // Sampling.
   int height{};
@@ -217,6 +233,7 @@ struct ModelFacts {
   bool first_last_frame = false;  // with its image position table: Wan2.1 FLF2V
   int64_t inner_dim = 0;          // the transformer's width: 1536 for Wan2.1 T2V-1.3B, 5120 for the 14B models
   bool vace = false;              // WanVACEPipeline: Wan2.1-VACE, Wan2.2-VACE-Fun (two experts)
+  bool animate = false;           // WanAnimatePipeline: Wan2.2-Animate-14B
 };
 
 // Which preset fits a model. What its files say decides where it can (a CLIP image branch is Wan2.1 I2V, with the

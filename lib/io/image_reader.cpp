@@ -184,6 +184,31 @@ at::Tensor conditioning_image(const at::Tensor& read, int64_t height, int64_t wi
   return x.permute({2, 0, 1}).unsqueeze(0).contiguous();                      // [1, 3, H, W]
 }
 
+at::Tensor animate_character_image(const at::Tensor& image, int64_t height, int64_t width) {
+  // WanAnimateImageProcessor._resize_and_fill with fill_color 0: scaled (Python's integer arithmetic) to fit,
+  // centred, black around. LANCZOS: the pipeline asks for bilinear, but the processor's __init__ calls
+  // VaeImageProcessor.__init__() with no arguments, which registers its default resample ("lanczos") over it
+  // (diffusers 0.40); what runs is what counts.
+  const int64_t ih = image.size(0), iw = image.size(1);
+  const double ratio = static_cast<double>(width) / static_cast<double>(height);
+  const double src_ratio = static_cast<double>(iw) / static_cast<double>(ih);
+  const int64_t src_w = ratio < src_ratio ? width : iw * height / ih;
+  const int64_t src_h = ratio >= src_ratio ? height : ih * width / iw;
+  const at::Tensor resized =
+      src_h == ih && src_w == iw ? image : resize_image(image, src_h, src_w, ResizeFilter::kLanczos);
+  at::Tensor canvas = at::zeros({height, width, 3}, at::kByte);
+  canvas.narrow(0, height / 2 - src_h / 2, src_h).narrow(1, width / 2 - src_w / 2, src_w).copy_(resized);
+  return conditioning_image(canvas, height, width);  // [1, 3, H, W]
+}
+
+at::Tensor luma_levels(const at::Tensor& rgb) {
+  OMNI_CHECK(rgb.scalar_type() == at::kByte && rgb.size(-1) == 3, "expected uint8 RGB, got ", rgb.sizes());
+  // Pillow's convert("L"): (R 19595 + G 38470 + B 7471 + 2^15) >> 16, in integers.
+  const at::Tensor x = rgb.to(at::kInt);
+  const at::Tensor sum = x.select(-1, 0) * 19595 + x.select(-1, 1) * 38470 + x.select(-1, 2) * 7471 + 0x8000;
+  return at::bitwise_right_shift(sum, 16).to(at::kByte);
+}
+
 at::Tensor vace_reference_image(const at::Tensor& image, int64_t height, int64_t width, int64_t multiple,
                                 const std::string& path) {
   const int64_t h = image.size(0) - image.size(0) % multiple, w = image.size(1) - image.size(1) % multiple;

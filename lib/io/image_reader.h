@@ -45,6 +45,15 @@ at::Tensor conditioning_image(const at::Tensor& image, int64_t height, int64_t w
 at::Tensor vace_reference_image(const at::Tensor& image, int64_t height, int64_t width, int64_t multiple,
                                 const std::string& path);
 
+// Wan2.2-Animate's character image as diffusers' WanAnimateImageProcessor.preprocess(image, height, width,
+// resize_mode="fill") gives it (WanAnimatePipeline: fill colour 0, LANCZOS in effect): scaled to fit height x width
+// with its aspect kept (sides by Python's integer arithmetic), centred on a black canvas. From the image as read
+// ([h, w, 3] uint8) to [1, 3, height, width] float32 in [-1, 1].
+at::Tensor animate_character_image(const at::Tensor& image, int64_t height, int64_t width);
+
+// [..., 3] uint8 RGB -> [...] uint8 luma, as Pillow's convert("L") (ITU-R 601-2, fixed point).
+at::Tensor luma_levels(const at::Tensor& rgb);
+
 // Applies an EXIF orientation (1..8) to [H, W, C], as Pillow's ImageOps.exif_transpose.
 at::Tensor apply_exif_orientation(const at::Tensor& image, int orientation);
 

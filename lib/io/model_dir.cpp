@@ -54,7 +54,7 @@ const std::map<std::string, std::vector<std::string>>& supported_classes() {
   static const std::map<std::string, std::vector<std::string>> m = {
       {"text_encoder", {"UMT5EncoderModel"}},
       {"tokenizer", {"T5Tokenizer", "T5TokenizerFast"}},
-      {"transformer", {"WanTransformer3DModel", "WanVACETransformer3DModel"}},
+      {"transformer", {"WanTransformer3DModel", "WanVACETransformer3DModel", "WanAnimateTransformer3DModel"}},
       {"transformer_2", {"WanTransformer3DModel", "WanVACETransformer3DModel"}},
       {"vae", {"AutoencoderKLWan"}},
       {"scheduler", {"UniPCMultistepScheduler", "FlowMatchEulerDiscreteScheduler"}},
@@ -79,11 +79,12 @@ ModelIndex parse_model_index(const nlohmann::json& j, const std::string& path) {
   OMNI_CHECK_INPUT(cls != nullptr && cls->is_string(), path, ": missing string \"_class_name\" (the pipeline class)");
   mi.class_name = cls->get<std::string>();
   OMNI_CHECK_INPUT(mi.class_name == "WanPipeline" || mi.class_name == "WanImageToVideoPipeline" ||
-                       mi.class_name == "WanVACEPipeline",
+                       mi.class_name == "WanVACEPipeline" || mi.class_name == "WanAnimatePipeline",
                    path, ": unsupported pipeline class '", mi.class_name,
-                   "' (supported: WanPipeline, WanImageToVideoPipeline, WanVACEPipeline)");
+                   "' (supported: WanPipeline, WanImageToVideoPipeline, WanVACEPipeline, WanAnimatePipeline)");
   mi.image_to_video = mi.class_name == "WanImageToVideoPipeline";
   mi.vace = mi.class_name == "WanVACEPipeline";
+  mi.animate = mi.class_name == "WanAnimatePipeline";
 
   if (const nlohmann::json* br = file.find("boundary_ratio")) {
     OMNI_CHECK_INPUT(br->is_number(), path, ": \"boundary_ratio\" must be a number or null, found ", br->dump());
@@ -121,7 +122,15 @@ ModelIndex parse_model_index(const nlohmann::json& j, const std::string& path) {
     OMNI_CHECK_INPUT(vace == mi.vace, path, ": component '", t, "' is ", mi.components.at(t).class_name,
                      " but the pipeline is ", mi.class_name,
                      mi.vace ? " (it takes WanVACETransformer3DModel)" : " (VACE transformers run in WanVACEPipeline)");
+    const bool animate = mi.components.at(t).class_name == "WanAnimateTransformer3DModel";
+    OMNI_CHECK_INPUT(
+        animate == mi.animate, path, ": component '", t, "' is ", mi.components.at(t).class_name,
+        " but the pipeline is ", mi.class_name,
+        mi.animate ? " (it takes WanAnimateTransformer3DModel)" : " (Animate transformers run in WanAnimatePipeline)");
   }
+  // Wan2.2-Animate has one transformer.
+  OMNI_CHECK_INPUT(!mi.animate || !mi.has("transformer_2"), path,
+                   ": WanAnimatePipeline takes one transformer; component 'transformer_2' is set");
   // diffusers switches to transformer_2 below the boundary; a boundary without it cannot run.
   OMNI_CHECK_INPUT(!mi.boundary_ratio || mi.has("transformer_2"), path, ": \"boundary_ratio\" is ",
                    mi.boundary_ratio.value_or(0.0), " but component 'transformer_2' is absent");

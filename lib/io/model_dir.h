@@ -20,9 +20,10 @@ struct ComponentSpec {
 };
 
 struct ModelIndex {
-  std::string class_name;       // "WanPipeline", "WanImageToVideoPipeline" or "WanVACEPipeline"
+  std::string class_name;       // "WanPipeline", "WanImageToVideoPipeline", "WanVACEPipeline", "WanAnimatePipeline"
   bool image_to_video = false;  // class_name == WanImageToVideoPipeline
   bool vace = false;            // class_name == WanVACEPipeline (its transformers WanVACETransformer3DModel)
+  bool animate = false;         // class_name == WanAnimatePipeline (Wan2.2-Animate: WanAnimateTransformer3DModel)
   // Fraction of the training timesteps above which `transformer` runs and below which `transformer_2` runs
   // (Wan2.2 A14B); absent for single-transformer models.
   std::optional<double> boundary_ratio;

@@ -12,6 +12,7 @@ extern "C" {
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -170,7 +171,8 @@ at::Tensor rotate_frames(const at::Tensor& frames, int degrees) {
 
 }  // namespace
 
-VideoLevels read_video_levels(const std::string& path, int64_t max_frames, RgbConversion conversion) {
+VideoLevels read_video_levels(const std::string& path, int64_t max_frames, RgbConversion conversion,
+                              int64_t first_frame) {
   Decoder dec;
   const AVCodec* codec = nullptr;
   const int index = open_video(path, dec, &codec);
@@ -210,7 +212,9 @@ VideoLevels read_video_levels(const std::string& path, int64_t max_frames, RgbCo
       if (r == AVERROR(EAGAIN) || r == AVERROR_EOF) return;
       OMNI_CHECK_INPUT(r >= 0, "video '", path, "': decoding frame ", info.frame_count,
                        " failed: ", av_error_string(r));
+      const size_t before = rgb.size();
       converter.convert(dec.frame, rgb, info);
+      if (info.frame_count < first_frame) rgb.resize(before);  // decoded, not kept
       ++info.frame_count;
       av_frame_unref(dec.frame);
     }
@@ -243,7 +247,8 @@ VideoLevels read_video_levels(const std::string& path, int64_t max_frames, RgbCo
     info.width = converter.width();
     info.height = converter.height();
   }
-  video.frames = at::from_blob(rgb.data(), {info.frame_count, info.height, info.width, 3}, at::kByte).clone();
+  const int64_t kept = std::max<int64_t>(0, info.frame_count - first_frame);
+  video.frames = at::from_blob(rgb.data(), {kept, info.height, info.width, 3}, at::kByte).clone();
   if (conversion == RgbConversion::kAsFfmpeg) {
     info.rotation = display_rotation(stream);
     video.frames = rotate_frames(video.frames, info.rotation);  // [F, H, W, 3] upright
@@ -268,6 +273,21 @@ std::pair<int64_t, int64_t> video_size(const std::string& path) {
   const int64_t h = stream->codecpar->height, w = stream->codecpar->width;
   OMNI_CHECK_INPUT(h > 0 && w > 0, "video '", path, "': its stream has no picture size");
   return display_rotation(stream) % 180 != 0 ? std::make_pair(w, h) : std::make_pair(h, w);
+}
+
+double video_frame_rate(const std::string& path) {
+  Decoder dec;
+  const AVCodec* codec = nullptr;
+  const int index = open_video(path, dec, &codec);
+  const AVRational rate = av_guess_frame_rate(dec.fmt, dec.fmt->streams[index], nullptr);
+  return rate.num > 0 && rate.den > 0 ? static_cast<double>(rate.num) / rate.den : 0.0;
+}
+
+VideoLevels read_video_range(const std::string& path, int64_t first, int64_t count) {
+  VideoLevels video = read_video_levels(path, first + count, RgbConversion::kAsFfmpeg, first);
+  OMNI_CHECK_INPUT(video.frames.size(0) == count, "video '", path, "' has ", video.info.frame_count, " frames; frames ",
+                   first, " to ", first + count - 1, " were asked for");
+  return video;
 }
 
 int64_t video_packet_count(const std::string& path) {
@@ -300,6 +320,27 @@ at::Tensor load_conditioning_video(const std::string& path, int64_t num_frames, 
   for (int64_t f = 0; f < num_frames; ++f)
     frames.push_back(conditioning_image(video.frames[f], height, width));  // [1, 3, H, W]
   return at::stack(frames, 2);                                             // [1, 3, F, H, W]
+}
+
+at::Tensor load_video_frames(const std::string& path, const std::vector<int64_t>& frames, int64_t height, int64_t width,
+                             bool luma) {
+  OMNI_CHECK(!frames.empty(), "load_video_frames: no frames");
+  const int64_t lo = *std::min_element(frames.begin(), frames.end());
+  const int64_t hi = *std::max_element(frames.begin(), frames.end());
+  const VideoLevels video = read_video_range(path, lo, hi - lo + 1);  // [n, h, w, 3] uint8
+  std::vector<at::Tensor> out;
+  for (const int64_t f : frames) {
+    const at::Tensor frame = video.frames[f - lo];  // [h, w, 3]
+    if (!luma) {
+      out.push_back(conditioning_image(frame, height, width));  // [1, 3, H, W] in [-1, 1]
+      continue;
+    }
+    // VideoProcessor(do_normalize=False, do_convert_grayscale=True): resized in RGB, then luma, x / 255.
+    const at::Tensor resized =
+        frame.size(0) == height && frame.size(1) == width ? frame : resize_image(frame, height, width);
+    out.push_back(image_to_float(luma_levels(resized)).unsqueeze(0).unsqueeze(0));  // [1, 1, H, W] in [0, 1]
+  }
+  return at::stack(out, 2);  // [1, C, F, H, W]
 }
 
 }  // namespace omni::io

@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace omni::io {
 
@@ -44,10 +45,15 @@ struct VideoLevels {
   VideoInfo info;
 };
 
-// Decodes the best video stream of `path` (at most `max_frames` frames when >= 0). A missing, unreadable or
+// Decodes the best video stream of `path` (at most `max_frames` frames when >= 0), keeping the frames from
+// `first_frame` on (those before are decoded, not kept: info.frame_count counts them). A missing, unreadable or
 // undecodable file, or one without a video stream, is an input error (exit 3) naming the file.
 VideoLevels read_video_levels(const std::string& path, int64_t max_frames = -1,
-                              RgbConversion conversion = RgbConversion::kAccurate);
+                              RgbConversion conversion = RgbConversion::kAccurate, int64_t first_frame = 0);
+// Frames [first, first + count) of `path` (kAsFfmpeg): an input error when it has fewer.
+VideoLevels read_video_range(const std::string& path, int64_t first, int64_t count);
+// The frame rate FFmpeg guesses for the video stream (VideoInfo::fps), from its parameters; 0 when unknown.
+double video_frame_rate(const std::string& path);
 // The same as float32 in [0, 1] (kAccurate).
 Video read_video(const std::string& path, int64_t max_frames = -1);
 
@@ -67,5 +73,12 @@ VideoLevels read_clip_frames(const std::string& path, int64_t num_frames);
 // load_conditioning_image resizes an image, as [1, 3, num_frames, height, width] float32 in [-1, 1] on the CPU.
 // A video with fewer frames is an input error naming both numbers.
 at::Tensor load_conditioning_video(const std::string& path, int64_t num_frames, int64_t height, int64_t width);
+
+// Wan2.2-Animate's inputs: the given frames of `path` (any order, repeats allowed; those between the first and
+// the last decoded), each resized to height x width as load_conditioning_video's (LANCZOS): [1, 3, n, H, W]
+// float32 in [-1, 1]; with `luma` a mask as diffusers' grey-scale VideoProcessor makes it, resized in RGB, then
+// Pillow's luma, x / 255: [1, 1, n, H, W] in [0, 1].
+at::Tensor load_video_frames(const std::string& path, const std::vector<int64_t>& frames, int64_t height, int64_t width,
+                             bool luma = false);
 
 }  // namespace omni::io

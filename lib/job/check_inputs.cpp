@@ -15,6 +15,27 @@ pipeline::Task choose_task(const io::ModelIndex& index, config::TaskChoice task,
   using config::TaskChoice;
   const char* flag = config::name_of(task);
   const bool vace_inputs = in.control_video || in.mask_video || in.reference_images > 0;
+  if (index.animate) {
+    // WanAnimatePipeline: the character image, the pose and face videos (and replace mode's background and mask).
+    OMNI_CHECK_USAGE(task == TaskChoice::kAuto || task == TaskChoice::kAnimate, "--task ", flag,
+                     " does not fit this model: its model_index.json names WanAnimatePipeline; use --task animate");
+    OMNI_CHECK_USAGE(in.animate && in.image,
+                     "this model is Wan2.2-Animate (WanAnimatePipeline): give --image (the character), --pose-video "
+                     "and --face-video, or --animate-inputs DIR (what Wan2.2's preprocess_data.py writes)");
+    OMNI_CHECK_USAGE(!in.video && !in.last_image && !vace_inputs,
+                     in.video        ? "--video"
+                     : in.last_image ? "--last-image"
+                                     : "--control-video / --reference-image",
+                     ": this model is Wan2.2-Animate (WanAnimatePipeline); it takes --image, --pose-video, "
+                     "--face-video (and with --animate-mode replace --background-video, --mask-video)");
+    return pipeline::Task::kAnimate;
+  }
+  OMNI_CHECK_USAGE(task != TaskChoice::kAnimate,
+                   "--task animate needs a Wan2.2-Animate model (WanAnimatePipeline); "
+                   "this one is ",
+                   index.class_name);
+  OMNI_CHECK_USAGE(!in.animate, "--pose-video / --face-video / --animate-inputs: this model (", index.class_name,
+                   ") is not Wan2.2-Animate; animating a character needs WanAnimatePipeline (Wan2.2-Animate-14B)");
   if (index.vace) {
     // WanVACEPipeline conditions through its control video, mask and reference images (each optional: none is
     // text-to-video through the VACE blocks); it takes no image or clip of the other pipelines.
@@ -97,8 +118,8 @@ void check_video(const pipeline::ModelSpec& model, const pipeline::VideoParams& 
                    " ranks per data-parallel group cannot split a ", v.height, "-pixel height (", latent_rows,
                    " latent rows, at least one each); use a larger --height or leave --vae-parallel off");
   if (v.rounded_num_frames(tf) != v.num_frames) {
-    OMNI_WARN("--num-frames ", v.num_frames, " is not of the form ", tf, "k+1; using ", v.rounded_num_frames(tf),
-              " (as diffusers)");
+    OMNI_WARN(v.animate ? "--segment-frames " : "--num-frames ", v.num_frames, " is not of the form ", tf,
+              "k+1; using ", v.rounded_num_frames(tf), " (as diffusers)");
   }
 }
 
@@ -144,6 +165,45 @@ void check_grey(const at::Tensor& frames, const std::string& path) {
 
 }  // namespace
 
+// Wan2.2-Animate's files of one video: the pose video sets its length (and, without --height / --width, its size,
+// floored to the model's multiple, as Wan2.2 takes the pose video's); the face, background and mask videos are as
+// long. Their frames are decoded whole by the check below.
+template <typename Header, typename Packets, typename Add>
+void check_animate_files(VideoSpec& v, const pipeline::ModelSpec& model, Header& header, Packets& packets, Add& add,
+                         bool log_size, const std::string& for_video) {
+  auto& o = v.opts;
+  const int64_t frames = packets(o.pose_video);
+  OMNI_CHECK_USAGE(frames > 0, "--pose-video '", o.pose_video, "' has no frames");
+  o.animate_frames = frames;
+  auto same_length = [&](const std::string& path, const char* flag) {
+    if (path.empty()) return;
+    (void)header(path, true);
+    const int64_t n = packets(path);
+    OMNI_CHECK_USAGE(n == frames, flag, " '", path, "' has ", n, " frames but --pose-video '", o.pose_video, "' has ",
+                     frames,
+                     ": Wan2.2-Animate's videos are frame for frame the same performance (as "
+                     "preprocess_data.py writes them)");
+    add(path, v.origin, frames);
+  };
+  const auto [ph, pw] = header(o.pose_video, true);
+  add(o.pose_video, v.origin, frames);
+  same_length(o.face_video, "--face-video");
+  if (o.animate_mode == config::AnimateMode::kReplace) {
+    same_length(o.background_video, "--background-video");
+    same_length(o.mask_video, "--mask-video");
+  }
+  (void)header(o.image, false);
+  add(o.image, v.origin, 0);
+  if (!config::set_by_user(o, "height") && !config::set_by_user(o, "width")) {
+    const int64_t m = model.spatial_multiple();
+    OMNI_CHECK_USAGE(ph >= m && pw >= m, "--pose-video '", o.pose_video, "' is ", pw, "x", ph, ", smaller than ", m,
+                     " pixels: give --height and --width");
+    o.height = static_cast<int>(ph - ph % m);
+    o.width = static_cast<int>(pw - pw % m);
+    if (log_size) OMNI_INFO("size ", o.height, "x", o.width, " from the pose video (", ph, "x", pw, ")", for_video);
+  }
+}
+
 std::vector<pipeline::Task> check_inputs(VideoQueue& queue, const pipeline::ModelSpec& model, int decode_ranks,
                                          const dist::Communicator& world) {
   std::vector<pipeline::Task> tasks;
@@ -182,6 +242,11 @@ std::vector<pipeline::Task> check_inputs(VideoQueue& queue, const pipeline::Mode
           !model.index().vace || o.conditioning_scale.size() == 1 || o.conditioning_scale.size() == layers.size(),
           "--conditioning-scale: ", o.conditioning_scale.size(), " values for this model's ", layers.size(),
           " VACE layers (give one for all, or one per layer)");
+      if (model.index().animate && !o.pose_video.empty()) {
+        check_animate_files(v, model, header, packets, add, world.rank() == 0,
+                            queue.size() > 1 ? " for " + v.output : "");
+        return;
+      }
       // The file whose picture decides the size when none was given: the image, or the clip.
       const std::string& sized = !o.control_video.empty() ? o.control_video : o.video.empty() ? o.image : o.video;
       const bool clip = !o.control_video.empty() || !o.video.empty();
@@ -254,6 +319,20 @@ std::vector<pipeline::Task> check_inputs(VideoQueue& queue, const pipeline::Mode
   for (int i = 0; i < static_cast<int>(queue.size()); ++i) {
     if (queue.status(i) != VideoStatus::kPending) continue;
     with_origin(queue.video(i).origin, [&] { check_video(model, queue.video(i).params(), decode_ranks); });
+  }
+  // Animate: data-parallel groups run in lockstep (the same transformer calls, whose shards they may share), so
+  // on several ranks every video of a run makes as many segments.
+  if (model.index().animate && world.size() > 1 && queue.size() > 1) {
+    const VideoSpec& first = queue.video(0);
+    const int64_t segments = first.params().segments(tf);
+    for (int i = 1; i < static_cast<int>(queue.size()); ++i) {
+      const VideoSpec& v = queue.video(i);
+      OMNI_CHECK_USAGE(v.params().segments(tf) == segments, v.origin, ": ", v.opts.pose_video, " makes ",
+                       v.params().segments(tf), " segments but ", first.opts.pose_video, " (", first.output, ") makes ",
+                       segments,
+                       "; the videos of a run on several ranks make as many (data-parallel "
+                       "groups run in lockstep): run them apart, or give performances of similar length");
+    }
   }
   return tasks;
 }

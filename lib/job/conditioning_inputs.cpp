@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "io/image_reader.h"
 #include "io/video_reader.h"
+#include "pipeline/animate_condition.h"
 
 namespace omni::job {
 namespace {
@@ -22,6 +23,7 @@ const at::Tensor& cached(std::string key, at::Tensor& tensor, std::string& have,
 void ConditioningInputs::fill(const config::GenerateOptions& o, pipeline::GenerationRequest& req) {
   const int h = o.height, w = o.width;
   // Each image read once (its pixels as load_image gives them, for the CLIP encoder), then resized.
+  if (req.video.animate) return fill_animate(o, req);
   if (!o.image.empty()) {
     req.image_pixels = cached(o.image, first_read_.tensor, first_read_.key, [&] { return io::read_image(o.image); });
     req.image = cached(str_cat(o.image, "@", h, "x", w), first_.tensor, first_.key,
@@ -57,6 +59,32 @@ void ConditioningInputs::fill(const config::GenerateOptions& o, pipeline::Genera
         }));
   }
   req.conditioning_scale = o.conditioning_scale;
+}
+
+void ConditioningInputs::fill_animate(const config::GenerateOptions& o, pipeline::GenerationRequest& req) {
+  const int h = o.height, w = o.width;
+  // The character: as read for CLIP, placed on the video's canvas for the VAE.
+  req.image_pixels = cached(o.image, first_read_.tensor, first_read_.key, [&] { return io::read_image(o.image); });
+  req.image = cached(str_cat(o.image, "@fill", h, "x", w), first_.tensor, first_.key,
+                     [&] { return io::animate_character_image(req.image_pixels, h, w); });  // [1, 3, H, W]
+  // The videos a segment at a time (the memory of one segment, whatever the video's length): each padded frame
+  // from its reflected source frame, resized as diffusers' processors resize them.
+  const int64_t n = req.video.animate_frames, face = face_size_;
+  OMNI_CHECK(n > 0 && face > 0, "Animate inputs before check_inputs read the pose video's length");
+  const bool replace = req.video.replace;
+  const std::string pose = o.pose_video, faces = o.face_video, background = o.background_video, mask = o.mask_video;
+  req.animate_frames = [=](int64_t first, int64_t count) {
+    std::vector<int64_t> frames;
+    for (int64_t j = first; j < first + count; ++j) frames.push_back(pipeline::reflected_frame(j, n));
+    pipeline::AnimateFrames in;
+    in.pose = io::load_video_frames(pose, frames, h, w);
+    in.face = io::load_video_frames(faces, frames, face, face);
+    if (replace) {
+      in.background = io::load_video_frames(background, frames, h, w);
+      in.mask = io::load_video_frames(mask, frames, h, w, /*luma=*/true);
+    }
+    return in;
+  };
 }
 
 }  // namespace omni::job

@@ -1,5 +1,6 @@
 // The conditioning inputs of each video read into its request: the first and the last image (I2V, first-last
-// frame, TI2V's image mode), the video-to-video clip and VACE's control video, mask and reference images, each
+// frame, TI2V's image mode), the video-to-video clip, VACE's control video, mask and reference images, and
+// Wan2.2-Animate's character image and its videos (read a segment at a time, as the pipeline asks), each
 // resized to the video's size as diffusers'
 // processors resize them (io/image_reader.h, io/video_reader.h). A file consecutive videos share (one --image
 // over a whole list) is read and resized once.
@@ -19,14 +20,18 @@ class ConditioningInputs {
  public:
   // `temporal_factor`: the VAE's, which rounds a video's frame count (VideoParams::rounded_num_frames).
   // `vae_factor`: the VAE's spatial factor (VACE's reference images are floored to it first).
-  ConditioningInputs(int temporal_factor, int vae_factor)
-      : temporal_factor_(temporal_factor), vae_factor_(vae_factor) {}
+  // `face_size`: Wan2.2-Animate's face crops' side (the motion encoder's size; 0 for other models).
+  ConditioningInputs(int temporal_factor, int vae_factor, int64_t face_size = 0)
+      : temporal_factor_(temporal_factor), vae_factor_(vae_factor), face_size_(face_size) {}
 
   // Sets req.image, req.last_image (with their pixels as read), req.clip and VACE's control video, mask,
   // reference images and conditioning scale from the video's options `o` (req.video already set).
   void fill(const config::GenerateOptions& o, pipeline::GenerationRequest& req);
 
  private:
+  // Wan2.2-Animate's: the character image and the source of each segment's frames.
+  void fill_animate(const config::GenerateOptions& o, pipeline::GenerationRequest& req);
+
   // The tensor of the file and size loaded last.
   struct Cached {
     std::string key;  // path@size
@@ -34,6 +39,7 @@ class ConditioningInputs {
   };
   int temporal_factor_;
   int vae_factor_ = 8;
+  int64_t face_size_ = 0;
   Cached first_, last_, clip_, control_, mask_;
   std::vector<Cached> references_;
   Cached first_read_, last_read_;  // the images as read (key: the path)

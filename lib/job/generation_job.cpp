@@ -43,7 +43,8 @@ GenerationJob::GenerationJob(config::GenerateOptions options, ResolvedRun run, s
                 model_files_record(*model_->dir)},
       queue_(std::make_unique<VideoQueue>(std::move(run.videos), run.written)),
       writer_(opts_),
-      inputs_(model_->temporal_factor(), static_cast<int>(model_->vae.scale_factor_spatial)),
+      inputs_(model_->temporal_factor(), static_cast<int>(model_->vae.scale_factor_spatial),
+              model_->experts.front().motion_encoder_size),
       rates_(std::move(run.rates)) {
   // Before any kernel, and before a dry run's report says what ran.
   dist::set_float32_math(opts_.tf32            ? dist::Float32Math::kTf32
@@ -228,6 +229,7 @@ int GenerationJob::run() {
     req.video = v.params();
     inputs_.fill(o, req);
     req.decode = writer && a.real;
+    req.group_decodes = a.real;
     req.decode_band = opts_.vae_parallel && a.real;  // a repeat run's whole group skips the decode together
     req.keep_tensors = writer && a.real && !v.tensors_path.empty();
 
@@ -236,7 +238,9 @@ int GenerationJob::run() {
     // collective of the sequence-parallel group. The others drop theirs after the video.
     const bool dumps = a.real && !v.dump_path.empty();
     debug::enable_dumps(dumps);
-    Progress progress("generate", req.video.steps_run(), mesh_.rank() == 0 && a.real);
+    // Animate's segments each run the steps: progress counts them all, each step named with its segment.
+    const int tf = model_->temporal_factor(), segments = static_cast<int>(req.video.segments(tf));
+    Progress progress("generate", req.video.steps_run() * segments, mesh_.rank() == 0 && a.real);
     Timer t;
     dist::TrafficByKind traffic_before = dist::traffic_totals();
     pipeline::GenerationResult result = pipeline_->generate(req, [&](const pipeline::StepInfo& s) {
@@ -245,7 +249,9 @@ int GenerationJob::run() {
       const dist::TrafficByKind now = dist::traffic_totals();
       stats_.set_step_traffic(now, traffic_before);
       traffic_before = now;
-      progress.update(s.step + 1, s.seconds, s.cached ? std::string(s.expert) + ", cached" : s.expert);
+      std::string label = s.cached ? std::string(s.expert) + ", cached" : s.expert;
+      if (s.num_segments > 1) label = str_cat("segment ", s.segment + 1, "/", s.num_segments, ", ", label);
+      progress.update(s.segment * s.num_steps + s.step + 1, s.seconds, label);
       if (a.real && !s.cached) step_seconds_.push_back(s.seconds);
       maybe_inject_fault(mesh_.rank(), s.step, generated_here);
     });

@@ -27,6 +27,7 @@ ResolvedModel resolve_model(const std::string& model, const io::ComponentFiles& 
   facts.first_last_frame = out.spec->experts.front().pos_embed_seq_len > 0;
   facts.inner_dim = out.spec->experts.front().inner_dim();
   facts.vace = index.vace;
+  facts.animate = index.animate;
   out.preset = builtin ? default_model_preset() : config::preset_for(model.empty() ? out.spec->root() : model, facts);
   return out;
 }

@@ -159,7 +159,38 @@ pipeline::VideoParams video_params(const config::GenerateOptions& o) {
   v.reference_images = static_cast<int>(o.reference_images.size());
   v.control_video = !o.control_video.empty();
   v.mask_video = !o.mask_video.empty();
+  // Wan2.2-Animate: a segment's frames stand where the video's would (its noise and latents); the video is the
+  // pose video's length once check_inputs has read it.
+  v.animate = !o.pose_video.empty() || !o.animate_inputs.empty();
+  if (v.animate) {
+    v.mask_video = false;  // replace mode's mask, not VACE's
+    v.replace = o.animate_mode == config::AnimateMode::kReplace;
+    v.num_frames = o.segment_frames;
+    v.prev_segment_frames = o.prev_segment_frames;
+    v.animate_frames = o.animate_frames;
+  }
   return v;
+}
+
+void expand_animate_inputs(config::GenerateOptions& o) {
+  if (o.animate_inputs.empty()) return;
+  const std::string& dir = o.animate_inputs;
+  OMNI_CHECK_USAGE(is_dir(dir), "--animate-inputs ", dir,
+                   ": not a folder (the one Wan2.2's preprocess_data.py "
+                   "writes: src_pose.mp4, src_face.mp4, src_ref.png)");
+  const bool replace = o.animate_mode == config::AnimateMode::kReplace;
+  auto take = [&](std::string& flag, const char* name, const char* why) {
+    if (!flag.empty()) return;  // given apart: it wins
+    flag = dir + "/" + name;
+    OMNI_CHECK_USAGE(is_file(flag), "--animate-inputs ", dir, " has no ", name, " (", why, ")");
+  };
+  take(o.pose_video, "src_pose.mp4", "the pose video preprocess_data.py writes");
+  take(o.face_video, "src_face.mp4", "the face video preprocess_data.py writes");
+  take(o.image, "src_ref.png", "the character image preprocess_data.py copies; or give --image");
+  if (replace) {
+    take(o.background_video, "src_bg.mp4", "--animate-mode replace: preprocess_data.py writes it with --replace_flag");
+    take(o.mask_video, "src_mask.mp4", "--animate-mode replace: preprocess_data.py writes it with --replace_flag");
+  }
 }
 
 pipeline::VideoParams VideoSpec::params() const {
@@ -178,6 +209,11 @@ const std::vector<std::string>& per_video_options() {
                                                 "mask-video",
                                                 "reference-image",
                                                 "conditioning-scale",
+                                                "pose-video",
+                                                "face-video",
+                                                "background-video",
+                                                "animate-mode",
+                                                "animate-inputs",
                                                 "output",
                                                 "height",
                                                 "width",
@@ -253,6 +289,7 @@ std::vector<VideoSpec> read_video_list(const config::GenerateOptions& run) {
   std::map<std::string, int> writer_of;  // output path -> index of the video writing it
   for (int i = 0; i < n; ++i) {
     VideoSpec& v = videos[static_cast<size_t>(i)];
+    with_origin(v.origin, [&] { expand_animate_inputs(v.opts); });
     if (v.output.empty()) v.output = indexed_path(run.output, i, n);
     v.opts.output = v.output;
     if (!run.save_tensors.empty()) v.tensors_path = indexed_path(run.save_tensors, i, n);

@@ -44,6 +44,10 @@ const std::vector<std::string>& per_video_options();
 // line are --output numbered by position ("out.mp4" -> "out-0000.mp4", ...; one video keeps the name); two
 // videos writing one path is an error naming both lines.
 std::vector<VideoSpec> read_video_list(const config::GenerateOptions& run);
+// --animate-inputs DIR: the files Wan2.2's preprocess_data.py writes there, for the Animate flags not given
+// (--pose-video, --face-video, --image; replace mode --background-video, --mask-video). A usage error names a
+// missing file.
+void expand_animate_inputs(config::GenerateOptions& o);
 
 // For planning before a run (the layout choice, --dry-run): read_video_list, or without any prompt one video
 // of the run's settings (the prompt's text changes neither layout nor memory).

@@ -43,10 +43,15 @@ std::shared_ptr<const ModelSpec> read_model_spec(std::shared_ptr<const io::Model
   // pixel of a latent cell (WanVACEPipeline.prepare_video_latents and prepare_masks).
   for (int e = 0; e < static_cast<int>(spec->experts.size()); ++e) {
     const auto& c = spec->experts[static_cast<size_t>(e)];
-    // The model runs (models::WanTransformer3DModel), its pipeline (pose and face videos, segments) is not built.
-    OMNI_CHECK_INPUT(!c.is_animate(), m.component_config_path(ModelSpec::expert_name(e)),
-                     ": a Wan2.2-Animate transformer (WanAnimateTransformer3DModel); the Animate pipeline is not "
-                     "supported yet");
+    // Wan2.2-Animate: the transformer's config and the pipeline agree, and its input fits the VAE: the noise,
+    // then the reference's and the previous segment's conditioning (4 mask channels and z_dim latent channels).
+    OMNI_CHECK_INPUT(c.is_animate() == m.index().animate, m.component_config_path(ModelSpec::expert_name(e)),
+                     c.is_animate() ? ": a Wan2.2-Animate transformer (WanAnimateTransformer3DModel) in a pipeline "
+                                      "that is not WanAnimatePipeline"
+                                    : ": a transformer without Animate's modules in WanAnimatePipeline");
+    OMNI_CHECK_INPUT(!c.is_animate() || c.latent_channels == spec->vae.z_dim,
+                     m.component_config_path(ModelSpec::expert_name(e)), ": latent_channels ", c.latent_channels,
+                     " is not the VAE's z_dim ", spec->vae.z_dim);
     OMNI_CHECK_INPUT(c.is_vace() == m.index().vace, m.component_config_path(ModelSpec::expert_name(e)),
                      c.is_vace()
                          ? ": a VACE transformer (WanVACETransformer3DModel) in a pipeline that is not WanVACEPipeline"

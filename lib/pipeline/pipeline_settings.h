@@ -24,8 +24,17 @@ double default_step_cache_threshold(StepCacheMode mode);
 // kFirstLastFrameToVideo: image-to-video with the last frame given too (WanImageToVideoPipeline's last_image).
 // kVideoToVideo: a text-to-video model (T2V, TI2V-5B in text mode) started from a noised clip
 // (WanVideoToVideoPipeline). kVace: a VACE model (WanVACEPipeline), conditioned on a control video, its mask
-// and reference images, each optional.
-enum class Task { kTextToVideo, kImageToVideo, kTextImageToVideo, kFirstLastFrameToVideo, kVideoToVideo, kVace };
+// and reference images, each optional. kAnimate: Wan2.2-Animate (WanAnimatePipeline), a character image animated
+// by a pose and a face video, segment by segment (or replacing the person of a background video).
+enum class Task {
+  kTextToVideo,
+  kImageToVideo,
+  kTextImageToVideo,
+  kFirstLastFrameToVideo,
+  kVideoToVideo,
+  kVace,
+  kAnimate
+};
 const char* task_name(Task task);
 
 struct PipelineSettings {

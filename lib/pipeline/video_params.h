@@ -27,6 +27,14 @@ struct VideoParams {
   int reference_images = 0;
   bool control_video = false;  // VACE: a control video is given (else diffusers' grey clip)
   bool mask_video = false;     // VACE: with it, a mask (else all white)
+  // Wan2.2-Animate (WanAnimatePipeline): the video is the pose video's length (`animate_frames`), made in
+  // segments of num_frames frames (diffusers' segment_frame_length, rounded as num_frames is), each after the
+  // first conditioned on the last `prev_segment_frames` frames of the one before. Every segment denoises one
+  // latent frame more, the character image's, first.
+  bool animate = false;
+  bool replace = false;         // --animate-mode replace: a background video and its mask
+  int64_t animate_frames = 0;   // the pose video's frames: the video's
+  int prev_segment_frames = 1;  // diffusers' prev_segment_conditioning_frames
 
   // diffusers' do_classifier_free_guidance: the first scale above 1 (the second expert follows the first's
   // decision, with its own scale).
@@ -48,9 +56,27 @@ struct VideoParams {
   int64_t latent_frames(int64_t temporal_factor) const {
     return (rounded_num_frames(temporal_factor) - 1) / temporal_factor + 1;
   }
-  // The latent frames the transformer denoises: the video's, after VACE's reference frames.
+  // The latent frames the transformer denoises: the video's (Animate: a segment's), after VACE's reference frames
+  // or Animate's character frame.
   int64_t denoised_latent_frames(int64_t temporal_factor) const {
-    return latent_frames(temporal_factor) + reference_images;
+    return latent_frames(temporal_factor) + reference_images + (animate ? 1 : 0);
+  }
+
+  // Animate's segments (Wan2.2's animate.py; diffusers' WanAnimatePipeline counts one too many where a segment is
+  // at most twice its conditioning frames and then fails): segment k covers the padded frames [k E, k E + L),
+  // L = rounded_num_frames, E = L - prev_segment_frames frames new in each; as many as cover the video, and one
+  // at least.
+  int64_t segment_stride(int64_t temporal_factor) const {
+    return rounded_num_frames(temporal_factor) - prev_segment_frames;
+  }
+  int64_t segments(int64_t temporal_factor) const {
+    if (!animate) return 1;
+    const int64_t stride = segment_stride(temporal_factor), rest = animate_frames - prev_segment_frames;
+    return rest <= 0 ? 1 : (rest + stride - 1) / stride;
+  }
+  // The frames of the video written: the pose video's (Animate), else rounded_num_frames.
+  int64_t output_frames(int64_t temporal_factor) const {
+    return animate ? animate_frames : rounded_num_frames(temporal_factor);
   }
 };
 

@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -69,6 +70,8 @@ const char* task_name(Task task) {
       return "v2v";
     case Task::kVace:
       return "vace";
+    case Task::kAnimate:
+      return "animate";
   }
   return "?";
 }
@@ -90,12 +93,13 @@ WanPipeline::WanPipeline(const ModelSpec& spec, const PipelineSettings& settings
     if (settings_.use_hsdp) kinds.push_back(GroupKind::kShard);
     if (l.cfg == 2) kinds.push_back(GroupKind::kCfg);
     if (l.sp() > 1) kinds.insert(kinds.end(), {GroupKind::kUlysses, GroupKind::kRing, GroupKind::kSp});
-    if (settings_.vae_parallel || caching) kinds.push_back(GroupKind::kVideo);
+    if (settings_.vae_parallel || caching || index_.animate) kinds.push_back(GroupKind::kVideo);
     groups_ = dist::DeviceGroups(*mesh_, settings_.device, kinds);
     shard_group_ = groups_.get(GroupKind::kShard);
     cfg_group_ = groups_.get(GroupKind::kCfg);
     if (l.sp() > 1) sp_ = std::make_unique<SequenceParallel>(SequenceParallel::from_groups(groups_));
     if (settings_.vae_parallel) vae_group_ = groups_.get(GroupKind::kVideo).get();
+    if (index_.animate) video_group_ = groups_.get(GroupKind::kVideo).get();
     // The step cache's decisions agree within the video group (its ranks share every transformer collective).
     // When HSDP shard groups (contiguous blocks of hsdp_shard ranks) span several groups, the groups decide
     // apart (each video as on one rank) and a group that skips still joins every gather of the others.
@@ -205,15 +209,32 @@ at::Tensor WanPipeline::encode_image_states(const GenerationRequest& req, Genera
 }
 
 at::Tensor WanPipeline::run_transformer(int expert, const at::Tensor& x, const at::Tensor& timestep,
-                                        const at::Tensor& context, const CallState& call) {
+                                        const at::Tensor& context, const CallState& call, const at::Tensor& face) {
   models::HsdpHooks units(experts_sharded_[static_cast<size_t>(expert)].get());
   models::ForwardHooks hooks(&units);
   std::optional<SequenceSplit> split;  // tokens split over ulysses x ring
   if (sp_) hooks.tokens = &split.emplace(*sp_);
   hooks.blocks = step_cache_.get();  // blocks through the step cache
+  models::AnimateInputs animate;
+  if (call.pose.defined()) {
+    // Every batch row the same pose; the face crops per row as guided_prediction made them.
+    animate.pose = call.pose.expand({x.size(0), -1, -1, -1, -1});
+    animate.face_pixels = face;
+  }
   return experts_[static_cast<size_t>(expert)]->forward(x, timestep, context, hooks, call.image_states, call.control,
-                                                        call.control_scale);
+                                                        call.control_scale, animate);
 }
+
+namespace {
+
+// Animate's face crops for a guidance branch: the segment's, or for the unconditional one all -1 (diffusers'
+// face_pixel_values * 0 - 1: no expression). Undefined for other models.
+at::Tensor branch_face(const at::Tensor& face, bool cond) {
+  if (!face.defined() || cond) return face;
+  return at::full_like(face, -1.0);
+}
+
+}  // namespace
 
 at::Tensor WanPipeline::guided_prediction(int expert, const ModelInput& input, const at::Tensor& prompt_embeds,
                                           const at::Tensor& negative_embeds, double scale, bool do_cfg,
@@ -235,7 +256,7 @@ at::Tensor WanPipeline::guided_prediction(int expert, const ModelInput& input, c
     at::Tensor out;
     {
       debug::DumpScope scope(numbered("call", call));
-      out = run_transformer(expert, x, timestep, prompt_embeds, state);
+      out = run_transformer(expert, x, timestep, prompt_embeds, state, branch_face(state.face, true));
     }
     dump_call(call, x, recorded, prompt_embeds, out);
     return out;
@@ -248,7 +269,9 @@ at::Tensor WanPipeline::guided_prediction(int expert, const ModelInput& input, c
     at::Tensor mine;
     {
       debug::DumpScope scope(numbered("call", is_cond ? call : call + 1));
-      mine = run_transformer(expert, x, timestep, is_cond ? prompt_embeds : negative_embeds, state).contiguous();
+      mine = run_transformer(expert, x, timestep, is_cond ? prompt_embeds : negative_embeds, state,
+                             branch_face(state.face, is_cond))
+                 .contiguous();
     }
     dump_call(is_cond ? call : call + 1, x, recorded, is_cond ? prompt_embeds : negative_embeds, mine);
     at::Tensor both = at::empty({2 * mine.numel()}, mine.options());
@@ -261,8 +284,11 @@ at::Tensor WanPipeline::guided_prediction(int expert, const ModelInput& input, c
     at::Tensor out;
     {
       debug::DumpScope scope(numbered("call", call) + "_" + numbered("call", call + 1));
+      const at::Tensor face = state.face.defined()
+                                  ? at::cat({branch_face(state.face, true), branch_face(state.face, false)}, 0)
+                                  : at::Tensor();
       out = run_transformer(expert, at::cat({x, x}, 0), at::cat({timestep, timestep}, 0),
-                            at::cat({prompt_embeds, negative_embeds}, 0), state);  // [2B, C, F, H, W]
+                            at::cat({prompt_embeds, negative_embeds}, 0), state, face);  // [2B, C, F, H, W]
     }
     cond = out.narrow(0, 0, b);
     uncond = out.narrow(0, b, b);
@@ -276,7 +302,9 @@ WanPipeline::LatentShape WanPipeline::latent_shape(const VideoParams& video) con
   const auto& vcfg = vae_->config();
   LatentShape shape;
   // I2V and TI2V denoise the VAE's latent channels; T2V's transformer takes them as its input channels.
-  shape.channels = (index_.image_to_video || index_.expand_timesteps) ? vcfg.z_dim : experts_[0]->config().in_channels;
+  shape.channels = (index_.image_to_video || index_.expand_timesteps || index_.animate)
+                       ? vcfg.z_dim
+                       : experts_[0]->config().in_channels;
   shape.frames = video.denoised_latent_frames(temporal_factor());  // VACE's reference frames first
   shape.height = video.height / vcfg.scale_factor_spatial;
   shape.width = video.width / vcfg.scale_factor_spatial;
@@ -510,11 +538,88 @@ class StepReporter {
 
 }  // namespace
 
-// diffusers' WanPipeline.__call__ / WanImageToVideoPipeline.__call__, section by section.
-GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepCallback& on_step) {
-  GenerationResult result;
+WanPipeline::Embeds WanPipeline::encode_prompt_embeds(const GenerationRequest& req, GenerationResult& result) {
+  const VideoParams& video = req.video;
+  const bool do_cfg = video.guidance_on();
+  // Each prompt cleaned and tokenized once; the negative one only with guidance.
+  result.prompt = describe_prompt(*tokenizer_, req.prompt, video.max_sequence_length);
+  if (do_cfg) result.negative_prompt = describe_prompt(*tokenizer_, req.negative_prompt, video.max_sequence_length);
+  Embeds embeds;
+  {
+    ScopedPhase phase(result.times, "text_encode", settings_.device);
+    {
+      debug::DumpScope scope("prompt");
+      embeds.prompt = encode_text(result.prompt, video.max_sequence_length);
+    }
+    if (do_cfg) {
+      debug::DumpScope scope("negative");
+      embeds.negative = encode_text(result.negative_prompt, video.max_sequence_length);
+    }
+    if (text_encoder_sharded_) text_encoder_sharded_->settle_timings();
+    pool_->clear();  // UMT5's gathered root (the 256k-row embedding) must not sit in the pool while denoising
+  }
+  if (req.keep_tensors) {
+    result.tensors.emplace_back("prompt_embeds", to_float_cpu(embeds.prompt));
+    if (do_cfg) result.tensors.emplace_back("negative_prompt_embeds", to_float_cpu(embeds.negative));
+  }
+  return embeds;
+}
+
+at::Tensor WanPipeline::denoise(at::Tensor latents, const std::vector<int64_t>& timesteps, sched::Scheduler& scheduler,
+                                const InputFn& input, const Embeds& embeds, CallState& state,
+                                const GenerationRequest& req, const StepCallback& on_step, StepInfo segment,
+                                GenerationResult& result) {
   const at::Device dev = settings_.device;
   const VideoParams& video = req.video;
+  const bool do_cfg = video.guidance_on();
+  // The expert by boundary_ratio (the second takes the low-noise steps, with its own scale).
+  const std::optional<double> ratio = boundary_ratio();
+  const double boundary = ratio ? *ratio * scheduler.config().num_train_timesteps : 0.0;
+  ScopedPhase phase(result.times, "denoise", dev);
+  // Each step reported with its segment (Animate's; one for the other videos).
+  const StepCallback report = [&](const StepInfo& s) {
+    if (!on_step) return;
+    StepInfo r = s;
+    r.segment = segment.segment;
+    r.num_segments = segment.num_segments;
+    on_step(r);
+  };
+  StepReporter reporter(dev, timesteps, report);
+  state.num_steps = static_cast<int>(timesteps.size());
+  // The loop never waits for the device: OMNI_COUNT_HOST_READS counts the host's reads of device data per step
+  // (dist/host_reads.h), which the report carries.
+  dist::HostReadCounter host_reads(dev);
+  for (size_t i = 0; i < timesteps.size(); ++i) {
+    const int64_t t = timesteps[i];  // step i of those that run (diffusers' callback numbers them so)
+    const int64_t received_before = stats_->received_bytes_total;
+    const int64_t reads_before = host_reads.count();
+    const int expert = experts_.size() == 2 && ratio && static_cast<double>(t) < boundary ? 1 : 0;
+    const double scale = expert == 1 ? video.guidance_scale_2.value_or(video.guidance_scale) : video.guidance_scale;
+    state.step = static_cast<int>(i);
+    const at::Tensor noise_pred =
+        guided_prediction(expert, input(latents, t), embeds.prompt, embeds.negative, scale, do_cfg, state);
+    latents = scheduler.step(noise_pred, t, latents);
+    if (req.keep_tensors)
+      result.tensors.emplace_back(numbered("step", state.step_base + static_cast<int>(i)) + ".latents",
+                                  to_float_cpu(latents));
+    gathered_last_step_ = stats_->received_bytes_total - received_before;
+    reporter.step_queued(static_cast<int>(i), kExpertNames[expert], step_cache_ && step_cache_->last_skipped());
+    if (host_reads.active()) result.host_reads_per_step.push_back(host_reads.count() - reads_before);
+  }
+  reporter.finish();
+  for (auto& e : experts_sharded_)
+    if (e) e->settle_timings();
+  return latents;
+}
+
+// diffusers' WanPipeline.__call__ / WanImageToVideoPipeline.__call__, section by section.
+GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepCallback& on_step) {
+  const VideoParams& video = req.video;
+  OMNI_CHECK(video.animate == index_.animate, "GenerationRequest: video.animate is ", video.animate,
+             " for a model whose pipeline is ", index_.class_name);
+  if (video.animate) return generate_animate(req, on_step);
+  GenerationResult result;
+  const at::Device dev = settings_.device;
   OMNI_CHECK(video.image == req.image.defined(), "GenerationRequest: video.image is ", video.image,
              " but the image tensor is ", req.image.defined() ? "given" : "missing");
   OMNI_CHECK(video.video == req.clip.defined() && (!video.video || (!index_.image_to_video && !video.image)),
@@ -526,7 +631,6 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   OMNI_CHECK(video.last_image == req.last_image.defined() && (!video.last_image || index_.image_to_video),
              "GenerationRequest: video.last_image is ", video.last_image, " but the last image tensor is ",
              req.last_image.defined() ? "given" : "missing", " (image-to-video models only)");
-  const bool do_cfg = video.guidance_on();
   if (step_cache_) step_cache_->reset();
   auto keep = [&](const std::string& name, const at::Tensor& t) {
     if (req.keep_tensors) result.tensors.emplace_back(name, to_float_cpu(t));
@@ -537,25 +641,8 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   dist::reset_peak_device_bytes(dev);
   reset_peak_rss();
 
-  // 1. Encode the prompts (the negative one only with guidance), each cleaned and tokenized once.
-  result.prompt = describe_prompt(*tokenizer_, req.prompt, video.max_sequence_length);
-  if (do_cfg) result.negative_prompt = describe_prompt(*tokenizer_, req.negative_prompt, video.max_sequence_length);
-  at::Tensor prompt_embeds, negative_embeds;
-  {
-    ScopedPhase phase(result.times, "text_encode", dev);
-    {
-      debug::DumpScope scope("prompt");
-      prompt_embeds = encode_text(result.prompt, video.max_sequence_length);
-    }
-    if (do_cfg) {
-      debug::DumpScope scope("negative");
-      negative_embeds = encode_text(result.negative_prompt, video.max_sequence_length);
-    }
-    if (text_encoder_sharded_) text_encoder_sharded_->settle_timings();
-    pool_->clear();  // UMT5's gathered root (the 256k-row embedding) must not sit in the pool while denoising
-  }
-  keep("prompt_embeds", prompt_embeds);
-  if (do_cfg) keep("negative_prompt_embeds", negative_embeds);
+  // 1. Encode the prompts (the negative one only with guidance).
+  const Embeds embeds = encode_prompt_embeds(req, result);
 
   // 2. Prepare the latents: the noise; video-to-video (WanVideoToVideoPipeline.prepare_latents): the clip's
   // latents noised to the first timestep that runs (get_timesteps: the last int(steps x strength) of them).
@@ -571,48 +658,22 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
 
   // 3. Image conditioning (I2V; TI2V with an image), on Wan2.1's image models the CLIP states, VACE's context.
   const ImageCondition image = prepare_image_condition(req, shape, result);
-  const at::Tensor image_states = encode_image_states(req, result);
-  const at::Tensor control = prepare_vace_condition(req, shape, result);
+  CallState state;
+  state.image_states = encode_image_states(req, result);
+  state.control = prepare_vace_condition(req, shape, result);
   if (image_encoder_sharded_) image_encoder_sharded_->settle_timings();
-
-  // 4. Denoise: the expert by boundary_ratio (the second takes the low-noise steps, with its own scale).
-  const std::optional<double> ratio = boundary_ratio();
-  const double boundary = ratio ? *ratio * scheduler->config().num_train_timesteps : 0.0;
-  {
-    ScopedPhase phase(result.times, "denoise", dev);
-    StepReporter reporter(dev, timesteps, on_step);
-    CallState state;
-    state.num_steps = static_cast<int>(timesteps.size());
-    state.image_states = image_states;
-    state.control = control;
-    if (control.defined()) {
-      // One scale for every VACE layer, as diffusers repeats a float; else one per layer (the model checks).
-      state.control_scale = req.conditioning_scale;
-      if (state.control_scale.size() == 1)
-        state.control_scale.assign(experts_.front()->config().vace_layers.size(), req.conditioning_scale.front());
-    }
-    // The loop never waits for the device: OMNI_COUNT_HOST_READS counts the host's reads of device data per step
-    // (dist/host_reads.h), which the report carries.
-    dist::HostReadCounter host_reads(dev);
-    for (size_t i = 0; i < timesteps.size(); ++i) {
-      const int64_t t = timesteps[i];  // step i of those that run (diffusers' callback numbers them so)
-      const int64_t received_before = stats_->received_bytes_total;
-      const int64_t reads_before = host_reads.count();
-      const int expert = experts_.size() == 2 && ratio && static_cast<double>(t) < boundary ? 1 : 0;
-      const double scale = expert == 1 ? video.guidance_scale_2.value_or(video.guidance_scale) : video.guidance_scale;
-      state.step = static_cast<int>(i);
-      const at::Tensor noise_pred = guided_prediction(expert, model_input(latents, image, t, shape, video),
-                                                      prompt_embeds, negative_embeds, scale, do_cfg, state);
-      latents = scheduler->step(noise_pred, t, latents);
-      keep(numbered("step", static_cast<int>(i)) + ".latents", latents);
-      gathered_last_step_ = stats_->received_bytes_total - received_before;
-      reporter.step_queued(static_cast<int>(i), kExpertNames[expert], step_cache_ && step_cache_->last_skipped());
-      if (host_reads.active()) result.host_reads_per_step.push_back(host_reads.count() - reads_before);
-    }
-    reporter.finish();
-    for (auto& e : experts_sharded_)
-      if (e) e->settle_timings();
+  if (state.control.defined()) {
+    // One scale for every VACE layer, as diffusers repeats a float; else one per layer (the model checks).
+    state.control_scale = req.conditioning_scale;
+    if (state.control_scale.size() == 1)
+      state.control_scale.assign(experts_.front()->config().vace_layers.size(), req.conditioning_scale.front());
   }
+
+  // 4. Denoise.
+  latents = denoise(
+      latents, timesteps, *scheduler,
+      [&](const at::Tensor& x, int64_t t) { return model_input(x, image, t, shape, video); }, embeds, state, req,
+      on_step, StepInfo{}, result);
   result.denoise_peak_bytes = dev.is_cpu() ? peak_rss_since_reset_bytes() : dist::peak_device_bytes_since_reset(dev);
   if (index_.expand_timesteps && image.condition.defined()) {
     latents = (1 - image.first_frame_mask) * image.condition + image.first_frame_mask * latents;
@@ -630,13 +691,20 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
 }
 
 void WanPipeline::decode(const GenerationRequest& req, const at::Tensor& latents, GenerationResult& result) {
-  // The writing rank alone, or with --vae-parallel every rank of the group its band of rows, the writing rank
-  // (group rank 0) getting the whole video. The transformer's gathered buffers wait in the pool for the next
-  // video; the decode needs the memory more (the next video gathers them again: three allocations).
-  const at::Device dev = settings_.device;
+  // The transformer's gathered buffers wait in the pool for the next video; the decode needs the memory more
+  // (the next video gathers them again: three allocations).
   pool_->clear();
+  at::Tensor video = decode_video(req, latents, result);
+  if (req.decode) keep_frames(req, std::move(video), result);
+}
+
+at::Tensor WanPipeline::decode_video(const GenerationRequest& req, const at::Tensor& latents,
+                                     GenerationResult& result) {
+  // The writing rank alone, or with --vae-parallel every rank of the group its band of rows, the writing rank
+  // (group rank 0) getting the whole video.
+  const at::Device dev = settings_.device;
   const bool banded = vae_group_ != nullptr && req.decode_band;
-  if (!req.decode && !banded) return;
+  if (!req.decode && !banded) return at::Tensor();
   ScopedPhase phase(result.times, "decode", dev);
   dist::reset_peak_device_bytes(dev);
   reset_peak_rss();
@@ -653,14 +721,28 @@ void WanPipeline::decode(const GenerationRequest& req, const at::Tensor& latents
     OMNI_CHECK(video.defined(), "--vae-parallel: the writing rank is not rank 0 of its decode group");
     debug::dump("vae_decode.in", z);
     debug::dump("vae_decode.out", video);
-    // In place: the decoded video becomes the frames (the same operations, one video-sized tensor fewer).
-    at::Tensor frames = video.mul_(0.5).add_(0.5).clamp_(0.0, 1.0).permute({0, 2, 3, 4, 1});  // [1, F, H, W, 3]
-    // The writer's uint8 levels, made on the device so that one byte per sample crosses to the host.
-    result.frames = io::frames_to_uint8(frames).to(at::kCPU);                           // [1, F, H, W, 3] uint8
-    if (req.keep_tensors) result.tensors.emplace_back("frames", to_float_cpu(frames));  // diffusers' "np" output
   }
-  result.vae_peak_bytes = dev.is_cpu() ? std::max<int64_t>(0, peak_rss_since_reset_bytes() - host_before)
-                                       : dist::peak_device_bytes_since_reset(dev) - device_before;
+  const int64_t peak = dev.is_cpu() ? std::max<int64_t>(0, peak_rss_since_reset_bytes() - host_before)
+                                    : dist::peak_device_bytes_since_reset(dev) - device_before;
+  result.vae_peak_bytes = std::max(result.vae_peak_bytes, peak);
+  return req.decode ? video : at::Tensor();
+}
+
+void WanPipeline::keep_frames(const GenerationRequest& req, at::Tensor video, GenerationResult& result) const {
+  // In place: the decoded video becomes the frames (the same operations, one video-sized tensor fewer).
+  at::Tensor frames = video.mul_(0.5).add_(0.5).clamp_(0.0, 1.0).permute({0, 2, 3, 4, 1});  // [1, F, H, W, 3]
+  // The writer's uint8 levels, made on the device so that one byte per sample crosses to the host.
+  at::Tensor levels = io::frames_to_uint8(frames).to(at::kCPU);  // [1, F, H, W, 3] uint8
+  result.frames = result.frames.defined() ? at::cat({result.frames, levels}, 1) : levels;
+  if (!req.keep_tensors) return;
+  at::Tensor f = to_float_cpu(frames);  // diffusers' "np" output
+  auto it = std::find_if(result.tensors.begin(), result.tensors.end(),
+                         [](const auto& kept) { return kept.first == "frames"; });
+  if (it == result.tensors.end()) {
+    result.tensors.emplace_back("frames", f);
+  } else {
+    it->second = at::cat({it->second, f}, 1);
+  }
 }
 
 }  // namespace omni::pipeline

@@ -38,7 +38,21 @@ class WanTransformer3DModel;
 class AutoencoderKLWan;
 }  // namespace omni::models
 
+namespace omni::sched {
+class Scheduler;
+}  // namespace omni::sched
+
 namespace omni::pipeline {
+
+// Wan2.2-Animate's inputs for one segment: frames [first, first + count) of the videos padded to the segments'
+// length by reflection (reflected_frame), each resized as diffusers' processors resize them.
+struct AnimateFrames {
+  at::Tensor pose;        // [1, 3, count, H, W] float32 in [-1, 1]
+  at::Tensor face;        // [1, 3, count, S, S] float32 in [-1, 1], S the motion encoder's size
+  at::Tensor background;  // replace mode: [1, 3, count, H, W] float32 in [-1, 1]; else undefined
+  at::Tensor mask;        // replace mode: [1, 1, count, H, W] float32 in [0, 1], white where the character goes
+};
+using AnimateSource = std::function<AnimateFrames(int64_t first, int64_t count)>;
 
 struct GenerationRequest {
   std::string prompt;
@@ -60,18 +74,25 @@ struct GenerationRequest {
   at::Tensor mask_video;
   std::vector<at::Tensor> reference_images;
   std::vector<double> conditioning_scale;
+  // Wan2.2-Animate (video.animate): each segment's pose, face (and replace mode's background and mask) frames;
+  // `image` is the character at the video's size (diffusers' "fill": scaled into it, black around), and
+  // image_pixels the image as read (CLIP's input).
+  AnimateSource animate_frames;
   bool decode = true;         // this rank gets the frames (the writing rank)
+  bool group_decodes = true;  // the writing rank of this rank's video group decodes (not on a repeat run)
   bool decode_band = false;   // --vae-parallel: this rank decodes its band (every rank of the group, together)
   bool keep_tensors = false;  // collect the --save-tensors intermediates
 };
 
 struct StepInfo {
-  int step;  // 0-based
+  int step;  // 0-based, within the segment
   int num_steps;
   int64_t timestep;
   const char* expert;  // "transformer" / "transformer_2"
   double seconds;      // of this step
   bool cached;         // the step cache skipped this step's blocks
+  int segment = 0;     // Animate's segment (0-based), of num_segments; other videos have one
+  int num_segments = 1;
 };
 using StepCallback = std::function<void(const StepInfo&)>;
 
@@ -137,13 +158,30 @@ class WanPipeline {
   // and its step.
   struct CallState {
     int calls = 0;
-    int step = 0;
+    int step = 0;       // within the segment
+    int step_base = 0;  // the steps of the segments before (Animate): names and dumps number steps over the video
     int num_steps = 0;
+    at::Tensor pose;          // Animate: this segment's pose latents [1, z, T, h, w] in the transformer's dtype
+    at::Tensor face;          // and its face crops [1, 3, F, S, S] (the unconditional branch: all -1), else undefined
     at::Tensor image_states;  // the CLIP image encoder's states of this video (Wan2.1 image models), else undefined
     at::Tensor control;       // VACE's context [1, vace_in_channels, R + T, h, w] of this video, else undefined
     std::vector<double> control_scale;  // with it: one scale per VACE layer
   };
 
+  // The prompts' embeddings (the negative one with guidance), the prompts described into `result`.
+  struct Embeds {
+    at::Tensor prompt, negative;
+  };
+  Embeds encode_prompt_embeds(const GenerationRequest& req, GenerationResult& result);
+  // Step 4: the denoising loop over `timesteps` from `latents` (the schedule's state in `scheduler`); `input` makes
+  // each step's transformer input from the latents and the timestep. `expert_of` picks each step's expert and
+  // guidance scale. Steps are kept and reported as state.step_base + i.
+  using InputFn = std::function<ModelInput(const at::Tensor& latents, int64_t t)>;
+  at::Tensor denoise(at::Tensor latents, const std::vector<int64_t>& timesteps, sched::Scheduler& scheduler,
+                     const InputFn& input, const Embeds& embeds, CallState& state, const GenerationRequest& req,
+                     const StepCallback& on_step, StepInfo segment, GenerationResult& result);
+  // Wan2.2-Animate: generate() for video.animate, segment by segment (wan_animate_pipeline.cpp).
+  GenerationResult generate_animate(const GenerationRequest& req, const StepCallback& on_step);
   int temporal_factor() const;
   at::Tensor encode_text(const PromptText& prompt, int max_sequence_length);
   LatentShape latent_shape(const VideoParams& video) const;
@@ -166,13 +204,23 @@ class WanPipeline {
                          const VideoParams& video) const;
   // Step 5: the frames on the writing rank (the whole group decodes with --vae-parallel).
   void decode(const GenerationRequest& req, const at::Tensor& latents, GenerationResult& result);
+  // The decode itself: normalized latents [1, z, T, h, w] -> the video [1, 3, F, H, W] in [-1, 1] (clamped) on the
+  // writing rank, undefined on the others; its phase and peak into `result` (the peak: the largest of its calls).
+  at::Tensor decode_video(const GenerationRequest& req, const at::Tensor& latents, GenerationResult& result);
+  // The decoded frames [1, 3, F, H, W] in [-1, 1] -> [1, F, H, W, 3] uint8 levels on the host into result.frames
+  // (appended along F: Animate's segments), with --save-tensors the float32 frames too.
+  void keep_frames(const GenerationRequest& req, at::Tensor video, GenerationResult& result) const;
+  // Animate: the last `prev` of a segment's `frames` decoded frames ([1, 3, frames, H, W] on the writing rank,
+  // undefined elsewhere) on every rank of the video group.
+  at::Tensor share_tail(const GenerationRequest& req, const at::Tensor& decoded, int64_t frames, int64_t prev);
   // One forward of `expert` (0 or 1) on a batch, through HSDP hooks when sharded.
   // The CLIP image encoder's penultimate states [I, N, E] of the request's image (and last image): what
   // WanImageToVideoPipeline.encode_image gives. Undefined for a model without an image encoder.
   at::Tensor encode_image_states(const GenerationRequest& req, GenerationResult& result);
   // `call`: the video's conditioning every call takes (CLIP image states, VACE's context).
+  // `face`: Animate's face crops for the batch's rows (undefined for other models).
   at::Tensor run_transformer(int expert, const at::Tensor& x, const at::Tensor& timestep, const at::Tensor& context,
-                             const CallState& call);
+                             const CallState& call, const at::Tensor& face = at::Tensor());
   // The guided velocity: cond and uncond batched, or each on its cfg rank and exchanged.
   at::Tensor guided_prediction(int expert, const ModelInput& input, const at::Tensor& prompt_embeds,
                                const at::Tensor& negative_embeds, double scale, bool do_cfg, CallState& call);
@@ -185,6 +233,7 @@ class WanPipeline {
   std::shared_ptr<dist::ProcessGroup> cfg_group_;    // null: no CFG parallelism
   std::unique_ptr<SequenceParallel> sp_;             // null when ulysses x ring is 1
   dist::ProcessGroup* vae_group_ = nullptr;          // --vae-parallel: the video group
+  dist::ProcessGroup* video_group_ = nullptr;        // Animate: the video group (the decoded tail goes to every rank)
   dist::ProcessGroup* agree_group_ = nullptr;        // --step-cache: the ranks that must skip alike
   std::unique_ptr<StepCache> step_cache_;
   std::shared_ptr<hsdp::BufferPool> pool_;

@@ -159,7 +159,7 @@ TEST(Options, ValidationNamesTheFlag) {
       {{"--layout", "fixed"}, "--layout must be auto or manual, got 'fixed'"},
       {{"--log-level", "loud"}, "--log-level must be debug, info, warn, warning, error or off, got 'loud'"},
       {{"--boundary-ratio", "1.5"}, "--boundary-ratio must lie in [0, 1], got 1.5"},
-      {{"--task", "v2v"}, "--task must be auto, t2v, i2v, ti2v or vace, got 'v2v'"},
+      {{"--task", "v2v"}, "--task must be auto, t2v, i2v, ti2v, vace or animate, got 'v2v'"},
       {{"--prompt", "a", "--prompts-file", "p.txt"}, "--prompt and --prompts-file are exclusive"},
   };
   for (const auto& c : cases) {

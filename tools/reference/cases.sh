@@ -15,8 +15,9 @@
 #                                                 the generated checkpoints (tests/data/reference/<case>/model)
 #                                                 and the conditioning images of ti2v-5b-tiny-image,
 #                                                 i2v-jpeg, ti2v-jpeg and i2v-flf2v, the clip of
-#                                                 t2v-v2v and ti2v-v2v, and the VACE cases' folders,
-#                                                 clips, masks and images
+#                                                 t2v-v2v and ti2v-v2v, the VACE cases' folders,
+#                                                 clips, masks and images, and the Animate cases' folder
+#                                                 (animate-segments makes it), images and videos
 #
 # CASE is one of the names below (default: all). OUT_ROOT=tests/data/reference rewrites the committed
 # references in place. The inputs stay where they are: the checkpoints (tests/data/reference/<model>, see
@@ -31,7 +32,8 @@ venv=${REFERENCE_VENV:-$here/.venv}
 fixture_cases=(t2v-a14b-tiny i2v-a14b-tiny ti2v-5b-tiny)
 new_cases=(ti2v-5b-tiny-image t2v-headdim16 t2v-headdim64 t2v-portrait t2v-euler ti2v-guidance-off
            t2v-vae-blocks2 ti2v-vae-blocks2 t2v-lora i2v-jpeg ti2v-jpeg i2v-flf2v t2v-v2v ti2v-v2v i2v-wan21-clip
-           flf2v-wan21-clip t2v-wan21 vace-a14b-control vace-ref2v vace-outpaint vace-lora)
+           flf2v-wan21-clip t2v-wan21 vace-a14b-control vace-ref2v vace-outpaint vace-lora animate-segments
+           animate-prev5 animate-replace)
 all_cases=("${fixture_cases[@]}" "${new_cases[@]}")
 
 # model_of CASE: the checkpoint folder a case runs, relative to tests/data/reference. The new cases name it in
@@ -46,6 +48,7 @@ model_of() {
     t2v-wan21) echo t2v-wan21-tiny/model ;;
     vace-a14b-control) echo vace-a14b-tiny/model ;;
     vace-ref2v | vace-outpaint | vace-lora) echo vace-tiny/model ;;
+    animate-segments | animate-prev5 | animate-replace) echo animate-tiny/model ;;
     *) echo "$1/model" ;;
   esac
 }
@@ -133,6 +136,29 @@ make_mask() {
     graph="color=c=white:size=96x64:rate=16[bg];color=c=black:size=64x32:rate=16[box];[bg][box]overlay=x=16:y=16:shortest=1,format=yuv420p"
   fi
   ffmpeg -v error -y -filter_complex "$graph" -frames:v 12 -c:v libx264 -preset medium -crf 18 -pix_fmt yuv420p \
+    -fflags +bitexact -flags:v +bitexact -movflags +faststart "$1"
+}
+
+# make_animate_video PATH KIND: an Animate case's input video, H.264 MP4 as make_clip's, 14 frames at 16 fps.
+# pose: a test pattern figure (testsrc2, 20 x 28) moving right and bobbing over black, 64 x 40 (not the
+# 48 x 32 video's size: resized); face: a zooming Mandelbrot with grain, 40 x 40 (resized to the motion encoder's
+# 32 x 32); background: testsrc with grain, 64 x 40; mask: a white 24 x 20 box moving right over black (white:
+# the character, generated; black: the background, kept), grey, 64 x 40.
+make_animate_video() {
+  local tagged="-colorspace bt709 -color_primaries bt709 -color_trc bt709" input
+  case $2 in
+    pose)
+      input=(-filter_complex "color=c=black:size=64x40:rate=16[bg];testsrc2=size=20x28:rate=16[fig];[bg][fig]overlay=x='6+2*n':y='6+2*mod(n,3)':shortest=1,format=yuv420p")
+      ;;
+    face) input=(-f lavfi -i "mandelbrot=size=40x40:rate=16:start_scale=2:end_scale=0.8:end_pts=1,noise=alls=16:allf=t") ;;
+    background) input=(-f lavfi -i "testsrc=size=64x40:rate=16,noise=alls=24:allf=t") ;;
+    mask)
+      input=(-filter_complex "color=c=black:size=64x40:rate=16[bg];color=c=white:size=24x20:rate=16[box];[bg][box]overlay=x='8+2*n':y=10:shortest=1,format=yuv420p")
+      tagged=""
+      ;;
+  esac
+  # shellcheck disable=SC2086 # tagged is words
+  ffmpeg -v error -y "${input[@]}" -frames:v 14 -c:v libx264 -preset medium -crf 18 -pix_fmt yuv420p $tagged \
     -fflags +bitexact -flags:v +bitexact -movflags +faststart "$1"
 }
 
@@ -339,6 +365,52 @@ run_case() {
         --height 32 --width 48 --num-frames 5 --num-inference-steps 3 \
         --guidance-scale 5 --seed 44 --max-sequence-length 16
       ;;
+    animate-segments)
+      # Wan2.2-Animate (WanAnimatePipeline on make_animate.py's folder), animate mode: a portrait JPEG as the
+      # character (letterboxed, bilinear, into 48 x 32 with black bars left and right; to CLIP as read), a 64 x 40
+      # pose video (resized) and a 40 x 40 face video (resized to 32 x 32), 14 frames each. Segments of 9 frames
+      # taking 1 from the one before: 2 segments (9 frames, then 8 after the 1 taken; 17 cut to 14), the videos
+      # reflect-padded to 17 frames (frames 12, 11, 10 after frame 13). 512 text tokens: diffusers finds the CLIP
+      # tokens as the first len - 512 context tokens.
+      copy_image "$name" "$out" ref.jpg
+      copy_image "$name" "$out" pose.mp4
+      copy_image "$name" "$out" face.mp4
+      record "$name" "$out" --image "$out/ref.jpg" --pose-video "$out/pose.mp4" --face-video "$out/face.mp4" \
+        --animate-mode animate --segment-frames 9 --prev-segment-frames 1 \
+        --prompt "A dancer waves her arms in a studio" \
+        --height 32 --width 48 --num-inference-steps 3 \
+        --guidance-scale 1 --seed 51 --max-sequence-length 512
+      ;;
+    animate-prev5)
+      # Animate mode with 5 frames from the segment before: segments of 13 (4 latent frames), 2 of them, the videos
+      # padded to 21 frames; the second segment's mask marks its first 2 latent frames known. A landscape JPEG.
+      copy_image "$name" "$out" ref.jpg
+      copy_image "$name" "$out" pose.mp4
+      copy_image "$name" "$out" face.mp4
+      record "$name" "$out" --image "$out/ref.jpg" --pose-video "$out/pose.mp4" --face-video "$out/face.mp4" \
+        --animate-mode animate --segment-frames 13 --prev-segment-frames 5 \
+        --prompt "A man walks across a quiet street" \
+        --height 32 --width 48 --num-inference-steps 3 \
+        --guidance-scale 1 --seed 52 --max-sequence-length 512
+      ;;
+    animate-replace)
+      # Replace mode: the character into a background video where a mask video is white (1 - mask, nearest-resized
+      # to the latent grid, is the known part); the first segment's conditioning video is the background's. A
+      # camera JPEG turned by EXIF orientation 8. Guidance 2 with a negative prompt: the unconditional call's face
+      # crops are all -1.
+      copy_image "$name" "$out" ref.jpg
+      copy_image "$name" "$out" pose.mp4
+      copy_image "$name" "$out" face.mp4
+      copy_image "$name" "$out" bg.mp4
+      copy_image "$name" "$out" mask.mp4
+      record "$name" "$out" --image "$out/ref.jpg" --pose-video "$out/pose.mp4" --face-video "$out/face.mp4" \
+        --background-video "$out/bg.mp4" --mask-video "$out/mask.mp4" \
+        --animate-mode replace --segment-frames 9 --prev-segment-frames 1 \
+        --prompt "A woman in a red coat dances on a stage" \
+        --negative-prompt "blurry, low quality" \
+        --height 32 --width 48 --num-inference-steps 3 \
+        --guidance-scale 2 --seed 53 --max-sequence-length 512
+      ;;
     t2v-headdim16)
       # The generated head-dim checkpoints (see checkpoint_flags), both experts used.
       record "$name" "$out" \
@@ -497,6 +569,23 @@ make_inputs() {
     make_mask "$ref/$name/mask.mp4" border
     echo "cases.sh: $name/control.mp4 and mask.mp4 made"
   fi
+  if [[ $name == animate-segments || $name == animate-prev5 || $name == animate-replace ]]; then
+    mkdir -p "$ref/$name"
+    if [[ $name == animate-segments ]]; then
+      "$venv/bin/python" "$here/make_animate.py" "$ref/animate-tiny/model"
+      echo "cases.sh: animate-tiny/model made"
+      make_jpeg "$ref/$name/ref.jpg" 1 72 45 2 90
+    elif [[ $name == animate-prev5 ]]; then
+      make_jpeg "$ref/$name/ref.jpg" 1 52 100 2 85
+    else
+      make_jpeg "$ref/$name/ref.jpg" 8 64 40 2 88
+      make_animate_video "$ref/$name/bg.mp4" background
+      make_animate_video "$ref/$name/mask.mp4" mask
+    fi
+    make_animate_video "$ref/$name/pose.mp4" pose
+    make_animate_video "$ref/$name/face.mp4" face
+    echo "cases.sh: $name/ref.jpg, pose.mp4, face.mp4$([[ $name != animate-replace ]] || echo ', bg.mp4, mask.mp4') made"
+  fi
   if [[ $name == ti2v-jpeg ]]; then
     mkdir -p "$ref/$name"
     make_jpeg "$ref/$name/image.jpg" 1 52 100 2 85
@@ -504,7 +593,7 @@ make_inputs() {
   fi
 }
 
-usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 [[ $# -ge 1 ]] || usage
 check=false

@@ -56,6 +56,41 @@ def make_t2v(out):
     print(f"make_wan21: {out}")
 
 
+def write_clip(out, vith=False):
+    """image_encoder/ and image_processor/ of `out`: the tiny CLIP (--vith: the ViT-H/14-wide one) with random
+    weights drawn from torch's global generator as it stands (the caller seeds it), its tensors re-saved under
+    vision_model.*, and its CLIPImageProcessor. make_animate.py writes its CLIP with this too."""
+    if vith:
+        clip_config = CLIPVisionConfig(hidden_size=1280, intermediate_size=5120, num_attention_heads=16,
+                                       num_hidden_layers=2, image_size=224, patch_size=14, hidden_act="gelu",
+                                       layer_norm_eps=1e-5, projection_dim=1024)
+    else:
+        clip_config = CLIPVisionConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2,
+                                       num_hidden_layers=3, image_size=28, patch_size=14, hidden_act="gelu",
+                                       layer_norm_eps=1e-5, projection_dim=16)
+    clip = CLIPVisionModel(clip_config).eval()
+    with torch.no_grad():
+        for name, p in clip.named_parameters():
+            if "position_embedding" in name or "class_embedding" in name:
+                p.normal_(0, 0.5)
+            elif "norm" in name:
+                p.copy_(1 + 0.2 * torch.randn_like(p) if name.endswith("weight") else 0.2 * torch.randn_like(p))
+    enc = os.path.join(out, "image_encoder")
+    clip.save_pretrained(enc)
+    # The published layout: every tensor under vision_model.* (what transformers 4 saved).
+    path = os.path.join(enc, "model.safetensors")
+    tensors = load_file(path)
+    save_file({k if k.startswith("vision_model.") else "vision_model." + k: v for k, v in tensors.items()}, path,
+              metadata={"format": "pt"})
+
+    if vith:
+        CLIPImageProcessor().save_pretrained(os.path.join(out, "image_processor"))
+    else:
+        CLIPImageProcessor(size={"shortest_edge": 28}, crop_size={"height": 28, "width": 28}, resample=3,
+                           do_center_crop=True, do_resize=True, do_rescale=True, do_normalize=True,
+                           do_convert_rgb=True).save_pretrained(os.path.join(out, "image_processor"))
+
+
 def main():
     args = sys.argv[1:]
     flf2v, t2v, vith = "--flf2v" in args, "--t2v" in args, "--vith" in args
@@ -88,35 +123,7 @@ def main():
                 p.copy_(0.2 * torch.randn_like(p))
     transformer.save_pretrained(os.path.join(out, "transformer"))
 
-    if vith:
-        clip_config = CLIPVisionConfig(hidden_size=1280, intermediate_size=5120, num_attention_heads=16,
-                                       num_hidden_layers=2, image_size=224, patch_size=14, hidden_act="gelu",
-                                       layer_norm_eps=1e-5, projection_dim=1024)
-    else:
-        clip_config = CLIPVisionConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2,
-                                       num_hidden_layers=3, image_size=28, patch_size=14, hidden_act="gelu",
-                                       layer_norm_eps=1e-5, projection_dim=16)
-    clip = CLIPVisionModel(clip_config).eval()
-    with torch.no_grad():
-        for name, p in clip.named_parameters():
-            if "position_embedding" in name or "class_embedding" in name:
-                p.normal_(0, 0.5)
-            elif "norm" in name:
-                p.copy_(1 + 0.2 * torch.randn_like(p) if name.endswith("weight") else 0.2 * torch.randn_like(p))
-    enc = os.path.join(out, "image_encoder")
-    clip.save_pretrained(enc)
-    # The published layout: every tensor under vision_model.* (what transformers 4 saved).
-    path = os.path.join(enc, "model.safetensors")
-    tensors = load_file(path)
-    save_file({k if k.startswith("vision_model.") else "vision_model." + k: v for k, v in tensors.items()}, path,
-              metadata={"format": "pt"})
-
-    if vith:
-        CLIPImageProcessor().save_pretrained(os.path.join(out, "image_processor"))
-    else:
-        CLIPImageProcessor(size={"shortest_edge": 28}, crop_size={"height": 28, "width": 28}, resample=3,
-                           do_center_crop=True, do_resize=True, do_rescale=True, do_normalize=True,
-                           do_convert_rgb=True).save_pretrained(os.path.join(out, "image_processor"))
+    write_clip(out, vith)
 
     index = {
         "_class_name": "WanImageToVideoPipeline",

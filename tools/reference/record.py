@@ -23,6 +23,13 @@ Which pipeline runs:
                                                          reads it, its first --num-frames frames; --mask-video: its
                                                          mask, likewise; --reference-image: its reference_images,
                                                          as load_image reads them; --conditioning-scale)
+  model_index.json WanAnimatePipeline                 -> WanAnimatePipeline (--image: the character image;
+                                                         --pose-video, --face-video and, with --animate-mode
+                                                         replace, --background-video and --mask-video: whole, as
+                                                         load_video reads them; --segment-frames,
+                                                         --prev-segment-frames). The video is as long as the pose
+                                                         video: --num-frames is refused. The run goes in segments;
+                                                         callNN and stepNN count over all of them (see Recorder)
 
 Run it in the environment that tools/reference/setup.sh makes, for example
   tools/reference/.venv/bin/python tools/reference/record.py --model DIR --out expected.safetensors \
@@ -48,6 +55,7 @@ import transformers.utils.logging  # noqa: E402
 from diffusers import (  # noqa: E402
     FlowMatchEulerDiscreteScheduler,
     UniPCMultistepScheduler,
+    WanAnimatePipeline,
     WanImageToVideoPipeline,
     WanPipeline,
     WanTransformer3DModel,
@@ -70,7 +78,8 @@ def parse_args(argv):
     # Defaults are the pipelines' own.
     p.add_argument("--height", type=int, default=480)
     p.add_argument("--width", type=int, default=832)
-    p.add_argument("--num-frames", type=int, default=81)
+    p.add_argument("--num-frames", type=int, default=None,
+                   help="default 81; not for Animate, whose video is as long as its pose video")
     p.add_argument("--num-inference-steps", type=int, default=50)
     p.add_argument("--guidance-scale", type=float, default=5.0, help="1 (or less) turns guidance off")
     p.add_argument("--guidance-scale-2", type=float, default=None,
@@ -84,11 +93,21 @@ def parse_args(argv):
                    help="video-to-video: the clip to start from (WanVideoToVideoPipeline)")
     p.add_argument("--strength", type=float, default=0.8, help="with --video: the pipeline's strength")
     p.add_argument("--control-video", type=Path, default=None, help="VACE: the control video (the pipeline's video)")
-    p.add_argument("--mask-video", type=Path, default=None, help="VACE: the mask video (the pipeline's mask)")
+    p.add_argument("--mask-video", type=Path, default=None,
+                   help="VACE: the mask video (the pipeline's mask); Animate (replace mode): its mask_video")
     p.add_argument("--reference-image", type=Path, action="append", default=[],
                    help="VACE: a reference image (the pipeline's reference_images, in order); repeatable")
     p.add_argument("--conditioning-scale", default=None,
                    help="VACE: one scale, or one per VACE layer separated by commas (default: the pipeline's 1)")
+    p.add_argument("--pose-video", type=Path, default=None, help="Animate: the pose video (pose_video)")
+    p.add_argument("--face-video", type=Path, default=None, help="Animate: the face video (face_video)")
+    p.add_argument("--background-video", type=Path, default=None,
+                   help="Animate, replace mode: the background video (background_video)")
+    p.add_argument("--animate-mode", choices=("animate", "replace"), default="animate", help="Animate: mode")
+    p.add_argument("--segment-frames", type=int, default=77,
+                   help="Animate: frames per segment (segment_frame_length; 1 + a multiple of 4)")
+    p.add_argument("--prev-segment-frames", type=int, default=1,
+                   help="Animate: frames each segment takes from the one before (prev_segment_conditioning_frames)")
     p.add_argument("--solver", choices=("unipc", "euler"), default="unipc")
     p.add_argument("--flow-shift", type=float, default=None, help="replaces the scheduler config's flow_shift")
     p.add_argument("--boundary-ratio", type=float, default=None,
@@ -100,7 +119,29 @@ def parse_args(argv):
     p.add_argument("--unit-seed", type=int, default=None,
                    help="also record the stand-alone unit.transformer.* / unit.vae.* forwards on random inputs "
                         "drawn from a CPU generator with this seed")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    index = json.loads((args.model / "model_index.json").read_text())
+    args.animate = index.get("_class_name") == "WanAnimatePipeline"
+    animate_flags = (args.pose_video, args.face_video, args.background_video)
+    if args.animate:
+        if args.num_frames is not None:
+            p.error("an Animate video is as long as its --pose-video: --num-frames does not apply")
+        if args.pose_video is None or args.face_video is None or args.image is None:
+            p.error("an Animate folder needs --image, --pose-video and --face-video")
+        if (args.animate_mode == "replace") != (args.background_video is not None and args.mask_video is not None):
+            p.error("--background-video and --mask-video go together with --animate-mode replace")
+        for flag, value in (("--last-image", args.last_image), ("--video", args.video),
+                            ("--control-video", args.control_video), ("--reference-image", args.reference_image),
+                            ("--conditioning-scale", args.conditioning_scale),
+                            ("--guidance-scale-2", args.guidance_scale_2), ("--boundary-ratio", args.boundary_ratio),
+                            ("--lora-2", args.lora_2), ("--unit-seed", args.unit_seed)):
+            if value:
+                p.error(f"{flag} does not apply to an Animate folder (WanAnimatePipeline)")
+    elif any(x is not None for x in animate_flags):
+        p.error("--pose-video, --face-video and --background-video need an Animate folder (WanAnimatePipeline)")
+    if args.num_frames is None:
+        args.num_frames = 81
+    return args
 
 
 class ExpertSwitch(torch.nn.Module):
@@ -137,6 +178,8 @@ def load_pipeline(model_dir: Path, image: Path | None, video: Path | None = None
         if name != "WanPipeline" or image is not None:
             sys.exit(f"record.py: --video needs a text-to-video folder (WanPipeline) and no --image")
         cls = WanVideoToVideoPipeline
+    elif name == "WanAnimatePipeline":
+        cls = WanAnimatePipeline
     elif name == "WanVACEPipeline":
         if image is not None:
             sys.exit("record.py: a VACE folder takes --control-video, --mask-video and --reference-image, not --image")
@@ -250,13 +293,25 @@ def configure_scheduler(pipe, solver: str, flow_shift: float | None):
 
 
 class Recorder:
-    """Collects the tensors of one run under the fixture key names, in the order they happen."""
+    """Collects the tensors of one run under the fixture key names, in the order they happen.
+
+    WanAnimatePipeline runs its denoising loop once per segment (prepare_latents, then the steps, then the VAE
+    decode). callNN and stepNN count over the whole run; init_latents is the first segment's noise, segNN.noise
+    every segment's, segNN.pose_latents the pose_hidden_states of each segment's first call; call00 alone keeps
+    face_pixel_values (the conditional face crops; with guidance the unconditional call's are all -1), and only
+    the calls of each segment's first step keep encoder_hidden_states (the others repeat prompt_embeds or
+    negative_prompt_embeds). The calls and steps of case.json say their segment. vae_encode.* and vae_decode.*
+    are the last call's, as for the other pipelines: the last segment's previous-segment video and its decode.
+    """
 
     def __init__(self, pipe):
         self.tensors = {}
-        self.calls = []  # [{"key": "callNN", "model": "transformer" | "transformer_2"}]
-        self.steps = []  # [{"index": i, "timestep": t}]
+        self.calls = []  # [{"key": "callNN", "model": "transformer" | "transformer_2"[, "segment": s]}]
+        self.steps = []  # [{"index": n, "timestep": t[, "segment": s, "segment_index": i]}]
         self.text_calls = 0
+        self.animate = isinstance(pipe, WanAnimatePipeline)
+        self.segment = -1  # Animate: the segment running (prepare_latents calls - 1)
+        self.segment_steps = 0  # Animate: steps done in this segment
         self.handles = [pipe.text_encoder.register_forward_hook(self.on_text_encoder, with_kwargs=True)]
         experts = {"transformer": getattr(pipe, "transformer", None), "transformer_2": getattr(pipe, "transformer_2", None)}
         if isinstance(experts["transformer"], ExpertSwitch):
@@ -290,7 +345,16 @@ class Recorder:
             self.calls.append({"key": key, "model": name})
             self.put(f"{key}.hidden_states", kwargs["hidden_states"])
             self.put(f"{key}.timestep", kwargs["timestep"])
-            self.put(f"{key}.encoder_hidden_states", kwargs["encoder_hidden_states"])
+            if self.animate:
+                self.calls[-1]["segment"] = self.segment
+                if f"seg{self.segment:02d}.pose_latents" not in self.tensors:
+                    self.put(f"seg{self.segment:02d}.pose_latents", kwargs["pose_hidden_states"])
+                if key == "call00":
+                    self.put(f"{key}.face_pixel_values", kwargs["face_pixel_values"])
+                if self.segment_steps == 0:
+                    self.put(f"{key}.encoder_hidden_states", kwargs["encoder_hidden_states"])
+            else:
+                self.put(f"{key}.encoder_hidden_states", kwargs["encoder_hidden_states"])
             if "control_hidden_states" in kwargs and "vace_context" not in self.tensors:
                 # WanVACEPipeline's conditioning_latents, the same on every call.
                 self.put("vace_context", kwargs["control_hidden_states"])
@@ -311,6 +375,14 @@ class Recorder:
 
         def recorded_prepare_latents(*args, **kwargs):
             out = prepare_latents(*args, **kwargs)
+            if self.animate:
+                # Once per segment: the segment's noise (reference frame included), the first also init_latents.
+                self.segment += 1
+                self.segment_steps = 0
+                self.put(f"seg{self.segment:02d}.noise", out)
+                if self.segment == 0:
+                    self.put("init_latents", out)
+                return out
             if isinstance(pipe, WanVideoToVideoPipeline):
                 # The clip's latents noised to the first timestep; init_latents stays the noise, as in the other
                 # pipelines: the generator's first draw (the VAE's argmax draws nothing), checked to give `out`.
@@ -373,9 +445,23 @@ class Recorder:
         return noise
 
     def on_step_end(self, pipe, i, t, callback_kwargs):
-        self.put(f"step{i:02d}.latents", callback_kwargs["latents"])
-        self.steps.append({"index": i, "timestep": float(t)})
+        # Numbered over the run: WanAnimatePipeline's i restarts at 0 in every segment.
+        n = len(self.steps)
+        self.put(f"step{n:02d}.latents", callback_kwargs["latents"])
+        self.steps.append({"index": n, "timestep": float(t)})
+        if self.animate:
+            self.steps[-1].update(segment=self.segment, segment_index=i)
+            self.segment_steps += 1
         return {}
+
+    def check_animate_noise(self, seed):
+        """WanAnimatePipeline draws each segment's noise from the one generator, and nothing else from it (the VAE
+        encodes take the posterior's mode): the segments' noise must be the seed's consecutive randn draws."""
+        g = torch.Generator("cpu").manual_seed(seed)
+        for s in range(self.segment + 1):
+            noise = self.tensors[f"seg{s:02d}.noise"]
+            if not torch.equal(torch.randn(noise.shape, generator=g, dtype=torch.float32), noise):
+                sys.exit(f"record.py: segment {s}'s noise is not the seed's draw number {s + 1}")
 
     def close(self):
         for h in self.handles:
@@ -424,7 +510,11 @@ def check_geometry(pipe, args):
     """Refuses sizes that the pipeline would silently round, so that case.json states what actually ran."""
     temporal, spatial = pipe.vae_scale_factor_temporal, pipe.vae_scale_factor_spatial
     patch = (pipe.transformer or pipe.transformer_2).config.patch_size
-    if (args.num_frames - 1) % temporal:
+    if args.animate:
+        # No frame count (the pose video's length is the video's); the segment length is rounded instead.
+        if (args.segment_frames - 1) % temporal:
+            sys.exit(f"record.py: --segment-frames must be 1 + a multiple of {temporal}, got {args.segment_frames}")
+    elif (args.num_frames - 1) % temporal:
         sys.exit(f"record.py: --num-frames must be 1 + a multiple of {temporal}, got {args.num_frames}")
     for flag, value, patch_side in (("--height", args.height, patch[1]), ("--width", args.width, patch[2])):
         # check_inputs wants multiples of 16 besides; all these factors are powers of two.
@@ -454,7 +544,8 @@ def main(argv):
 
     guidance = args.guidance_scale > 1.0  # the pipelines' do_classifier_free_guidance
     index = json.loads((args.model / "model_index.json").read_text())
-    boundary_ratio = index.get("boundary_ratio") if args.video is not None else pipe.config.boundary_ratio
+    boundary_ratio = index.get("boundary_ratio") if args.video is not None or args.animate \
+        else pipe.config.boundary_ratio
     # The pipelines fall back to guidance_scale for the low-noise expert.
     guidance_2 = args.guidance_scale_2
     if boundary_ratio is not None and guidance_2 is None:
@@ -492,8 +583,19 @@ def main(argv):
             sys.exit(f"record.py: {args.video} has {len(call['video'])} frames, fewer than --num-frames")
         call["strength"] = args.strength
         del call["num_frames"]
+    if args.animate:
+        # WanAnimatePipeline: the videos whole, as a user's script loads them; no frame count, one guidance scale.
+        for key in ("num_frames", "guidance_scale_2"):
+            del call[key]
+        call.update(pose_video=load_video(str(args.pose_video)), face_video=load_video(str(args.face_video)),
+                    mode=args.animate_mode, segment_frame_length=args.segment_frames,
+                    prev_segment_conditioning_frames=args.prev_segment_frames)
+        if args.animate_mode == "replace":
+            call.update(background_video=load_video(str(args.background_video)),
+                        mask_video=load_video(str(args.mask_video)))
     vace = isinstance(pipe, WanVACEPipeline)
-    if not vace and (args.control_video or args.mask_video or args.reference_image or args.conditioning_scale):
+    if not vace and not args.animate and (args.control_video or args.mask_video or args.reference_image
+                                          or args.conditioning_scale):
         sys.exit("record.py: --control-video, --mask-video, --reference-image and --conditioning-scale need a VACE "
                  "folder (WanVACEPipeline)")
     if vace:
@@ -513,6 +615,8 @@ def main(argv):
     with torch.no_grad():
         frames = pipe(**call, callback_on_step_end=rec.on_step_end).frames
         unwrap()
+        if args.animate:
+            rec.check_animate_noise(args.seed)
         rec.put("frames", torch.from_numpy(np.asarray(frames, dtype=np.float32)))
         rec.put("scheduler.timesteps", pipe.scheduler.timesteps)
         rec.put("scheduler.sigmas", pipe.scheduler.sigmas)
@@ -533,7 +637,7 @@ def main(argv):
         "negative_prompt": args.negative_prompt,
         "height": args.height,
         "width": args.width,
-        "frames": args.num_frames,
+        "frames": len(call["pose_video"]) if args.animate else args.num_frames,
         "image": image,
         **({"video": relative_to_case(args.video, args.case_json), "strength": args.strength}
            if args.video is not None else {}),
@@ -542,6 +646,15 @@ def main(argv):
             "mask_video": relative_to_case(args.mask_video, args.case_json) if args.mask_video else None,
             "reference_images": [relative_to_case(p, args.case_json) for p in args.reference_image],
             "conditioning_scale": args.conditioning_scale} if vace else {}),
+        **({"pose_video": relative_to_case(args.pose_video, args.case_json),
+            "face_video": relative_to_case(args.face_video, args.case_json),
+            "background_video": relative_to_case(args.background_video, args.case_json)
+            if args.background_video else None,
+            "mask_video": relative_to_case(args.mask_video, args.case_json) if args.mask_video else None,
+            "animate_mode": args.animate_mode,
+            "segment_frames": args.segment_frames,
+            "prev_segment_frames": args.prev_segment_frames,
+            "segments": rec.segment + 1} if args.animate else {}),
         "pipeline": type(pipe).__name__,
         "solver": args.solver,
         "num_inference_steps": args.num_inference_steps,

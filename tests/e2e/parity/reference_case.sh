@@ -11,6 +11,9 @@
 # in the A14B VAE: 1.1e-5 where the latents agree to 3.5e-6) and its output within 2e-4 (vae_decode.out is
 # 2 x frames - 1 before the clamp: the frames' 1e-4). The random-weight VAE decoders amplify their input's
 # difference up to ~25 fold (given the same input, omni-generate's decoder gives diffusers' output bit for bit).
+# An Animate case (its case.json beside EXPECTED names each call's and step's segment): the segments after the
+# first start from the earlier ones' decoded frames, so their steps, calls (outputs relative) and the last VAE
+# encode are held to 1e-4, as the frames.
 # The key lists come from EXPECTED itself (all its callNN, negative_* only when it has them);
 # with CFG parallelism (cfg 2 in the layout that ran) the writing rank runs the cond calls only, so the uncond ones are not in its dump.
 # Pass every setting of the recorded run explicitly (the preset's defaults are not diffusers'): prompt, negative
@@ -34,10 +37,16 @@ if grep -q '"layout": "[^"]*x cfg 2 x' "$work/out.mp4.json"; then cfg_parallel=1
 
 # The reference's keys, by group (python3 reads the safetensors header: 8 bytes of length, then JSON); a
 # reference without NSTEPS steps and their calls fails here.
-saved_1e5='' saved_1e4='' dump_1e5='' dump_out='' dump_1e4='' dump_2e4=''
+saved_1e5='' saved_1e4='' dump_1e5='' dump_out='' dump_1e4='' dump_out_1e4='' dump_2e4=''
 groups=$(python3 - "$exp" "$nsteps" "$cfg_parallel" <<'PY'
-import json, re, struct, sys
+import json, os, re, struct, sys
 path, nsteps, cfg_parallel = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+# An Animate case (case.json beside the reference): its later segments start from the earlier ones' decoded
+# frames, which the random-weight VAE decoders amplify (as the frames: the 1e-4 groups).
+case_path = os.path.join(os.path.dirname(path), "case.json")
+case = json.load(open(case_path)) if os.path.exists(case_path) else {}
+later = {c["key"] for c in case.get("transformer_calls", []) if c.get("segment", 0) > 0}
+later_steps = {f"step{s['index']:02d}.latents" for s in case.get("step_log", []) if s.get("segment", 0) > 0}
 with open(path, "rb") as f:
     keys = set(json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))) - {"__metadata__"}
 guided = "negative_prompt_embeds" in keys
@@ -51,15 +60,21 @@ if f"step{nsteps:02d}.latents" in keys or any(s not in keys for s in steps):
 if guided and cfg_parallel:
     calls = calls[0::2]
 fields = ("hidden_states", "timestep", "encoder_hidden_states", "out")
+# A call's inputs that the reference keeps (Animate's keep encoder_hidden_states on each segment's first step).
+inputs = lambda c: [f"{c}.{f}" for f in fields
+                    if f != "out" and (f != "encoder_hidden_states" or f"{c}.{f}" in keys)]
+vae_encode = sorted(k for k in keys if re.fullmatch(r"vae_encode\.(in|mean)", k))
 groups = {
     "saved_1e5": ["prompt_embeds"] + (["negative_prompt_embeds"] if guided else [])
                  + (["image_embeds"] if "image_embeds" in keys else [])
-                 + (["vace_context"] if "vace_context" in keys else []) + steps,
-    "saved_1e4": ["frames"],
-    "dump_1e5": sorted(k for k in keys if re.fullmatch(r"(prompt|negative)\.\w+|vae_encode\.(in|mean)", k))
-                + [f"{c}.{f}" for c in calls for f in fields if f != "out"],
-    "dump_out": [f"{c}.out" for c in calls],
-    "dump_1e4": ["vae_decode.in"],
+                 + (["vace_context"] if "vace_context" in keys else []) + [s for s in steps if s not in later_steps],
+    "saved_1e4": ["frames"] + sorted(later_steps),
+    "dump_1e5": sorted(k for k in keys if re.fullmatch(r"(prompt|negative)\.\w+", k))
+                + (vae_encode if not later else [])
+                + [k for c in calls if c not in later for k in inputs(c)],
+    "dump_out": [f"{c}.out" for c in calls if c not in later],
+    "dump_1e4": ["vae_decode.in"] + (vae_encode if later else []) + [k for c in calls if c in later for k in inputs(c)],
+    "dump_out_1e4": [f"{c}.out" for c in calls if c in later],
     "dump_2e4": ["vae_decode.out"],
 }
 for name, group in groups.items():
@@ -99,6 +114,7 @@ check dump_1e5 "$work/dump.safetensors" 1e-5 "$dump_1e5"
 # ATEN_CPU_CAPABILITY=default, against diffusers recorded elsewhere), so they are held to 1e-5 of their scale.
 check dump_out "$work/dump.safetensors" 1e-5 "$dump_out" --rel-tolerance
 check dump_1e4 "$work/dump.safetensors" 1e-4 "$dump_1e4"
+[ -z "$dump_out_1e4" ] || check dump_out_1e4 "$work/dump.safetensors" 1e-4 "$dump_out_1e4" --rel-tolerance
 check dump_2e4 "$work/dump.safetensors" "$decoded_tol" "$dump_2e4"
 [ $status = 0 ] || fail "$exp on $np rank(s) $*"
 echo "ok: $exp on $np rank(s)"
