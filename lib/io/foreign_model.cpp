@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/files.h"
+#include "core/log.h"
 #include "io/json_file.h"
 
 namespace omni::io {
@@ -65,6 +66,76 @@ int64_t positive_key(const json& j, const char* key, const std::string& source) 
   OMNI_CHECK_INPUT(it != j.end() && it->is_number_integer() && it->get<int64_t>() > 0, source, ": key '", key,
                    "' must be a positive integer, found ", it == j.end() ? std::string("nothing") : it->dump());
   return it->get<int64_t>();
+}
+
+// diffusers' motion-encoder widths per resolution (transformer_wan_animate.py
+// WAN_ANIMATE_MOTION_ENCODER_CHANNEL_SIZES, the table of Wan's EncoderApp): what a config without
+// motion_encoder_channel_sizes means.
+const std::map<int64_t, int64_t> kMotionEncoderChannels = {{4, 512},   {8, 512},  {16, 512}, {32, 512}, {64, 256},
+                                                           {128, 128}, {256, 64}, {512, 32}, {1024, 16}};
+
+// Wan2.2-Animate (a pose_patch_embedding): WanAnimateTransformer3DModel's own keys, from the tensor shapes (our
+// names), as diffusers' scripts/convert_wan_to_diffusers.py states them for Wan2.2-Animate-14B (latent_channels
+// 16, motion_encoder_size 512, motion_style_dim 512, motion_dim 20, motion_encoder_dim 512, face_encoder_hidden_dim
+// 1024, face_encoder_num_heads 4, inject_face_latents_blocks 5; motion_encoder_channel_sizes and
+// motion_encoder_batch_size left at their defaults). The original model hard-codes them (model_animate.py:
+// Generator(size=512, style_dim=512, motion_dim=20), FaceEncoder(num_heads=4) of width 1024, num_layers // 5
+// FaceBlocks); the shapes give the same numbers for it and the right ones for any smaller model.
+void animate_config(const Checkpoint& ckpt, const json* wan_config, const std::string& wan_source, json* out) {
+  json& c = *out;
+  const int64_t layers = c["num_layers"].get<int64_t>();
+  c["_class_name"] = "WanAnimateTransformer3DModel";
+  c["latent_channels"] = shape_of(ckpt, "pose_patch_embedding.weight", 5, "the pose patch embedding")[1];
+  // Motion encoder: R ResBlocks halve a size x size crop down to 4 x 4 (size = 2^(R + 2)); the widths per
+  // resolution are the convolutions' output channels.
+  const int64_t res_blocks = count_blocks(ckpt, "motion_encoder.res_blocks.", ".conv1.weight");
+  OMNI_CHECK_INPUT(res_blocks >= 1 && res_blocks <= 20, ckpt.path(),
+                   ": the motion encoder has no ResBlocks (motion_encoder.enc.net_app.convs.1 in Wan's names)");
+  const int64_t size = int64_t{1} << (res_blocks + 2);
+  std::map<int64_t, int64_t> widths;
+  widths[size] = shape_of(ckpt, "motion_encoder.conv_in.weight", 4, "the motion encoder's first convolution")[0];
+  for (int64_t j = 0; j < res_blocks; ++j)
+    widths[size >> (j + 1)] = shape_of(ckpt, "motion_encoder.res_blocks." + std::to_string(j) + ".conv2.weight", 4,
+                                       "a motion encoder ResBlock")[0];
+  bool default_widths = true;
+  json channel_sizes = json::object();
+  for (const auto& [res, width] : widths) {
+    channel_sizes[std::to_string(res)] = width;
+    auto it = kMotionEncoderChannels.find(res);
+    default_widths = default_widths && it != kMotionEncoderChannels.end() && it->second == width;
+  }
+  c["motion_encoder_channel_sizes"] = default_widths ? json(nullptr) : channel_sizes;
+  c["motion_encoder_size"] = size;
+  c["motion_style_dim"] =
+      shape_of(ckpt, "motion_encoder.conv_out.weight", 4, "the motion encoder's last convolution")[0];
+  // diffusers' motion network is 5 linear layers (motion_blocks, not a config key), as Wan's Encoder.fc.
+  const int64_t linears = count_blocks(ckpt, "motion_encoder.motion_network.", ".weight");
+  OMNI_CHECK_INPUT(linears == 5, ckpt.path(), ": the motion encoder has ", linears,
+                   " linear layers (motion_encoder.enc.fc.N), expected 5 as Wan2.2-Animate's");
+  c["motion_dim"] = shape_of(ckpt, "motion_encoder.motion_network.4.weight", 2, "the motion network's last layer")[0];
+  const auto& direction = shape_of(ckpt, "motion_encoder.motion_synthesis_weight", 2, "the motion directions");
+  c["motion_encoder_dim"] = direction[0];
+  // Face encoder: conv1_local makes num_heads x hidden channels from the motion vector's width.
+  const int64_t hidden = shape_of(ckpt, "face_encoder.conv2.weight", 3, "the face encoder's second convolution")[0];
+  const auto& conv1 = shape_of(ckpt, "face_encoder.conv1_local.weight", 3, "the face encoder's first convolution");
+  OMNI_CHECK_INPUT(conv1[0] % hidden == 0 && conv1[1] == direction[0], ckpt.path(),
+                   ": the face encoder's first convolution ", at::IntArrayRef(conv1),
+                   " does not take the motion vector's width ", direction[0], " to a multiple of its width ", hidden);
+  c["face_encoder_hidden_dim"] = hidden;
+  c["face_encoder_num_heads"] = conv1[0] / hidden;
+  // One face adapter after every inject-th block from block 0: layers / adapters (40 / 8 = 5).
+  const int64_t adapters = count_blocks(ckpt, "face_adapter.", ".to_q.weight");
+  OMNI_CHECK_INPUT(adapters > 0 && layers % adapters == 0, ckpt.path(), ": ", adapters,
+                   " face adapters (face_adapter.fuser_blocks.J) do not pair evenly with ", layers, " blocks");
+  c["inject_face_latents_blocks"] = layers / adapters;
+  c["motion_encoder_batch_size"] = 8;  // Wan's encode_bs (model_animate.py after_patch_embedding)
+  if (wan_config != nullptr) {
+    if (auto it = wan_config->find("motion_encoder_dim"); it != wan_config->end()) {
+      const int64_t stated = positive_key(*wan_config, "motion_encoder_dim", wan_source);
+      OMNI_CHECK_INPUT(stated == direction[0], wan_source, ": 'motion_encoder_dim' is ", stated, " but the weights in ",
+                       ckpt.path(), " have ", direction[0]);
+    }
+  }
 }
 
 // The diffusers config of a Wan transformer from its tensor shapes (our names). `wan_config`: the WanModel
@@ -147,6 +218,7 @@ json transformer_config(const Checkpoint& ckpt, const json* wan_config, const st
     out["vace_layers"] = vace_layers;
     out["vace_in_channels"] = shape_of(ckpt, "vace_patch_embedding.weight", 5, "the VACE patch embedding")[1];
   }
+  if (ckpt.contains("pose_patch_embedding.weight")) animate_config(ckpt, wan_config, wan_source, &out);
   return out;
 }
 
@@ -370,8 +442,11 @@ std::optional<NameMap> ModelComponent::name_map(const std::string& component) co
     const VaeNameShape shape = vae;
     m.rename = [shape](const std::string& n) { return vae_name_from_original(n, shape); };
   } else {
-    m.table = "a Wan2.2 transformer (wan/modules/model.py)";
+    m.table = "a Wan2.2 transformer (wan/modules/model.py; Wan2.2-Animate: wan/modules/animate/model_animate.py)";
     m.rename = transformer_name_from_original;
+    m.split = transformer_fused_kv_names;
+    m.skip = transformer_skipped;
+    m.squeeze_leading = transformer_squeezed;
   }
   return m;
 }
@@ -445,6 +520,8 @@ ModelComponent component_from_file(const std::string& component, const std::stri
   c.config = infer_config(component, *c.opened, c, wan_config, folder_config_path);
   c.config_source =
       wan_config ? folder_config_path + " and the tensor shapes of " + path : "the tensor shapes of " + path;
+  // What was inferred, for --log-level debug (the layouts tests compare it with the references' configs).
+  OMNI_DEBUG(flag, " ", path, ": the ", component, " config from ", c.config_source, ": ", c.config->dump());
   return c;
 }
 
@@ -495,7 +572,7 @@ std::map<std::string, ModelComponent> original_layout_components(const std::stri
   const std::string vae = one_file(dir, "Wan2.", "_VAE.pth", "VAE weights");
   out["vae"] = component_from_file("vae", vae, "--model");
   out["vae"].origin = "file " + vae + " (Wan2.2 original layout)";
-  // Wan2.1's image models (I2V-14B, FLF2V-14B) carry their CLIP:
+  // Wan2.1's image models (I2V-14B, FLF2V-14B) and Wan2.2-Animate-14B carry their CLIP:
   // models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth (Wan's names; its vision tower is the image encoder).
   // Whether the transformer needs one is the model spec's to say.
   if (!files_matching(dir, "models_clip_", ".pth").empty()) {
@@ -511,10 +588,20 @@ std::map<std::string, ModelComponent> original_layout_components(const std::stri
   return out;
 }
 
-OriginalDefaults original_defaults(int64_t in_channels, bool two_experts, const std::string& source, bool vace) {
+OriginalDefaults original_defaults(int64_t in_channels, bool two_experts, const std::string& source, bool vace,
+                                   bool animate) {
   // wan/configs: t2v_A14B (shift 12, boundary 0.875), i2v_A14B (shift 5, boundary 0.9), ti2v_5B (shift 5).
   OriginalDefaults d;
-  if (vace) {
+  if (animate) {
+    // Wan2.2-Animate-14B (wan/configs/wan_animate_14B.py): one transformer; the noisy latents, the mask and the
+    // reference / previous-segment latents (16 + 4 + 16). diffusers' converter gives it UniPC with flow_shift 5
+    // (Wan's own sample_shift 5.0), as the Diffusers repository's scheduler.
+    OMNI_CHECK_INPUT(in_channels == 36 && !two_experts, source, ": a Wan2.2-Animate transformer with ", in_channels,
+                     " input channels and ", two_experts ? "two experts" : "one expert",
+                     " (Wan2.2-Animate-14B: 36 channels, one transformer)");
+    d.pipeline_class = "WanAnimatePipeline";
+    d.sample_shift = 5.0;
+  } else if (vace) {
     // VACE on the T2V models: Wan2.2-VACE-Fun-A14B as T2V-A14B (two experts), Wan2.1-VACE with its preset's shift.
     OMNI_CHECK_INPUT(in_channels == 16, source, ": a VACE transformer with ", in_channels,
                      " input channels (Wan's VACE models take 16)");

@@ -99,6 +99,64 @@ std::optional<std::string> vae_resample_name(const std::vector<std::string>& p, 
   return std::nullopt;
 }
 
+// Wan2.2-Animate's motion encoder (wan/modules/animate/motion_encoder.py Generator; diffusers'
+// convert_animate_motion_encoder_weights, scripts/convert_wan_to_diffusers.py): `p` is the whole name, whose first
+// part is "motion_encoder". enc.net_app.convs is [ConvLayer(3 -> C, 1x1), R ResBlocks, EqualConv2d(4x4, no bias)];
+// a ConvLayer is a Sequential [Blur (downsampling only), EqualConv2d, FusedLeakyReLU (its [1, C, 1, 1] bias)].
+std::optional<std::string> motion_encoder_name(const std::vector<std::string>& p) {
+  const std::string me = "motion_encoder.";
+  if (p.size() == 4 && p[1] == "dec" && p[2] == "direction" && p[3] == "weight") return me + "motion_synthesis_weight";
+  int i = 0;
+  if (p.size() == 5 && p[1] == "enc" && p[2] == "fc" && parse_index(p[3], &i) && is_param(p[4]))
+    return me + "motion_network." + p[3] + "." + p[4];
+  int k = 0;
+  if (p.size() < 6 || p[1] != "enc" || p[2] != "net_app" || p[3] != "convs" || !parse_index(p[4], &k))
+    return std::nullopt;
+  // convs.K.weight: the final 4x4 convolution (the only entry that is a bare EqualConv2d).
+  if (p.size() == 6 && k >= 1 && p[5] == "weight") return me + "conv_out.weight";
+  // convs.0: the 1x1 ConvLayer, EqualConv2d without bias then FusedLeakyReLU.
+  if (p.size() == 7 && k == 0) {
+    if (p[5] == "0" && p[6] == "weight") return me + "conv_in.weight";
+    if (p[5] == "1" && p[6] == "bias") return me + "conv_in.act_fn.bias";
+    return std::nullopt;
+  }
+  // convs.K (K >= 1): ResBlock K - 1: conv1 (3x3, activation), conv2 (Blur, 3x3 stride 2, activation), skip
+  // (Blur, 1x1 stride 2, no bias, no activation).
+  if (p.size() != 8 || k < 1) return std::nullopt;
+  const std::string block = me + "res_blocks." + std::to_string(k - 1) + ".";
+  const std::string& layer = p[5];
+  const std::string& index = p[6];
+  const std::string& leaf = p[7];
+  if (layer == "conv1" && index == "0" && leaf == "weight") return block + "conv1.weight";
+  if (layer == "conv1" && index == "1" && leaf == "bias") return block + "conv1.act_fn.bias";
+  if (layer == "conv2" && index == "1" && leaf == "weight") return block + "conv2.weight";
+  if (layer == "conv2" && index == "2" && leaf == "bias") return block + "conv2.act_fn.bias";
+  if (layer == "skip" && index == "1" && leaf == "weight") return block + "conv_skip.weight";
+  return std::nullopt;
+}
+
+// Wan2.2-Animate's face encoder (face_blocks.py FaceEncoder: CausalConv1d modules hold a .conv) and face adapter
+// (FaceAdapter.fuser_blocks.J, a FaceBlock: linear1_kv (split, transformer_fused_kv_names), linear1_q, linear2,
+// q_norm, k_norm; diffusers' face_adapter is the bare list).
+std::optional<std::string> face_name(const std::vector<std::string>& p) {
+  if (p[0] == "face_encoder") {
+    if (p.size() == 2 && p[1] == "padding_tokens") return std::string("face_encoder.padding_tokens");
+    if (p.size() == 3 && p[1] == "out_proj" && is_param(p[2])) return "face_encoder.out_proj." + p[2];
+    if (p.size() == 4 && (p[1] == "conv1_local" || p[1] == "conv2" || p[1] == "conv3") && p[2] == "conv" &&
+        is_param(p[3]))
+      return "face_encoder." + p[1] + "." + p[3];
+    return std::nullopt;
+  }
+  int j = 0;
+  if (p.size() != 5 || p[0] != "face_adapter" || p[1] != "fuser_blocks" || !parse_index(p[2], &j)) return std::nullopt;
+  const std::string out = "face_adapter." + p[2] + ".";
+  if (p[3] == "linear1_q" && is_param(p[4])) return out + "to_q." + p[4];
+  if (p[3] == "linear2" && is_param(p[4])) return out + "to_out." + p[4];
+  if (p[3] == "q_norm" && p[4] == "weight") return out + "norm_q.weight";
+  if (p[3] == "k_norm" && p[4] == "weight") return out + "norm_k.weight";
+  return std::nullopt;
+}
+
 std::optional<std::string> prefixed(const std::string& prefix, const std::optional<std::string>& rest) {
   if (!rest) return std::nullopt;
   return prefix + *rest;
@@ -143,10 +201,41 @@ std::optional<std::string> transformer_name_from_original(const std::string& sto
   }
   // VACE (Wan2.1-VACE, Wan2.2-VACE-Fun): its patch embedding keeps its name, its blocks are vace_blocks.N.
   if (p.size() == 2 && p[0] == "vace_patch_embedding" && is_param(p[1])) return stored;
+  // Wan2.2-Animate (wan/modules/animate/model_animate.py WanAnimateModel): the pose latents' patch embedding keeps
+  // its name; the motion encoder, the face encoder and the face adapters are renamed.
+  if (p.size() == 2 && p[0] == "pose_patch_embedding" && is_param(p[1])) return stored;
+  if (p[0] == "motion_encoder") return motion_encoder_name(p);
+  if (p[0] == "face_encoder" || p[0] == "face_adapter") return face_name(p);
   int n = 0;
   if (p.size() >= 3 && (p[0] == "blocks" || p[0] == "vace_blocks") && parse_index(p[1], &n))
     return transformer_block_name(p[0] + ".", n, std::vector<std::string>(p.begin() + 2, p.end()));
   return std::nullopt;
+}
+
+std::vector<std::string> transformer_fused_kv_names(const std::string& stored) {
+  const auto p = split(stored);
+  int j = 0;
+  if (p.size() != 5 || p[0] != "face_adapter" || p[1] != "fuser_blocks" || !parse_index(p[2], &j) ||
+      p[3] != "linear1_kv" || !is_param(p[4]))
+    return {};
+  // FaceBlock views linear1_kv's output as (K H D) with K = 2 outermost: the first half of the rows is the key,
+  // the second the value (diffusers' converter: torch.chunk(kv, 2, dim=0)).
+  return {"face_adapter." + p[2] + ".to_k." + p[4], "face_adapter." + p[2] + ".to_v." + p[4]};
+}
+
+bool transformer_skipped(const std::string& stored) {
+  // The motion encoder's Blur kernels (a persistent buffer of Wan's Blur: [4, 4], outer([1, 3, 3, 1]) / 64), in
+  // each ResBlock's conv2 and skip; diffusers builds them itself (a non-persistent buffer) and its converter drops
+  // them. Only these exact names: any other stored tensor is named by transformer_name_from_original or refused.
+  const auto p = split(stored);
+  int k = 0;
+  return p.size() == 8 && p[0] == "motion_encoder" && p[1] == "enc" && p[2] == "net_app" && p[3] == "convs" &&
+         parse_index(p[4], &k) && k >= 1 && (p[5] == "conv2" || p[5] == "skip") && p[6] == "0" && p[7] == "kernel";
+}
+
+bool transformer_squeezed(const std::string& ours) {
+  // The motion encoder's FusedLeakyReLU biases: Wan stores [1, C, 1, 1], diffusers [C].
+  return starts_with(ours, "motion_encoder.") && ends_with(ours, ".act_fn.bias");
 }
 
 std::optional<std::string> umt5_name_from_wan(const std::string& stored) {

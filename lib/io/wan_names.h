@@ -5,7 +5,13 @@
 //   transformer  Wan2.2's original WanModel names (wan/modules/model.py; the Wan-AI repositories' high_noise_model/,
 //                low_noise_model/, TI2V-5B's root) and ComfyUI's single files (the same names, bare or under
 //                model.diffusion_model.); diffusers' convert_wan_transformer_to_diffusers is the reference. Mind the
-//                swap: the original cross-attention norm is norm3, ours (diffusers') norm2.
+//                swap: the original cross-attention norm is norm3, ours (diffusers') norm2. Wan2.2-Animate's
+//                WanAnimateModel (wan/modules/animate/model_animate.py; ComfyUI's comfy/ldm/wan/model_animate.py
+//                keeps its names) adds pose_patch_embedding, the motion encoder (enc.net_app.convs, enc.fc,
+//                dec.direction), the face encoder and the face adapters (fuser_blocks.J), renamed as diffusers'
+//                scripts/convert_wan_to_diffusers.py converts them: the fused key/value projection linear1_kv is
+//                split in halves (NameMap::split), the motion encoder's [1, C, 1, 1] activation biases are read as
+//                [C] and its Blur kernel buffers are skipped.
 //   text encoder Wan's own T5 encoder (wan/modules/t5.py; models_t5_umt5-xxl-enc-bf16.pth) to transformers' UMT5
 //                names; ComfyUI's umt5_xxl files already use transformers' names.
 //   vae          the original VAE names of Wan2.1_VAE.pth (wan/modules/vae2_1.py, flat down/upsample lists) and
@@ -38,6 +44,14 @@ inline constexpr const char* kComfyTransformerPrefix = "model.diffusion_model.";
 
 // Transformer: stored name (any ComfyUI prefix already stripped) -> ours.
 std::optional<std::string> transformer_name_from_original(const std::string& stored);
+
+// Wan2.2-Animate's one-to-many and reshaped tensors (NameMap's hooks): a face adapter's fused key/value projection
+// (face_adapter.fuser_blocks.J.linear1_kv.{weight,bias}) -> our to_k and to_v, key rows first (empty for any other
+// tensor); the motion encoder's Blur kernel buffers, which are not weights; our motion-encoder activation biases,
+// stored [1, C, 1, 1].
+std::vector<std::string> transformer_fused_kv_names(const std::string& stored);
+bool transformer_skipped(const std::string& stored);
+bool transformer_squeezed(const std::string& ours);
 
 // Text encoder: Wan's T5 name -> transformers' UMT5EncoderModel name.
 std::optional<std::string> umt5_name_from_wan(const std::string& stored);

@@ -18,6 +18,7 @@
 #include "dist/watchdog.h"
 #include "io/model_dir.h"
 #include "io/video_writer.h"
+#include "job/animate_resume.h"
 #include "job/check_inputs.h"
 #include "job/fault_injection.h"
 #include "job/memory_check.h"
@@ -232,6 +233,17 @@ int GenerationJob::run() {
     req.group_decodes = a.real;
     req.decode_band = opts_.vae_parallel && a.real;  // a repeat run's whole group skips the decode together
     req.keep_tensors = writer && a.real && !v.tensors_path.empty();
+    // Animate: what a stopped run of this video finished, and where each finished segment is kept.
+    const int tf = model_->temporal_factor(), segments = static_cast<int>(req.video.segments(tf));
+    std::string resume_path, fingerprint;
+    if (req.video.animate && req.decode && segments > 1) {
+      resume_path = animate_resume_path(v.output);
+      fingerprint = animate_fingerprint(o, identity_);
+      req.animate_resume = read_animate_resume(resume_path, fingerprint, segments, req.video, tf);
+      req.animate_checkpoint = [&](const pipeline::AnimateProgress& p) {
+        write_animate_resume(resume_path, fingerprint, segments, p);
+      };
+    }
 
     // Dumps are written by the rank that writes this video (with cfg parallelism it sees the cond calls only).
     // Every rank of its group collects them: a split forward gathers the blocks' tokens for its dumps, a
@@ -239,7 +251,6 @@ int GenerationJob::run() {
     const bool dumps = a.real && !v.dump_path.empty();
     debug::enable_dumps(dumps);
     // Animate's segments each run the steps: progress counts them all, each step named with its segment.
-    const int tf = model_->temporal_factor(), segments = static_cast<int>(req.video.segments(tf));
     Progress progress("generate", req.video.steps_run() * segments, mesh_.rank() == 0 && a.real);
     Timer t;
     dist::TrafficByKind traffic_before = dist::traffic_totals();
@@ -253,9 +264,12 @@ int GenerationJob::run() {
       if (s.num_segments > 1) label = str_cat("segment ", s.segment + 1, "/", s.num_segments, ", ", label);
       progress.update(s.segment * s.num_steps + s.step + 1, s.seconds, label);
       if (a.real && !s.cached) step_seconds_.push_back(s.seconds);
-      maybe_inject_fault(mesh_.rank(), s.step, generated_here);
+      maybe_inject_fault(mesh_.rank(), s.segment * s.num_steps + s.step, generated_here);
     });
     progress.finish();
+    if (result.segments_reused > 0 && req.decode)
+      log::write_all_ranks(log::Level::kInfo, str_cat(v.output, ": segments 1 to ", result.segments_reused, " of ",
+                                                      segments, " reused from ", resume_path));
     if (dumps && !req.decode) debug::take_dumps();
     ++generated_here;
     for (const auto& [phase, sec] : result.times.all()) times_.add(phase, sec);
@@ -277,6 +291,7 @@ int GenerationJob::run() {
       writer_.write(a.video, v, pipeline::task_name(tasks_[static_cast<size_t>(a.video)]), result, t.seconds(),
                     identity_, lora_);
       queue_->set_status(a.video, VideoStatus::kGenerated);
+      if (!resume_path.empty()) std::remove(resume_path.c_str());  // the video is written: its progress is done
       update_interrupt_message();
     } catch (const std::exception& e) {
       queue_->set_status(a.video, VideoStatus::kFailed);

@@ -128,6 +128,11 @@ void OutputWriter::write(int index, const VideoSpec& v, const std::string& task,
   side["frames"] = result.frames.size(1);
   side["height"] = result.frames.size(2);
   side["width"] = result.frames.size(3);
+  if (v.params().animate) {
+    // Wan2.2-Animate: its segments, and those a stopped run had finished (reused, not made again).
+    side["segments"] = result.segments;
+    side["segments_reused"] = result.segments_reused;
+  }
   if (!lora.empty()) side["lora"] = lora;
   if (!run.float8_weights.empty()) side["float8_weights"] = run.float8_weights;
   nlohmann::json settings;

@@ -2,6 +2,8 @@
 // by a pose and a face video, or replacing the person of a background video, made segment by segment.
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/log.h"
 #include "core/memory.h"
@@ -81,10 +83,15 @@ GenerationResult WanPipeline::generate_animate(const GenerationRequest& req, con
   auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(video.seed));
   const auto f32 = at::TensorOptions().dtype(at::kFloat).device(dev);
   at::Tensor tail;  // the previous segment's last `prev` decoded frames [1, 3, prev, H, W] in [-1, 1]
+  // A stopped run's finished segments: their frames and the last one's tail, on every rank of the group.
+  result.segments = segments;
+  const int resumed = resume_animate(req, segments, tail, result);
   for (int k = 0; k < segments; ++k) {
     const int64_t start = k * stride;
+    // Every segment's noise is drawn, a finished one's too: the generator moves on as in a run that did not stop.
     const at::Tensor noise =
         at::randn({1, shape.channels, shape.frames, shape.height, shape.width}, gen, at::TensorOptions(at::kFloat));
+    if (k < resumed) continue;
     if (k == 0) keep("init_latents", noise);
     at::Tensor latents = noise.to(dev);
     if (step_cache_) step_cache_->reset();
@@ -153,6 +160,8 @@ GenerationResult WanPipeline::generate_animate(const GenerationRequest& req, con
     at::Tensor decoded = decode_video(req, latents.narrow(2, 1, latent_frames), result);  // [1, 3, L, H, W]
     if (k + 1 < segments) tail = share_tail(req, decoded, frames, prev);
     if (req.decode) keep_frames(req, k > 0 ? decoded.narrow(2, prev, frames - prev) : decoded, result);
+    if (req.decode && req.animate_checkpoint && k + 1 < segments)
+      req.animate_checkpoint({k + 1, result.frames, tail.to(at::kCPU, at::kFloat)});
     dist::reset_peak_device_bytes(dev);
     reset_peak_rss();
   }
@@ -163,6 +172,35 @@ GenerationResult WanPipeline::generate_animate(const GenerationRequest& req, con
       if (name == "frames") t = t.narrow(1, 0, video.animate_frames).contiguous();
   }
   return result;
+}
+
+int WanPipeline::resume_animate(const GenerationRequest& req, int segments, at::Tensor& tail,
+                                GenerationResult& result) {
+  const at::Device dev = settings_.device;
+  const VideoParams& video = req.video;
+  const AnimateProgress& kept = req.animate_resume;
+  // --save-tensors keeps every segment's tensors: those runs make the whole video.
+  int done = req.decode && !req.keep_tensors ? std::min(kept.segments_done, segments - 1) : 0;
+  if (done > 0) {
+    OMNI_CHECK(kept.frames.defined() && kept.tail.defined() && kept.tail.size(2) == video.prev_segment_frames,
+               "Animate progress without its frames or tail");
+    result.frames = kept.frames;
+    tail = kept.tail.to(dev).to(settings_.vae_dtype);
+  }
+  // The writing rank decides for its group (a repeat run's group resumes nothing, alike).
+  if (video_group_ != nullptr && video_group_->size() > 1 && req.group_decodes) {
+    at::Tensor n = at::full({1}, static_cast<int64_t>(done), at::TensorOptions().dtype(at::kLong).device(dev));
+    video_group_->broadcast(n, 0)->wait();
+    done = static_cast<int>(n.item<int64_t>());
+    if (done > 0) {
+      if (!req.decode)
+        tail = at::empty({1, 3, video.prev_segment_frames, video.height, video.width},
+                         at::TensorOptions().dtype(settings_.vae_dtype).device(dev));
+      video_group_->broadcast(tail, 0)->wait();
+    }
+  }
+  result.segments_reused = done;
+  return done;
 }
 
 at::Tensor WanPipeline::share_tail(const GenerationRequest& req, const at::Tensor& decoded, int64_t frames,

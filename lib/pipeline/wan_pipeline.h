@@ -54,6 +54,15 @@ struct AnimateFrames {
 };
 using AnimateSource = std::function<AnimateFrames(int64_t first, int64_t count)>;
 
+// What Animate's finished segments leave for the next ones (on the writing rank): a run that stops between
+// segments resumes from it with the same frames as one that did not stop.
+struct AnimateProgress {
+  int segments_done = 0;
+  at::Tensor frames;  // [1, F, H, W, 3] uint8: the finished segments' frames
+  at::Tensor tail;    // [1, 3, P, H, W] float32 in [-1, 1]: the last segment's last decoded frames
+};
+using AnimateCheckpoint = std::function<void(const AnimateProgress&)>;
+
 struct GenerationRequest {
   std::string prompt;
   std::string negative_prompt;
@@ -78,6 +87,10 @@ struct GenerationRequest {
   // `image` is the character at the video's size (diffusers' "fill": scaled into it, black around), and
   // image_pixels the image as read (CLIP's input).
   AnimateSource animate_frames;
+  // On the writing rank: the progress a stopped run kept (segments_done 0: none), and where each finished
+  // segment's is handed (unset: nowhere). The other ranks of the group take the segment count and tail from it.
+  AnimateProgress animate_resume;
+  AnimateCheckpoint animate_checkpoint;
   bool decode = true;         // this rank gets the frames (the writing rank)
   bool group_decodes = true;  // the writing rank of this rank's video group decodes (not on a repeat run)
   bool decode_band = false;   // --vae-parallel: this rank decodes its band (every rank of the group, together)
@@ -108,6 +121,8 @@ struct GenerationResult {
   std::vector<int64_t> host_reads_per_step;  // OMNI_COUNT_HOST_READS: the loop's host reads per step (else empty)
   PromptText prompt;                         // as given, as cleaned, its tokens
   PromptText negative_prompt;                // likewise, with guidance only (empty without: never tokenized)
+  int segments = 1;                          // Animate: the video's segments
+  int segments_reused = 0;                   // of them, the finished ones a stopped run left, not run again
 };
 
 class WanPipeline {
@@ -213,6 +228,9 @@ class WanPipeline {
   // Animate: the last `prev` of a segment's `frames` decoded frames ([1, 3, frames, H, W] on the writing rank,
   // undefined elsewhere) on every rank of the video group.
   at::Tensor share_tail(const GenerationRequest& req, const at::Tensor& decoded, int64_t frames, int64_t prev);
+  // Animate: the finished segments of a stopped run (req.animate_resume on the writing rank), agreed over the video
+  // group; their frames into `result`, the last one's tail into `tail` on every rank. Returns their count.
+  int resume_animate(const GenerationRequest& req, int segments, at::Tensor& tail, GenerationResult& result);
   // One forward of `expert` (0 or 1) on a batch, through HSDP hooks when sharded.
   // The CLIP image encoder's penultimate states [I, N, E] of the request's image (and last image): what
   // WanImageToVideoPipeline.encode_image gives. Undefined for a model without an image encoder.

@@ -219,11 +219,163 @@ def wan_vae(vcfg):
 
 # ---------------------------------------------------------------- component checks
 
+# ---------------------------------------------------------------- Wan2.2-Animate: diffusers' own converter
+
+def diffusers_converter():
+    """diffusers' scripts/convert_wan_to_diffusers.py, vendored unmodified (tools/reference/vendor/README.md)."""
+    import importlib.util
+    path = Path(__file__).resolve().parent / "vendor" / "convert_wan_to_diffusers.py"
+    spec = importlib.util.spec_from_file_location("convert_wan_to_diffusers", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def animate_final_conv_idx(sd_wan: dict) -> int:
+    """The index of the motion encoder's last convolution in Wan's convs list: 1 + its ResBlocks (8 in
+    Wan2.2-Animate-14B, the converter's default final_conv_idx)."""
+    blocks = {int(m.group(1)) for k in sd_wan
+              for m in [re.match(r"^motion_encoder\.enc\.net_app\.convs\.(\d+)\.conv1\.", k)] if m}
+    return max(blocks) + 1
+
+
+def convert_animate(sd_wan: dict, diffusers_config: dict):
+    """Wan-named Animate weights through diffusers' convert_transformer("Wan2.2-Animate-14B"), run as it is:
+    load_sharded_safetensors of a folder, ANIMATE_TRANSFORMER_KEYS_RENAME_DICT, the special-key handlers,
+    WanAnimateTransformer3DModel.from_config + load_state_dict(strict=True). Only its inputs are supplied here:
+    snapshot_download answers the folder written here, and get_transformer_config gives the model's config (the
+    tiny one) and, for a motion encoder with fewer ResBlocks than 7, the motion handler's own final_conv_idx."""
+    import functools
+    C = diffusers_converter()
+    special = dict(C.ANIMATE_TRANSFORMER_SPECIAL_KEYS_REMAP)
+    special["motion_encoder"] = functools.partial(C.convert_animate_motion_encoder_weights,
+                                                  final_conv_idx=animate_final_conv_idx(sd_wan))
+    with tempfile.TemporaryDirectory() as td:
+        save_file({k: v.contiguous() for k, v in sd_wan.items()}, str(Path(td) / "diffusion_pytorch_model.safetensors"))
+        C.snapshot_download = lambda model_id, repo_type=None: td
+        C.get_transformer_config = lambda model_type: (
+            {"model_id": "local", "diffusers_config": diffusers_config}, C.ANIMATE_TRANSFORMER_KEYS_RENAME_DICT, special)
+        model = C.convert_transformer("Wan2.2-Animate-14B")
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def animate_scales_by_diffusers_name(scales: dict, sd_wan: dict) -> dict:
+    """{diffusers name: the float8 scale its values came from}: the scales, as [rows, 1] tensors under the Wan names
+    of the weights they scale, through the converter's own renames and handlers (a split linear1_kv's halves keep
+    the fused tensor's scale)."""
+    C = diffusers_converter()
+    import functools
+    handlers = dict(C.ANIMATE_TRANSFORMER_SPECIAL_KEYS_REMAP)
+    handlers["motion_encoder"] = functools.partial(C.convert_animate_motion_encoder_weights,
+                                                   final_conv_idx=animate_final_conv_idx(sd_wan))
+    d = converter_renames(C, {k: torch.full((sd_wan[k].shape[0], 1), s) for k, s in scales.items()}, handlers)
+    return {k: v[0, 0].item() for k, v in d.items()}
+
+
+def converter_renames(C, d: dict, handlers: dict) -> dict:
+    """convert_transformer's renaming and handler loops (scripts/convert_wan_to_diffusers.py), as written there, on
+    `d` in place, without the model load: for tensors that cannot be written to a file (meta, scale markers)."""
+    for key in list(d.keys()):
+        new_key = key[:]
+        for replace_key, rename_key in C.ANIMATE_TRANSFORMER_KEYS_RENAME_DICT.items():
+            new_key = new_key.replace(replace_key, rename_key)
+        C.update_state_dict_(d, key, new_key)
+    for key in list(d.keys()):
+        for special_key, handler_fn_inplace in handlers.items():
+            if special_key not in key:
+                continue
+            handler_fn_inplace(key, d)
+    return d
+
+
+ANIMATE_FP8_RE = re.compile(
+    r"^(?:blocks\.\d+\.(self_attn\.[qkvo]|cross_attn\.(?:[qkvo]|k_img|v_img)|ffn\.[02])"
+    r"|face_adapter\.fuser_blocks\.\d+\.(?:linear1_kv|linear1_q|linear2))\.weight$")
+
+
+def check_animate_transformer(src: Path, sub: str, sd: dict, what: str, prefix: str, cfg_json=None):
+    """A Wan2.2-Animate transformer file in Wan's names (original shards merged, or a ComfyUI file): converted back by
+    diffusers' own converter (convert_animate), it must give the source's tensors exactly (cast to the file's
+    dtype; a float8 file's block and face-adapter Linears are dequantized here first, and their values must lie
+    within e4m3 rounding of the source)."""
+    ref = load_file(str(src / sub / "diffusion_pytorch_model.safetensors"))
+    src_cfg = json.loads((src / sub / "config.json").read_text())
+    config = {k: v for k, v in src_cfg.items() if not k.startswith("_")}
+    bare = {k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix)}
+    if len(bare) != len(sd):
+        line("FAIL", what, f"{len(sd) - len(bare)} tensors without the prefix {prefix!r}")
+    fp8 = any(v.dtype == torch.float8_e4m3fn for v in bare.values())
+    scales = {}
+    if fp8:
+        marker = bare.get("scaled_fp8")
+        deq, scales, style = dequantize(bare)
+        if style == "scale_weight":
+            ok = marker is not None and marker.dtype == torch.float8_e4m3fn
+            line("PASS" if ok else "FAIL", f"{what}: scaled_fp8 marker", f"key {prefix}scaled_fp8")
+        expect_q = {k for k in bare if ANIMATE_FP8_RE.match(k)}
+        line("PASS" if set(scales) == expect_q else "FAIL", f"{what}: fp8 tensor set",
+             f"{len(scales)} quantised = the block and face-adapter Linear weights" if set(scales) == expect_q
+             else f"diff {sorted(set(scales) ^ expect_q)[:6]}")
+        bare = deq
+    dts = {v.dtype for k, v in bare.items() if v.is_floating_point() and k not in scales}
+    if len(dts) != 1:
+        line("FAIL", what, f"mixed dtypes {dts}")
+        return
+    (dt,) = dts
+    try:
+        got = convert_animate(bare, config)
+    except Exception as e:  # noqa: BLE001
+        line("FAIL", f"{what}: diffusers' convert_wan_to_diffusers (Animate)", str(e).replace("\n", " ")[:400])
+        return
+    want = {k: v.to(dt).float() for k, v in ref.items()}
+    if fp8:
+        by_name = animate_scales_by_diffusers_name(scales, bare)
+        worst, bad = 0.0, []
+        for k, s in by_name.items():
+            w, g = ref[k].float(), got[k].float()
+            if bool(((g - w).abs() > w.abs() * 2.0 ** -4 + s * 2.0 ** -9 + 1e-12).any()):
+                bad.append(k)
+            worst = max(worst, ((g - w).abs().max() / (w.abs().max() + 1e-30)).item())
+            want[k] = g  # the dequantized values; their closeness to the source is checked here
+        line("FAIL" if bad else "PASS", f"{what}: fp8 rounding",
+             f"outside e4m3 rounding: {bad[:4]}" if bad else f"{len(by_name)} tensors (max err/amax {worst:.3g})")
+    ok, det = compare({k: v.float() for k, v in got.items()}, want)
+    line("PASS" if ok else "FAIL",
+         f"{what}: diffusers' scripts/convert_wan_to_diffusers.py (Animate) == source "
+         f"({'fp8_scaled, rest ' if fp8 else ''}{dt})", det)
+    if cfg_json is not None:
+        check_animate_wan_config(src, sub, cfg_json, what)
+
+
+# WanAnimateModel.__init__'s arguments (wan/modules/animate/model_animate.py), which its config.json holds.
+ANIMATE_CONFIG_KEYS = {"patch_size", "text_len", "in_dim", "dim", "ffn_dim", "freq_dim", "text_dim", "out_dim",
+                       "num_heads", "num_layers", "window_size", "qk_norm", "cross_attn_norm", "eps",
+                       "motion_encoder_dim", "use_context_parallel", "use_img_emb"}
+
+
+def check_animate_wan_config(src, sub, cfg, what):
+    c = json.loads((src / sub / "config.json").read_text())
+    exp = {"_class_name": "WanAnimateModel", "dim": c["num_attention_heads"] * c["attention_head_dim"],
+           "eps": c["eps"], "ffn_dim": c["ffn_dim"], "freq_dim": c["freq_dim"], "in_dim": c["in_channels"],
+           "num_heads": c["num_attention_heads"], "num_layers": c["num_layers"], "out_dim": c["out_channels"],
+           "text_dim": c["text_dim"], "text_len": 512, "motion_encoder_dim": c["motion_encoder_dim"],
+           "patch_size": list(c["patch_size"])}
+    bad = [k for k, v in exp.items() if cfg.get(k) != v]
+    keys = {k for k in cfg if not k.startswith("_")}
+    ok = not bad and keys == ANIMATE_CONFIG_KEYS
+    line("PASS" if ok else "FAIL", f"{what}: config.json (WanAnimateModel)",
+         "WanAnimateModel's __init__ arguments" if ok else f"bad {bad}, keys {sorted(keys ^ ANIMATE_CONFIG_KEYS)}")
+
+
 def check_transformer(src: Path, sub: str, sd: dict, what: str, prefix: str, cfg_json=None):
     import diffusers
     ref = load_file(str(src / sub / "diffusion_pytorch_model.safetensors"))
     # WanVACETransformer3DModel for a VACE source (diffusers' converter maps its vace_blocks), else WanTransformer3DModel.
     src_cfg = json.loads((src / sub / "config.json").read_text())
+    if src_cfg["_class_name"] == "WanAnimateTransformer3DModel":
+        # diffusers' single-file reader knows only Wan2.2-Animate-14B's 7 motion-encoder ResBlocks and keeps the
+        # Blur buffers; its converter script is the reference.
+        return check_animate_transformer(src, sub, sd, what, prefix, cfg_json)
     vace = src_cfg["_class_name"] == "WanVACETransformer3DModel"
     model_cls = getattr(diffusers, src_cfg["_class_name"])
     fp8 = any(v.dtype == torch.float8_e4m3fn for v in sd.values())

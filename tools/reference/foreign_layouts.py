@@ -31,13 +31,18 @@ ORIGINAL layout (OUT/):
   models_t5_umt5-xxl-enc-bf16.pth: torch.save of the Wan T5Encoder state dict (the name
   says bf16; with --dtype keep the source dtype is written anyway).
   Wan2.1_VAE.pth (z_dim 16) or Wan2.2_VAE.pth (z_dim 48): torch.save of the VAE state dict.
+  Wan2.2-Animate (a WanAnimateTransformer3DModel source): config.json is WanAnimateModel's (every __init__
+  argument, animate_wan_config), the transformer's Animate modules in Wan's names (animate_to_original: motion
+  encoder with its [1, C, 1, 1] activation biases and Blur kernel buffers, face encoder, face adapters with the
+  fused linear1_kv), proven by diffusers' own converter (check_foreign_layouts.py).
   google/umt5-xxl/: a copy of tokenizer/.
   models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth (Wan2.1's image models, from image_encoder/): Wan's
   own CLIP names (WAN_CLIP_PTH below); `clip` writes it, or open_clip's open_clip_pytorch_model.bin, alone.
   --dtype applies to every tensor written (transformer, T5, VAE).
 
 COMFY layout (OUT/):
-  wan2.2_{t2v,i2v}_{high,low}_noise_14B_<dt>.safetensors or wan2.2_ti2v_5B_<dt>.safetensors:
+  wan2.2_{t2v,i2v}_{high,low}_noise_14B_<dt>.safetensors, wan2.2_ti2v_5B_<dt>.safetensors or
+  wan2.2_animate_14B_<dt>.safetensors (ComfyUI's comfy/ldm/wan/model_animate.py keeps Wan's names):
     original transformer names, prefixed with --prefix (default "model.diffusion_model.").
   umt5_xxl_<dt>.safetensors (fp8_scaled: umt5_xxl_fp8_e4m3fn_scaled.safetensors): HF T5
     encoder names as in transformers (shared.weight, encoder.block.N.layer..., 
@@ -52,7 +57,8 @@ COMFY layout (OUT/):
 fp8_scaled (ComfyUI "scaled_fp8" format, comfy/ops.py scaled_fp8_ops):
   quantised: every 2-D Linear weight inside the transformer blocks
     (blocks.N.{self_attn,cross_attn}.{q,k,v,o}.weight, blocks.N.ffn.{0,2}.weight; also
-    cross_attn.{k_img,v_img}.weight if present) and inside the T5 blocks
+    cross_attn.{k_img,v_img}.weight if present; Animate's face_adapter.fuser_blocks.N.{linear1_kv,
+    linear1_q,linear2}.weight) and inside the T5 blocks
     (encoder.block.N.layer.0.SelfAttention.{q,k,v,o}.weight,
     encoder.block.N.layer.1.DenseReluDense.{wi_0,wi_1,wo}.weight):
       scale = amax(|w|) / 448 (1.0 when amax == 0), 0-dim float32 `<module>.scale_weight`
@@ -158,10 +164,88 @@ def transformer_key_to_original(key: str) -> str:
     raise KeyError(f"transformer: no rule for key {key!r}")
 
 
+# Wan2.2-Animate (diffusers WanAnimateTransformer3DModel -> Wan's WanAnimateModel, wan/modules/animate/
+# {model_animate,motion_encoder,face_blocks}.py): the inverse of diffusers' scripts/convert_wan_to_diffusers.py
+# ANIMATE_TRANSFORMER_KEYS_RENAME_DICT with its handlers convert_animate_motion_encoder_weights (ConvLayer
+# Sequential indices, [1, C, 1, 1] FusedLeakyReLU biases, the Blur kernel buffers it drops) and
+# convert_animate_face_adapter_weights (linear1_kv = cat(to_k, to_v)). check_foreign_layouts.py runs that converter
+# on what this writes.
+ANIMATE_ROOTS = ("pose_patch_embedding.", "motion_encoder.", "face_encoder.", "face_adapter.")
+# Wan's Blur kernel (motion_encoder.py make_kernel([1, 3, 3, 1])): outer product, normalised to sum 1; a persistent
+# buffer of every downsampling ConvLayer (ResBlock conv2 and skip), so in Wan's state dict.
+BLUR_KERNEL = torch.outer(torch.tensor([1.0, 3.0, 3.0, 1.0]), torch.tensor([1.0, 3.0, 3.0, 1.0])) / 64.0
+_FACE_ADAPTER = {"to_q": "linear1_q", "to_out": "linear2", "norm_q": "q_norm", "norm_k": "k_norm"}
+
+
+def animate_to_original(sd: dict) -> dict:
+    """The Animate-only tensors of a diffusers WanAnimateTransformer3DModel state dict in Wan's names."""
+    me = "motion_encoder.enc.net_app.convs."
+    res = _count(sd, r"^motion_encoder\.res_blocks\.(\d+)\.")
+    out = {}
+    for k, v in sd.items():
+        if not k.startswith(ANIMATE_ROOTS):
+            continue
+        if k.startswith("pose_patch_embedding."):
+            out[k] = v
+            continue
+        if k == "motion_encoder.motion_synthesis_weight":
+            out["motion_encoder.dec.direction.weight"] = v
+            continue
+        m = re.match(r"^motion_encoder\.motion_network\.(\d+)\.(weight|bias)$", k)
+        if m:
+            out[f"motion_encoder.enc.fc.{m.group(1)}.{m.group(2)}"] = v
+            continue
+        if k == "motion_encoder.conv_in.weight":
+            out[me + "0.0.weight"] = v
+            continue
+        if k == "motion_encoder.conv_in.act_fn.bias":
+            out[me + "0.1.bias"] = v.reshape(1, -1, 1, 1)
+            continue
+        if k == "motion_encoder.conv_out.weight":
+            out[f"{me}{res + 1}.weight"] = v
+            continue
+        m = re.match(r"^motion_encoder\.res_blocks\.(\d+)\.(.+)$", k)
+        if m:
+            conv = f"{me}{int(m.group(1)) + 1}."
+            rest = {"conv1.weight": "conv1.0.weight", "conv1.act_fn.bias": "conv1.1.bias",
+                    "conv2.weight": "conv2.1.weight", "conv2.act_fn.bias": "conv2.2.bias",
+                    "conv_skip.weight": "skip.1.weight"}[m.group(2)]
+            out[conv + rest] = v.reshape(1, -1, 1, 1) if rest.endswith(".bias") else v
+            continue
+        m = re.match(r"^face_encoder\.(conv1_local|conv2|conv3)\.(weight|bias)$", k)
+        if m:
+            out[f"face_encoder.{m.group(1)}.conv.{m.group(2)}"] = v
+            continue
+        if k.startswith(("face_encoder.out_proj.", "face_encoder.padding_tokens")):
+            out[k] = v
+            continue
+        m = re.match(r"^face_adapter\.(\d+)\.(to_q|to_k|to_v|to_out|norm_q|norm_k)\.(weight|bias)$", k)
+        if not m:
+            raise KeyError(f"transformer: no Animate rule for {k!r}")
+        j, layer, param = m.groups()
+        block = f"face_adapter.fuser_blocks.{j}."
+        if layer == "to_k":
+            # FaceBlock views linear1_kv's output as (K H D), K = 2 outermost: keys first, then values.
+            out[f"{block}linear1_kv.{param}"] = torch.cat([v, sd[f"face_adapter.{j}.to_v.{param}"]], 0)
+        elif layer != "to_v":
+            out[f"{block}{_FACE_ADAPTER[layer]}.{param}"] = v
+    for i in range(1, res + 1):  # the Blur buffers, in the dtype of the weights beside them
+        dt = sd["motion_encoder.conv_in.weight"].dtype
+        out[f"{me}{i}.conv2.0.kernel"] = BLUR_KERNEL.to(dt)
+        out[f"{me}{i}.skip.0.kernel"] = BLUR_KERNEL.to(dt)
+    return out
+
+
 def to_original_transformer(state_dict: dict) -> dict:
     out = {}
     for k, v in state_dict.items():
+        if k.startswith(ANIMATE_ROOTS):
+            continue
         nk = transformer_key_to_original(k)
+        if nk in out:
+            raise KeyError(f"transformer: two keys map to {nk!r}")
+        out[nk] = v
+    for nk, v in animate_to_original(state_dict).items():
         if nk in out:
             raise KeyError(f"transformer: two keys map to {nk!r}")
         out[nk] = v
@@ -349,9 +433,10 @@ def t5_comfy_sd(sd: dict) -> dict:
 # --------------------------------------------------------------------------------------
 
 # Every Linear weight of the blocks, VACE's (vace_blocks.N, with before_proj / after_proj) included.
+# Wan2.2-Animate's face adapters' Linears too (the fused linear1_kv: one scale for its key and value halves).
 TRANSFORMER_FP8_RE = re.compile(
-    r"^(?:vace_)?blocks\.\d+\.(self_attn\.[qkvo]|cross_attn\.(?:[qkvo]|k_img|v_img)|ffn\.[02]|before_proj|after_proj)"
-    r"\.weight$")
+    r"^(?:(?:vace_)?blocks\.\d+\.(self_attn\.[qkvo]|cross_attn\.(?:[qkvo]|k_img|v_img)|ffn\.[02]|before_proj|after_proj)"
+    r"|face_adapter\.fuser_blocks\.\d+\.(?:linear1_kv|linear1_q|linear2))\.weight$")
 T5_FP8_RE = re.compile(
     r"^encoder\.block\.\d+\.layer\.(0\.SelfAttention\.[qkvo]|1\.DenseReluDense\.(?:wi_0|wi_1|wo))\.weight$")
 
@@ -498,7 +583,40 @@ WANMODEL_DEFAULTS = {"text_dim": 4096, "patch_size": [1, 2, 2], "qk_norm": True,
                      "cross_attn_norm": True, "window_size": [-1, -1]}
 
 
+def animate_wan_config(tcfg: dict) -> dict:
+    """Wan2.2-Animate-14B's config.json: what WanAnimateModel (a diffusers ModelMixin whose __init__ is
+    register_to_config'd, wan/modules/animate/model_animate.py) saves, every argument of its __init__. Its motion
+    encoder, face encoder and face adapter sizes are not arguments (Generator(size=512, style_dim=512,
+    motion_dim=20), FaceEncoder(num_heads=4) of width 1024, num_layers // 5 FaceBlocks): the weights' shapes tell
+    them, as they do for a tiny test model."""
+    heads = tcfg["num_attention_heads"]
+    cfg = {
+        "_class_name": "WanAnimateModel",
+        "_diffusers_version": "0.35.1",
+        "patch_size": list(tcfg["patch_size"]),
+        "text_len": 512,
+        "in_dim": tcfg["in_channels"],
+        "dim": heads * tcfg["attention_head_dim"],
+        "ffn_dim": tcfg["ffn_dim"],
+        "freq_dim": tcfg["freq_dim"],
+        "text_dim": tcfg["text_dim"],
+        "out_dim": tcfg["out_channels"],
+        "num_heads": heads,
+        "num_layers": tcfg["num_layers"],
+        "window_size": [-1, -1],
+        "qk_norm": tcfg.get("qk_norm") is not None,
+        "cross_attn_norm": bool(tcfg.get("cross_attn_norm", True)),
+        "eps": tcfg["eps"],
+        "motion_encoder_dim": tcfg["motion_encoder_dim"],
+        "use_context_parallel": False,
+        "use_img_emb": True,
+    }
+    return dict(sorted(cfg.items()))
+
+
 def wan_config(tcfg: dict, model_type: str) -> dict:
+    if tcfg.get("_class_name") == "WanAnimateTransformer3DModel":
+        return animate_wan_config(tcfg)
     heads = tcfg["num_attention_heads"]
     cfg = {
         "_class_name": "WanModel",
@@ -547,6 +665,8 @@ class Pipeline:
         c = self.tcfg("transformer")
         if "vace_layers" in c:
             return "vace"
+        if c.get("_class_name") == "WanAnimateTransformer3DModel":
+            return "animate"
         return "i2v" if c["in_channels"] != c["out_channels"] else "t2v"
 
     def expert_dirs(self):
@@ -558,6 +678,8 @@ class Pipeline:
 
 
 def comfy_transformer_name(mt: str, tag, dt: str) -> str:
+    if tag is None and mt == "animate":  # Comfy-Org/Wan_2.2_ComfyUI_Repackaged: wan2.2_animate_14B_bf16.safetensors
+        return f"wan2.2_animate_14B_{dt}.safetensors"
     if tag is None and mt == "ti2v":
         return f"wan2.2_{mt}_5B_{dt}.safetensors"
     if tag is None:  # one transformer of Wan2.1 (Comfy-Org/Wan_2.1_ComfyUI_repackaged: wan2.1_i2v_480p_14B_fp16...)
@@ -769,7 +891,7 @@ def main(argv=None):
     o.add_argument("out")
     o.add_argument("--dtype", default="keep", choices=["keep", "bf16", "fp16", "fp32"])
     o.add_argument("--shard-bytes", type=int, default=65536)
-    o.add_argument("--model-type", choices=["t2v", "i2v", "ti2v"])
+    o.add_argument("--model-type", choices=["t2v", "i2v", "ti2v", "vace", "animate"])
     c = sp.add_parser("comfy")
     c.add_argument("src")
     c.add_argument("out")

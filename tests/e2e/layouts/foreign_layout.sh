@@ -33,7 +33,7 @@ else
   [[ $files_only == 2 ]] && files=()
   for f in "$conv/$layout"/*.safetensors; do
     case $(basename "$f") in
-      *high_noise*|*_5B_*|wan2.1_*) files+=(--transformer "$f") ;;
+      *high_noise*|*_5B_*|wan2.1_*|wan2.2_animate_*) files+=(--transformer "$f") ;;
       clip_vision*) files+=(--image-encoder "$f") ;;
       *low_noise*) files+=(--transformer-2 "$f") ;;
       umt5*) files+=(--text-encoder "$f") ;;

@@ -120,6 +120,41 @@ expect missing_reference_image 1 3 "$work/nope.png" -- "${vace[@]}" --reference-
   --output "$work/a.mp4"
 expect conditioning_scale_count 1 2 "--conditioning-scale: 3 values for this model's 2 VACE layers" -- "${vace[@]}" \
   --conditioning-scale 1,1,1 --output "$work/a.mp4"
+# Wan2.2-Animate: its videos frame for frame the same length, replace mode with its background and mask, its flags
+# on its model only, its model with its inputs only, --animate-inputs naming what the folder lacks.
+aref=$ref/animate-replace
+anim=(--model "$ref/animate-tiny/model" --prompt "a dancer" --image "$aref/ref.jpg" --pose-video "$aref/pose.mp4"
+      --height 32 --width 48 --segment-frames 9 --num-inference-steps 2 --dtype float32)
+ffmpeg -v error -y -i "$aref/face.mp4" -frames:v 10 -c:v libx264 -pix_fmt yuv420p "$work/short_face.mp4"
+expect animate_short_face_np2 2 2 "--face-video '$work/short_face.mp4' has 10 frames but --pose-video" -- \
+  "${anim[@]}" --face-video "$work/short_face.mp4" --output "$work/a.mp4"
+ffmpeg -v error -y -i "$aref/bg.mp4" -frames:v 13 -c:v libx264 -pix_fmt yuv420p "$work/short_bg.mp4"
+expect animate_short_background 1 2 "--background-video '$work/short_bg.mp4' has 13 frames" -- "${anim[@]}" \
+  --face-video "$aref/face.mp4" --animate-mode replace --background-video "$work/short_bg.mp4" \
+  --mask-video "$aref/mask.mp4" --output "$work/a.mp4"
+expect animate_replace_without_mask_np2 2 2 "--animate-mode replace needs --background-video and --mask-video" -- \
+  "${anim[@]}" --face-video "$aref/face.mp4" --animate-mode replace --background-video "$aref/bg.mp4" \
+  --output "$work/a.mp4"
+expect animate_background_in_animate_mode 1 2 "--background-video is for --animate-mode replace" -- "${anim[@]}" \
+  --face-video "$aref/face.mp4" --background-video "$aref/bg.mp4" --output "$work/a.mp4"
+expect animate_pose_without_face 1 2 "--pose-video needs --face-video" -- "${anim[@]}" --output "$work/a.mp4"
+expect animate_prev_segment_frames 1 2 "--prev-segment-frames must be 1 or 5" -- "${anim[@]}" \
+  --face-video "$aref/face.mp4" --prev-segment-frames 3 --output "$work/a.mp4"
+expect animate_flags_on_i2v_np2 2 2 "--pose-video / --face-video / --animate-inputs: this model (WanImageToVideoPipeline)" \
+  -- "${i2v[@]}" --image "$first" --pose-video "$aref/pose.mp4" --face-video "$aref/face.mp4" --output "$work/a.mp4"
+expect animate_model_without_pose 1 2 "this model is Wan2.2-Animate (WanAnimatePipeline): give --image" -- \
+  --model "$ref/animate-tiny/model" --prompt x --image "$aref/ref.jpg" --output "$work/a.mp4"
+expect animate_task_on_t2v 1 2 "--task animate needs a Wan2.2-Animate model" -- "${t2v[@]}" --task animate \
+  --output "$work/a.mp4"
+mkdir -p "$work/animate_inputs" && cp "$aref/pose.mp4" "$work/animate_inputs/src_pose.mp4"
+cp "$aref/face.mp4" "$work/animate_inputs/src_face.mp4" && cp "$aref/ref.jpg" "$work/animate_inputs/src_ref.png"
+expect animate_inputs_without_background_np2 2 2 "--animate-inputs $work/animate_inputs has no src_bg.mp4" -- \
+  --model "$ref/animate-tiny/model" --prompt x --animate-inputs "$work/animate_inputs" --animate-mode replace \
+  --height 32 --width 48 --output "$work/a.mp4"
+ffmpeg -v error -y -i "$aref/pose.mp4" -frames:v 5 -c:v libx264 -pix_fmt yuv420p "$work/animate_inputs/src_face.mp4"
+expect animate_inputs_short_face 1 2 "has 5 frames but --pose-video '$work/animate_inputs/src_pose.mp4' has 14" -- \
+  --model "$ref/animate-tiny/model" --prompt x --animate-inputs "$work/animate_inputs" --height 32 --width 48 \
+  --output "$work/a.mp4"
 expect output_folder_missing 2 2 "$work/no/such/dir" -- "${t2v[@]}" --output "$work/no/such/dir/a.mp4"
 echo "a file" > "$work/plainfile"
 expect output_parent_is_file 1 2 "$work/plainfile" -- "${t2v[@]}" --output "$work/plainfile/a.mp4"
