@@ -178,7 +178,8 @@ struct MemoryPlanner::Shapes {
   models::WanVaeConfig vae;
   bool expand_timesteps = false;
   bool image_to_video = false;
-  bool vace = false;  // WanVACEPipeline: every video encodes its control clip (grey without one)
+  bool vace = false;     // WanVACEPipeline: every video encodes its control clip (grey without one)
+  bool animate = false;  // WanAnimatePipeline: segments, each encoding its pose and conditioning clips
   int64_t vae_resident = 0;
   int64_t vae_mapped = 0;
   int64_t lora_mapped[2] = {0, 0};  // per expert
@@ -190,6 +191,7 @@ MemoryPlanner::MemoryPlanner(const ModelSpec& model, const MemoryPlanSettings& s
   s.expand_timesteps = model.index().expand_timesteps;
   s.image_to_video = model.index().image_to_video;
   s.vace = model.index().vace;
+  s.animate = model.index().animate;
   s.text = model.text_encoder;
   {
     const models::Umt5Encoder encoder(s.text, settings.run.dtype);
@@ -297,6 +299,7 @@ StepWork MemoryPlanner::step_work(const VideoParams& v) const {
   const double patch = static_cast<double>(s.vae.patch());
   w.decode_units = static_cast<double>(v.height) * v.width * v.rounded_num_frames(s.vae.scale_factor_temporal) * top *
                    top / (patch * patch);
+  w.segments = static_cast<double>(v.segments(s.vae.scale_factor_temporal));  // Animate's (a segment's frames above)
   return w;
 }
 
@@ -483,7 +486,22 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     // step_cache.cpp), a slice of at most 32 MiB at a time: the two inputs, their difference and the base.
     const bool first_block = set.run.step_cache == StepCacheMode::kFirstBlock;
     const int64_t cache_sums = first_block ? 4 * std::min<int64_t>(int64_t{32} << 20, 8 * local * dim) : 0;
-    parts.push_back({"transformer block activations", std::max({block, finish, cache_sums})});
+    // Animate: the segment's face crops for each batch row (the unconditional branch's made apart) through the
+    // motion encoder, before the blocks: motion_encoder_batch_size crops at a time, its widest moment the first
+    // levels (the crop's side at its width: the input, the convolution's output, the blur's padded copy and the
+    // activation).
+    int64_t motion = 0;
+    if (tc.is_animate()) {
+      const int64_t side = tc.motion_encoder_size, frames = v.rounded_num_frames(tf);
+      parts.push_back({"Animate face crops", e * (batch + 1) * 3 * frames * side * side});
+      const auto& widths = tc.motion_encoder_channel_sizes.empty() ? models::WanAnimateMotionEncoder::default_channels()
+                                                                   : tc.motion_encoder_channel_sizes;
+      for (int64_t px = side; px >= 4; px /= 2) {
+        const auto it = widths.find(std::to_string(px));
+        if (it != widths.end()) motion = std::max(motion, 4 * e * tc.motion_encoder_batch_size * it->second * px * px);
+      }
+    }
+    parts.push_back({"transformer block activations", std::max({block, finish, cache_sums, motion})});
     // Held beside the blocks per batch row: the residual of the skipped blocks and, first-block cache, block 0's
     // residual of the last computed step and of this call.
     if (set.run.step_cache != StepCacheMode::kNone)
@@ -524,18 +542,25 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   MemoryPhase encode{"image_encode", {}};
   for (const auto& pv : work.videos) {
     const VideoParams& v = pv.video;
-    if (!v.image && !v.video && !s.vace) continue;
+    if (!v.image && !v.video && !s.vace && !s.animate) continue;
     std::vector<VaeLevel> enc;
     int64_t frames = 4;
     for (int64_t l = 0; l < levels; ++l) {
       enc.push_back({vc.base_dim * vc.dim_mult[static_cast<size_t>(l)], frames, int64_t{1} << l});
       if (l + 1 < levels && vc.temperal_downsample[static_cast<size_t>(l)]) frames = std::max<int64_t>(1, frames / 2);
     }
-    const int64_t clip_frames = s.image_to_video || v.video || s.vace ? v.rounded_num_frames(tf) : 1;
+    const int64_t clip_frames = s.image_to_video || v.video || s.vace || s.animate ? v.rounded_num_frames(tf) : 1;
     MemoryPhase p{"image_encode", plan.resident};
-    // VACE: the control clip, its mask, and the kept and generated parts encoded one after the other.
-    const int64_t clips = s.vace ? 4 : 1;
+    // VACE: the control clip, its mask, and the kept and generated parts encoded one after the other. Animate: a
+    // segment's pose clip and conditioning clip (replace mode: its background too, and the mask), and its face
+    // crops.
+    const int64_t clips = s.vace ? 4 : s.animate ? (v.replace ? 3 : 2) : 1;
     p.parts.push_back({"conditioning clip", clips * (f32 + ev) * 3 * clip_frames * v.height * v.width});
+    if (s.animate) {
+      const int64_t side = s.transformer.motion_encoder_size;
+      p.parts.push_back({"Animate face crops and mask",
+                         f32 * clip_frames * (3 * side * side + (v.replace ? v.height * v.width : 0))});
+    }
     p.parts.push_back({"vae encode working set",
                        vae_working_set(enc, v.height / patch, v.width / patch, vc.num_res_blocks, ev, host)});
     if (p.bytes() > encode.bytes()) encode = p;
@@ -574,6 +599,9 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
       // in float32 chunks (io::frames_to_uint8).
       if (work.decode_group == 1 || work.gathers_video)
         p.parts.push_back({"frames", video + std::min(video, io::kLevelsChunkSamples) * f32, MemoryKind::kDecode});
+      // Animate: the finished segments' frames, uint8 levels on the host, until the video is written.
+      if (v.animate && host && (work.decode_group == 1 || work.gathers_video))
+        p.parts.push_back({"finished frames", 3 * v.output_frames(tf) * v.height * v.width, MemoryKind::kDecode});
       if (p.bytes() > best.bytes()) best = p;
     }
     plan.phases.push_back(best);

@@ -122,6 +122,8 @@ struct StepWork {
   // The decode's size in units of Wan2.1's VAE (base width 96) at full resolution: pixel-frames times the
   // decoder's top width squared over 96 squared, over the patch area (Wan2.2's VAE decodes at half resolution).
   double decode_units = 0;
+  // Wan2.2-Animate: the segments a video is made in, each its steps and its decode (the others: 1).
+  double segments = 1;
 };
 
 // One rank's share of a step's traffic of one group kind, split by where its group peers run.

@@ -310,7 +310,7 @@ DeviceRates measure_cpu_rates(const CpuProbe& probe, const dist::Communicator& w
 TimePlan plan_time(const StepWork& work, const VideoParams& video, const StepBytes& bytes, int decode_group,
                    const DeviceRates& rates) {
   TimePlan t;
-  t.steps = video.steps_run();
+  t.steps = video.steps_run() * static_cast<int>(work.segments);  // Animate: every segment's
   t.flops = work.matmul_flops + work.attention_flops;
   const double attention = work.attention_flops / (rates.attention_tflops * 1e12);
   t.compute_seconds = work.matmul_flops / (rates.matmul_tflops * 1e12) + attention +
@@ -334,7 +334,7 @@ TimePlan plan_time(const StepWork& work, const VideoParams& video, const StepByt
     t.step_seconds_slow = t.compute_seconds + exchange_slow + t.gather_seconds;
   }
   t.text_encode_seconds = work.text_encode_flops / (rates.matmul_tflops * 1e12);
-  t.decode_seconds = work.decode_units * rates.decode_seconds_per_unit / std::max(decode_group, 1);
+  t.decode_seconds = work.segments * work.decode_units * rates.decode_seconds_per_unit / std::max(decode_group, 1);
   t.video_seconds = t.text_encode_seconds + t.steps * t.step_seconds + t.decode_seconds;
   t.video_seconds_slow = t.text_encode_seconds + t.steps * t.step_seconds_slow + t.decode_seconds;
   return t;
