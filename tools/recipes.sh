@@ -33,6 +33,7 @@ hub_repo Wan-AI/Wan2.1-T2V-14B-Diffusers "$ref/t2v-wan21-tiny/model"
 hub_repo Wan-AI/Wan2.1-I2V-14B-480P-Diffusers "$ref/i2v-wan21-tiny/model"
 hub_repo Wan-AI/Wan2.1-FLF2V-14B-720P-Diffusers "$ref/flf2v-wan21-tiny/model"
 hub_repo Wan-AI/Wan2.1-VACE-14B-diffusers "$ref/vace-tiny/model"
+hub_repo Wan-AI/Wan2.2-Animate-14B-Diffusers "$ref/animate-tiny/model"
 
 # The commands the recipes call, scaled down.
 cat > "$work/bin/omni-generate" <<EOF
@@ -76,6 +77,12 @@ ffmpeg -v error -y -filter_complex \
   "color=c=black:size=64x64:rate=16[bg];color=c=white:size=32x32:rate=16[box];[bg][box]overlay=x=16:y=16:shortest=1" \
   -frames:v 12 -c:v libx264 -pix_fmt yuv420p "$inputs/mask.mp4"
 
+# Wan2.2-Animate: the folder Wan2.2's preprocess_data.py writes (with --replace_flag), and the character alone.
+mkdir -p "$inputs/preprocessed"
+for f in pose face bg mask; do cp "$ref/animate-replace/$f.mp4" "$inputs/preprocessed/src_$f.mp4"; done
+cp "$ref/animate-replace/ref.jpg" "$inputs/preprocessed/src_ref.png"
+cp "$ref/animate-segments/ref.jpg" "$inputs/dancer.jpg"
+
 # Extract: FILE LINE, then the block's lines, then a line "<<END>>".
 extract() {
   awk -v f="$1" '
@@ -95,7 +102,7 @@ for f in "${files[@]}"; do
     n=$((n + 1))
     dir=$work/$n
     mkdir -p "$dir"
-    cp "$inputs"/* "$dir"/
+    cp -r "$inputs"/* "$dir"/
     ln -s "$root/tools" "$dir/tools"  # the manual's commands name tools/... as from the repository's root
     printf '%s' "$body" > "$dir/recipe.sh"
     if (cd "$dir" && PATH="$work/bin:$PATH" HF_HUB_CACHE="$work/hub" bash -euo pipefail recipe.sh </dev/null >"$dir/log" 2>&1)
