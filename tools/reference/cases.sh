@@ -367,7 +367,8 @@ run_case() {
       ;;
     animate-segments)
       # Wan2.2-Animate (WanAnimatePipeline on make_animate.py's folder), animate mode: a portrait JPEG as the
-      # character (letterboxed, bilinear, into 48 x 32 with black bars left and right; to CLIP as read), a 64 x 40
+      # character (letterboxed into 48 x 32 with black bars left and right, LANCZOS: diffusers' processor drops the
+      # pipeline's bilinear; to CLIP as read), a 64 x 40
       # pose video (resized) and a 40 x 40 face video (resized to 32 x 32), 14 frames each. Segments of 9 frames
       # taking 1 from the one before: 2 segments (9 frames, then 8 after the 1 taken; 17 cut to 14), the videos
       # reflect-padded to 17 frames (frames 12, 11, 10 after frame 13). 512 text tokens: diffusers finds the CLIP
