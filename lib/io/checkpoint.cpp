@@ -136,6 +136,7 @@ void Checkpoint::add_file(std::shared_ptr<TensorFile> file, const NameMap* names
       e.scale = split && scale.defined() && scale.numel() > 1 ? scale.narrow(0, part * block_rows, block_rows) : scale;
       if (names != nullptr && names->squeeze_leading && names->squeeze_leading(name)) {
         while (e.view.shape.size() > 1 && e.view.shape.front() == 1) e.view.shape.erase(e.view.shape.begin());
+        while (e.view.shape.size() > 1 && e.view.shape.back() == 1) e.view.shape.pop_back();
       }
       entries_.emplace(name, std::move(e));
     }

@@ -264,14 +264,16 @@ void ModelDir::set_index_from_components(const std::string& source) {
   const nlohmann::json& tc = *components_.at("transformer").config;
   const bool two = components_.count("transformer_2") != 0;
   const bool vace = tc.value("_class_name", "") == "WanVACETransformer3DModel";
+  const bool animate = tc.value("_class_name", "") == "WanAnimateTransformer3DModel";
   const auto d =
-      original_defaults(tc.at("in_channels").get<int64_t>(), two, components_.at("transformer").origin, vace);
+      original_defaults(tc.at("in_channels").get<int64_t>(), two, components_.at("transformer").origin, vace, animate);
   index_ = ModelIndex();
   index_source_ = "Wan2.2's configs (wan/configs), from the transformer's " +
                   std::to_string(tc.at("in_channels").get<int64_t>()) + " input channels";
   index_.class_name = d.pipeline_class;
   index_.image_to_video = d.pipeline_class == "WanImageToVideoPipeline";
   index_.vace = d.pipeline_class == "WanVACEPipeline";
+  index_.animate = d.pipeline_class == "WanAnimatePipeline";
   index_.expand_timesteps = d.expand_timesteps;
   index_.boundary_ratio = d.boundary_ratio;
   ModelComponent scheduler;

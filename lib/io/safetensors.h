@@ -131,7 +131,8 @@ struct NameMap {
   std::function<std::vector<std::string>(const std::string& stored)> split;
   // Stored tensors of another model the file carries too (the text tower of a CLIP checkpoint): not listed.
   std::function<bool(const std::string& stored)> skip;
-  // Our tensors stored with extra leading unit dims ([1, 1, D] for our [D]): listed without them.
+  // Our tensors stored with extra unit dims, leading or trailing ([1, 1, D] for our [D]: CLIP's; [1, C, 1, 1] for
+  // our [C]: Wan2.2-Animate's fused leaky-ReLU biases): listed without them.
   std::function<bool(const std::string& ours)> squeeze_leading;
 };
 

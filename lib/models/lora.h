@@ -9,6 +9,12 @@
 //                      blocks.N.scale_shift_table, [1, 6, dim]; a [6, dim] delta fits too)
 //   lightx2v           diffusion_model.head.head.diff / .diff_b: full deltas of proj_out.weight / proj_out.bias
 //   Kohya / musubi     lora_unet_blocks_N_self_attn_q.lora_down.weight, .lora_up.weight, .alpha
+//   PEFT on Wan        base_model.model.blocks.N.cross_attn.k_img.lora_A.weight / .lora_B.weight (peft's
+//                      get_peft_model_state_dict of Wan's own model; no alpha: scale 1 = lora_alpha / r as Wan's
+//                      LoraConfig has it): Wan2.2-Animate-14B's relighting_lora.ckpt, a torch.save
+//                      {"state_dict": {...}} archive (io/pth_file.h reads it; nothing from it is run), whose
+//                      targets are every Linear of the blocks (self / cross attention q, k, v, o, k_img, v_img; ffn)
+// The file is a .safetensors or a torch.save archive (.ckpt, .pth, .pt, .bin).
 // The prefix may be model.diffusion_model., diffusion_model., transformer., base_model.model. or none
 // (blocks.N.self_attn.q.lora_down.weight); without one, our names are tried first, then Wan's.
 // Module names are ours (the checkpoint's) or the original Wan ones (self_attn.q, cross_attn.o, ffn.0, ffn.2,
@@ -83,8 +89,9 @@ class LoraSet {
   std::map<std::string, std::vector<int64_t>> shapes_;  // of the updated parameters
 };
 
-// The safetensors file a --lora argument names: `path` itself, or pytorch_lora_weights.safetensors in the
-// folder `path` (what diffusers' save_lora_weights writes). An input error naming `flag` when neither exists.
+// The file a --lora argument names: `path` itself (.safetensors, or a torch.save archive such as Wan2.2-Animate's
+// relighting_lora.ckpt), or pytorch_lora_weights.safetensors in the folder `path` (what diffusers'
+// save_lora_weights writes). An input error naming `flag` when neither exists.
 std::string lora_file_path(const std::string& path, const std::string& flag);
 
 // The original Wan name of one of our module paths ("blocks.3.attn1.to_q" -> "blocks.3.self_attn.q"), or ""

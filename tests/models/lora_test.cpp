@@ -248,6 +248,42 @@ TEST(Lora, Wan21ImageKeysMergeOnAnImageModel) {
   expect_all_ranges(set, "condition_embedder.image_embedder.ff.net.0.proj.bias", 0.5 * d(emb_diff_b));
 }
 
+// Wan2.2-Animate-14B's relighting_lora.ckpt: peft's get_peft_model_state_dict names (the PeftModel's
+// base_model.model. prefix, or none as diffusers' add_adapter gives them), Wan's module names, lora_A / lora_B, no
+// alpha (Wan's LoraConfig: lora_alpha = r, a scale of 1), on every nn.Linear of the blocks: the attentions, the
+// image key / value projections (k_img, v_img) and the FFN. (The .ckpt container: tests/e2e/lora relighting.sh.)
+TEST(Lora, PeftNamesOfTheAnimateRelightingLora) {
+  TempDir dir("omni_lora_peft");
+  auto params = model_params();
+  for (const auto& [name, shape] :
+       std::vector<std::pair<std::string, std::vector<int64_t>>>{{"blocks.0.attn2.add_k_proj.weight", {5, 4}},
+                                                                 {"blocks.0.attn2.add_k_proj.bias", {5}},
+                                                                 {"blocks.0.attn2.add_v_proj.weight", {5, 4}},
+                                                                 {"blocks.0.attn2.add_v_proj.bias", {5}}})
+    params.push_back({name, shape, ParamDtype::kModel, nullptr});
+  const at::Tensor a_q = randn({3, 5}, 1), b_q = randn({6, 3}, 2), a_k = randn({3, 4}, 3), b_k = randn({5, 3}, 4);
+  const at::Tensor a_v = randn({3, 4}, 5), b_v = randn({5, 3}, 6), a_f = randn({3, 5}, 7), b_f = randn({7, 3}, 8);
+  const std::string peft = dir / "peft.safetensors", bare = dir / "bare.safetensors";
+  io::write_safetensors(peft, Tensors{{"base_model.model.blocks.0.self_attn.q.lora_A.weight", a_q},
+                                      {"base_model.model.blocks.0.self_attn.q.lora_B.weight", b_q},
+                                      {"base_model.model.blocks.0.cross_attn.k_img.lora_A.weight", a_k},
+                                      {"base_model.model.blocks.0.cross_attn.k_img.lora_B.weight", b_k},
+                                      {"base_model.model.blocks.0.ffn.0.lora_A.weight", a_f},
+                                      {"base_model.model.blocks.0.ffn.0.lora_B.weight", b_f}});
+  io::write_safetensors(bare, Tensors{{"blocks.0.cross_attn.v_img.lora_A.weight", a_v},
+                                      {"blocks.0.cross_attn.v_img.lora_B.weight", b_v}});
+  const LoraSet set({{peft, 1.0}, {bare, 0.5}}, params, "--lora", "transformer");
+  ASSERT_EQ(set.files().size(), 2u);
+  EXPECT_EQ(set.files()[0].modules, 3);
+  EXPECT_EQ(set.files()[1].modules, 1);
+  auto d = [](const at::Tensor& t) { return t.to(at::kDouble); };
+  expect_all_ranges(set, "blocks.0.attn1.to_q.weight", d(b_q).matmul(d(a_q)));
+  expect_all_ranges(set, "blocks.0.attn2.add_k_proj.weight", d(b_k).matmul(d(a_k)));
+  expect_all_ranges(set, "blocks.0.attn2.add_v_proj.weight", 0.5 * d(b_v).matmul(d(a_v)));
+  expect_all_ranges(set, "blocks.0.ffn.net.0.proj.weight", d(b_f).matmul(d(a_f)));
+  EXPECT_FALSE(set.touches("blocks.0.attn1.to_q.bias"));
+}
+
 TEST(Lora, DiffMUpdatesTheModulationTable) {
   TempDir dir;
   const at::Tensor m1 = randn({1, 6, 5}, 1), m2 = randn({6, 5}, 2), m3 = randn({1, 6, 5}, 3);

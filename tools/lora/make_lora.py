@@ -2,7 +2,7 @@
 """Writes a random LoRA file for a Wan transformer, in the formats people download, and optionally the
 transformer weights with it merged (computed here, in float64, independently of omni-generate's merge).
 
-  make_lora.py --transformer MODEL/transformer --out lora.safetensors [--format diffusers|kohya|wan]
+  make_lora.py --transformer MODEL/transformer --out lora.safetensors [--format diffusers|kohya|wan|wan-peft-ckpt]
                [--rank 4] [--alpha A] [--seed 0] [--targets attn,ffn] [--full-deltas]
                [--dtype float32|bfloat16] [--std-down X] [--std-up Y]
                [--merge-into W.safetensors --scale S --merged-out OUT.safetensors]
@@ -11,7 +11,18 @@ The update of a weight is scale * (alpha / rank) * B @ A; the file holds A (lora
 lora_up) and, with --alpha, alpha. With the same --seed and --rank, every format describes the same update:
 B is stored as B * rank / alpha where an alpha is stored, so (alpha / rank) * stored_B = B.
 
+--format wan-peft-ckpt: Wan2.2-Animate-14B's relighting_lora.ckpt: torch.save({"state_dict": sd}) (a torch zip
+  archive, as wan/animate.py reads it: torch.load(path)["state_dict"] -> peft's set_peft_model_state_dict) whose
+  keys are what peft's get_peft_model_state_dict gives for Wan's WanAnimateModel wrapped by get_peft_model:
+  base_model.model.<Wan module>.lora_A.weight / .lora_B.weight (--peft-prefix none: without base_model.model.,
+  what diffusers' add_adapter + get_peft_model_state_dict give), no adapter name, no alpha (the LoraConfig holds
+  it: Wan's is lora_alpha = r = 128, a scale of 1). Its targets, Wan's get_loraconfig rule (every nn.Linear whose
+  name holds "blocks" but not "face" or "modulation"), are --targets attn,img,ffn. tools/reference/
+  peft_relighting_keys.py proves the naming with peft itself.
+
 --targets: attn (self- and cross-attention q, k, v, o), ffn (both FFN projections), head (proj_out),
+  img (the image key / value projections of an image model's cross-attention: attn2.add_k_proj / add_v_proj,
+  Wan's cross_attn.k_img / v_img),
   time (the time embedding MLP and time projection), text (the text embedding MLP), vace (a VACE transformer's
   vace_blocks.K: their attention, FFN and proj_in / proj_out, Wan's before_proj / after_proj); comma-separated.
 --full-deltas (Wan format only): adds the full deltas some files carry: "diff" on the first block's
@@ -34,6 +45,7 @@ BLOCK_WAN = {
     "attn1.to_out.0": "self_attn.o",
     "attn2.to_q": "cross_attn.q", "attn2.to_k": "cross_attn.k", "attn2.to_v": "cross_attn.v",
     "attn2.to_out.0": "cross_attn.o",
+    "attn2.add_k_proj": "cross_attn.k_img", "attn2.add_v_proj": "cross_attn.v_img",
     "ffn.net.0.proj": "ffn.0", "ffn.net.2": "ffn.2",
     "norm2": "norm3", "scale_shift_table": "modulation",
 }
@@ -69,6 +81,9 @@ def linear_modules(cfg, targets):
             for a in ("attn1", "attn2"):
                 for p in ("to_q", "to_k", "to_v", "to_out.0"):
                     out.append((f"blocks.{i}.{a}.{p}", dim, dim))
+        if "img" in targets:
+            for p in ("add_k_proj", "add_v_proj"):
+                out.append((f"blocks.{i}.attn2.{p}", dim, cfg["added_kv_proj_dim"]))
         if "ffn" in targets:
             out.append((f"blocks.{i}.ffn.net.0.proj", ffn, dim))
             out.append((f"blocks.{i}.ffn.net.2", dim, ffn))
@@ -99,7 +114,9 @@ def main(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--transformer", required=True, type=Path, help="a transformer component folder")
     p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--format", choices=("diffusers", "kohya", "wan"), default="diffusers")
+    p.add_argument("--format", choices=("diffusers", "kohya", "wan", "wan-peft-ckpt"), default="diffusers")
+    p.add_argument("--peft-prefix", default="base_model.model.",
+                   help="wan-peft-ckpt: the key prefix (default base_model.model.: a PeftModel's; none: no prefix)")
     p.add_argument("--rank", type=int, default=4)
     p.add_argument("--alpha", type=float, default=None)
     p.add_argument("--seed", type=int, default=0)
@@ -114,6 +131,9 @@ def main(argv):
     args = p.parse_args(argv)
     if args.full_deltas and args.format != "wan":
         p.error("--full-deltas needs --format wan (diff / diff_b are Wan-format keys)")
+    if args.format == "wan-peft-ckpt" and args.alpha is not None:
+        p.error("--alpha: a PEFT state dict holds no alpha (its LoraConfig does; Wan's: lora_alpha = r)")
+    peft_prefix = "" if args.peft_prefix in ("", "none") else args.peft_prefix
 
     cfg = json.loads((args.transformer / "config.json").read_text())
     targets = set(args.targets.split(","))
@@ -139,6 +159,11 @@ def main(argv):
             key = "lora_unet_" + wan_name(module).replace(".", "_")
             tensors[f"{key}.lora_down.weight"] = a
             tensors[f"{key}.lora_up.weight"] = stored_b
+        elif args.format == "wan-peft-ckpt":
+            # peft's get_peft_model_state_dict: the module path, lora_A / lora_B, the adapter name removed.
+            key = f"{peft_prefix}{wan_name(module)}"
+            tensors[f"{key}.lora_A.weight"] = a
+            tensors[f"{key}.lora_B.weight"] = stored_b
         else:
             key = f"diffusion_model.{wan_name(module)}"
             tensors[f"{key}.lora_down.weight"] = a
@@ -161,7 +186,10 @@ def main(argv):
             tensors[f"diffusion_model.{key}"] = d
             updates[param] = updates.get(param, 0) + d.double()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in tensors.items()}, str(args.out))
+    if args.format == "wan-peft-ckpt":
+        torch.save({"state_dict": {k: v.contiguous() for k, v in tensors.items()}}, str(args.out))
+    else:
+        save_file({k: v.contiguous() for k, v in tensors.items()}, str(args.out))
     print(f"wrote {args.out}: {len(tensors)} tensors, rank {r}, format {args.format}", file=sys.stderr)
 
     if args.merge_into is not None:

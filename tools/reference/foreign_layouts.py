@@ -231,8 +231,8 @@ def animate_to_original(sd: dict) -> dict:
             out[f"{block}{_FACE_ADAPTER[layer]}.{param}"] = v
     for i in range(1, res + 1):  # the Blur buffers, in the dtype of the weights beside them
         dt = sd["motion_encoder.conv_in.weight"].dtype
-        out[f"{me}{i}.conv2.0.kernel"] = BLUR_KERNEL.to(dt)
-        out[f"{me}{i}.skip.0.kernel"] = BLUR_KERNEL.to(dt)
+        out[f"{me}{i}.conv2.0.kernel"] = BLUR_KERNEL.to(dt).clone()
+        out[f"{me}{i}.skip.0.kernel"] = BLUR_KERNEL.to(dt).clone()
     return out
 
 
