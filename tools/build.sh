@@ -8,6 +8,8 @@ JOBS=${JOBS:-$(nproc)}
 # LibTorch comes from the torch in $OMNI_VENV (default .venv, made by tools/install-deps.sh) unless
 # CMAKE_ARGS names another (-DCMAKE_PREFIX_PATH=...).
 VENV=${OMNI_VENV:-.venv}
+# A first build writes about 3.4 GB (objects, binaries, the test fixtures it generates).
+[ -d "$BUILD_DIR" ] || bash tools/free-space.sh "$BUILD_DIR" 4 "a first build into $BUILD_DIR"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DOMNI_TORCH_PYTHON="$(realpath -m "$VENV")/bin/python3" \
   ${CMAKE_ARGS:-}
 # BUILD_TARGETS: only these targets (the demo builds omni-generate alone, not the tests and benchmarks).

@@ -49,8 +49,9 @@ have_torch() {
 if have_torch; then
   echo "install-deps: torch $TORCH_VERSION already in $VENV"
 else
-  echo "install-deps: installing torch $TORCH_VERSION into $VENV (about 3 GB with its CUDA wheels; pip keeps no second copy in its cache)"
+  echo "install-deps: installing torch $TORCH_VERSION into $VENV (about 4.6 GB with its CUDA wheels; pip keeps no second copy in its cache)"
   [ -x "$PY" ] || python3 -m venv "$VENV"
+  bash "$(dirname "$0")/free-space.sh" "$VENV" 9 "torch $TORCH_VERSION's wheels (downloaded, then unpacked)"
   "$PY" -m pip install -q --disable-pip-version-check --no-cache-dir "torch==$TORCH_VERSION"
   have_torch || { echo "install-deps: torch $TORCH_VERSION did not install into $VENV" >&2; exit 1; }
 fi

@@ -23,6 +23,7 @@ fi
 
 "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))' ||
   { echo "setup.sh: $python is older than Python 3.10 (set PYTHON)" >&2; exit 1; }
+bash "$here/../free-space.sh" "$venv" 9 "the reference environment (torch with its CUDA wheels, diffusers)"
 "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install --disable-pip-version-check --no-cache-dir --quiet -r "$requirements"
 "$venv/bin/python" -m pip install --disable-pip-version-check --no-cache-dir --quiet --no-deps "${no_deps[@]}"
