@@ -13,6 +13,7 @@ PACKAGES=(
   libicu-dev                        # Unicode normalization and properties (prompt cleaning, tokenizer)
   libsentencepiece-dev sentencepiece
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg
+  libsoxr-dev                       # audio resampled as librosa resamples it (soxr HQ)
   libstb-dev
   libjpeg62-turbo-dev libwebp-dev   # image input decoded as Pillow decodes it (libjpeg-turbo, libwebp)
   libgtest-dev googletest

@@ -3,6 +3,7 @@
 extern "C" {
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
+#include <libavutil/channel_layout.h>
 #include <libavutil/dict.h>
 #include <libavutil/error.h>
 #include <libavutil/frame.h>
@@ -20,6 +21,8 @@ extern "C" {
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include "core/error.h"
 #include "core/files.h"
@@ -43,11 +46,15 @@ struct Encoder {
   SwsContext* sws = nullptr;
   AVFrame* frame = nullptr;
   AVPacket* packet = nullptr;
+  AVCodecContext* audio_codec = nullptr;  // the AAC sound track, when there is one
+  AVFrame* audio_frame = nullptr;
   ~Encoder() {
     av_packet_free(&packet);
     av_frame_free(&frame);
+    av_frame_free(&audio_frame);
     sws_freeContext(sws);
     avcodec_free_context(&codec);
+    avcodec_free_context(&audio_codec);
     if (fmt) {
       if (fmt->pb) avio_closep(&fmt->pb);
       avformat_free_context(fmt);
@@ -87,17 +94,108 @@ const AVOutputFormat* output_format_for(const std::string& path) {
   return guessed;
 }
 
-void drain_packets(Encoder& enc, AVStream* stream, const std::string& path) {
+void drain_packets(Encoder& enc, AVCodecContext* codec, AVStream* stream, const std::string& path) {
   while (true) {
-    int rc = avcodec_receive_packet(enc.codec, enc.packet);
+    int rc = avcodec_receive_packet(codec, enc.packet);
     if (rc == AVERROR(EAGAIN) || rc == AVERROR_EOF) return;
     OMNI_CHECK(rc >= 0, "encoding ", path, ": avcodec_receive_packet failed: ", av_error_string(rc));
-    av_packet_rescale_ts(enc.packet, enc.codec->time_base, stream->time_base);
+    av_packet_rescale_ts(enc.packet, codec->time_base, stream->time_base);
     enc.packet->stream_index = stream->index;
     rc = av_interleaved_write_frame(enc.fmt, enc.packet);  // takes ownership of the packet's data
     OMNI_CHECK(rc >= 0, "writing ", path, ": av_interleaved_write_frame failed: ", av_error_string(rc));
   }
 }
+
+// The AAC sound track: its encoder and stream, and the samples still to encode. The track is resampled to 48 kHz
+// when AAC has no such rate, and cut or padded with silence to the video's duration.
+class SoundTrack {
+ public:
+  SoundTrack(Encoder& enc, const AudioTrack& track, double video_seconds, const std::string& path)
+      : enc_(enc), path_(path) {
+    OMNI_CHECK(track.channels > 0 && track.sample_rate > 0 && track.samples.size() % track.channels == 0,
+               "write_video: a sound track of ", track.channels, " channels at ", track.sample_rate, " Hz with ",
+               track.samples.size(), " samples");
+    const AVCodec* codec = avcodec_find_encoder(AV_CODEC_ID_AAC);
+    OMNI_CHECK(codec, "this FFmpeg build has no AAC encoder");
+    channels_ = track.channels;
+    bool supported = false;
+    for (const int* r = codec->supported_samplerates; r && *r; ++r) supported = supported || *r == track.sample_rate;
+    rate_ = supported ? track.sample_rate : 48000;
+    // Planar float, the AAC encoder's format: [channel][frame], the video's duration long.
+    total_ = std::llround(video_seconds * rate_);
+    planes_.assign(channels_, std::vector<float>(total_, 0.0f));
+    for (int c = 0; c < channels_; ++c) {
+      std::vector<float> channel(track.frames());
+      for (int64_t i = 0; i < track.frames(); ++i) channel[i] = track.samples[i * channels_ + c];
+      if (!supported) channel = resample_audio(channel, track.sample_rate, rate_);
+      std::copy_n(channel.begin(), std::min<int64_t>(total_, channel.size()), planes_[c].begin());
+    }
+
+    enc.audio_codec = avcodec_alloc_context3(codec);
+    OMNI_CHECK(enc.audio_codec, "avcodec_alloc_context3 failed");
+    AVCodecContext* ctx = enc.audio_codec;
+    ctx->sample_fmt = AV_SAMPLE_FMT_FLTP;
+    ctx->sample_rate = rate_;
+    av_channel_layout_default(&ctx->ch_layout, channels_);
+    ctx->bit_rate = std::min(64000 * channels_, 320000);
+    ctx->time_base = AVRational{1, rate_};
+    if (enc.fmt->oformat->flags & AVFMT_GLOBALHEADER) ctx->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
+    int rc = avcodec_open2(ctx, codec, nullptr);
+    OMNI_CHECK(rc >= 0, "cannot open the AAC encoder for ", channels_, " channels at ", rate_,
+               " Hz: ", av_error_string(rc));
+    stream_ = avformat_new_stream(enc.fmt, nullptr);
+    OMNI_CHECK(stream_, "avformat_new_stream failed");
+    rc = avcodec_parameters_from_context(stream_->codecpar, ctx);
+    OMNI_CHECK(rc >= 0, "avcodec_parameters_from_context failed: ", av_error_string(rc));
+    stream_->time_base = ctx->time_base;
+    enc.audio_frame = av_frame_alloc();
+    OMNI_CHECK(enc.audio_frame, "av_frame_alloc failed");
+  }
+
+  // Encodes the samples before `seconds` (all of them when negative), so that the muxer gets sound and picture
+  // in time order.
+  void encode_until(double seconds) {
+    const int64_t until = seconds < 0 ? total_ : std::min<int64_t>(total_, std::llround(seconds * rate_));
+    AVCodecContext* ctx = enc_.audio_codec;
+    const int frame_size = ctx->frame_size > 0 ? ctx->frame_size : 1024;
+    while (next_ < until) {
+      // Whole encoder frames only, but for the last one: the encoder takes a short frame only at the end.
+      if (until < total_ && until - next_ < frame_size) return;
+      const int n = static_cast<int>(std::min<int64_t>(frame_size, total_ - next_));
+      AVFrame* frame = enc_.audio_frame;
+      av_frame_unref(frame);
+      frame->format = AV_SAMPLE_FMT_FLTP;
+      frame->sample_rate = rate_;
+      frame->nb_samples = n;
+      int rc = av_channel_layout_copy(&frame->ch_layout, &ctx->ch_layout);
+      OMNI_CHECK(rc >= 0, "av_channel_layout_copy failed: ", av_error_string(rc));
+      rc = av_frame_get_buffer(frame, 0);
+      OMNI_CHECK(rc >= 0, "av_frame_get_buffer failed: ", av_error_string(rc));
+      for (int c = 0; c < channels_; ++c)
+        std::copy_n(planes_[c].begin() + next_, n, reinterpret_cast<float*>(frame->extended_data[c]));
+      frame->pts = next_;
+      rc = avcodec_send_frame(ctx, frame);
+      OMNI_CHECK(rc >= 0, "encoding the sound of ", path_, ": avcodec_send_frame failed: ", av_error_string(rc));
+      drain_packets(enc_, ctx, stream_, path_);
+      next_ += n;
+    }
+  }
+
+  void finish() {
+    encode_until(-1);
+    const int rc = avcodec_send_frame(enc_.audio_codec, nullptr);  // the encoder's lookahead
+    OMNI_CHECK(rc >= 0, "flushing the AAC encoder for ", path_, " failed: ", av_error_string(rc));
+    drain_packets(enc_, enc_.audio_codec, stream_, path_);
+  }
+
+ private:
+  Encoder& enc_;
+  const std::string& path_;
+  AVStream* stream_ = nullptr;
+  int channels_ = 0, rate_ = 0;
+  int64_t total_ = 0, next_ = 0;
+  std::vector<std::vector<float>> planes_;
+};
 
 }  // namespace
 
@@ -227,6 +325,10 @@ void write_video(const std::string& path, const at::Tensor& frames, const VideoW
   stream->avg_frame_rate = enc.codec->framerate;
   stream->r_frame_rate = enc.codec->framerate;
 
+  std::optional<SoundTrack> sound;  // after the video stream: stream 0 is the picture, as players expect
+  if (options.audio)
+    sound.emplace(enc, *options.audio, static_cast<double>(num_frames) * options.fps_den / options.fps_num, path);
+
   for (const auto& kv : options.metadata) av_dict_set(&enc.fmt->metadata, kv.first.c_str(), kv.second.c_str(), 0);
 
   rc = avio_open(&enc.fmt->pb, tmp.path().c_str(), AVIO_FLAG_WRITE);
@@ -269,11 +371,13 @@ void write_video(const std::string& path, const at::Tensor& frames, const VideoW
     enc.frame->pts = f;
     rc = avcodec_send_frame(enc.codec, enc.frame);
     OMNI_CHECK(rc >= 0, "encoding frame ", f, " of ", path, ": avcodec_send_frame failed: ", av_error_string(rc));
-    drain_packets(enc, stream, path);
+    drain_packets(enc, enc.codec, stream, path);
+    if (sound) sound->encode_until(static_cast<double>(f + 1) * options.fps_den / options.fps_num);
   }
   rc = avcodec_send_frame(enc.codec, nullptr);  // flush the frames x264 holds for lookahead / B-frames
   OMNI_CHECK(rc >= 0, "flushing the encoder for ", path, " failed: ", av_error_string(rc));
-  drain_packets(enc, stream, path);
+  drain_packets(enc, enc.codec, stream, path);
+  if (sound) sound->finish();
   rc = av_write_trailer(enc.fmt);
   OMNI_CHECK(rc >= 0, "writing the trailer of ", path, " failed: ", av_error_string(rc));
   rc = avio_closep(&enc.fmt->pb);

@@ -1,4 +1,4 @@
-// H.264 MP4 output through libavformat / libavcodec (libx264, yuv420p).
+// H.264 MP4 output through libavformat / libavcodec (libx264, yuv420p), with an optional AAC sound track.
 //
 // The file appears only when it is complete: frames are encoded into a temporary file in the output folder,
 // which is renamed onto the final path at the end, so an interrupted run never leaves a partial video behind.
@@ -9,6 +9,8 @@
 #include <functional>
 #include <map>
 #include <string>
+
+#include "io/audio_reader.h"
 
 namespace omni::io {
 
@@ -26,6 +28,11 @@ struct VideoWriteOptions {
   // (the sidecar is written here, so that a video's sidecar exists whenever the video does and a run killed
   // while encoding leaves neither).
   std::function<void()> before_commit;
+  // Sound to mux beside the frames (speech to video: the audio the frames were made from), or none. Encoded as
+  // AAC (libavcodec's encoder, 64 kb/s per channel, at most 320 kb/s) at its own rate when AAC has that rate, else
+  // resampled to 48 kHz; cut, or padded with silence, to the video's duration (frames / fps, to the sample), so
+  // that sound and picture end together. Sample and frame times both start at 0: in sync.
+  const AudioTrack* audio = nullptr;
 };
 
 // Checks, before any expensive work, that `path` can be written: its folder exists, is a folder and is writable
