@@ -371,6 +371,17 @@ const std::vector<Binding>& bindings() {
         "and for replace mode src_bg.mp4, src_mask.mp4): --pose-video, --face-video, --image (and "
         "--background-video, --mask-video) from it",
         "", &G::animate_inputs);
+    str("audio",
+        "Wan2.2-S2V (speech to video): the speech or song the video is made to (WAV, MP3, M4A/AAC, FLAC, Ogg, "
+        "Opus, or a video's sound); the video lasts as long as it, and the MP4 carries it",
+        "", &G::audio);
+    f64("audio-start", "Wan2.2-S2V, with --audio: where in the recording to start, in seconds", "0", &G::audio_start);
+    opt_f64("audio-duration",
+            "Wan2.2-S2V, with --audio: how many seconds of the recording to use (default: to its end)", "none",
+            &G::audio_duration, "(to the end)");
+    i32("num-clips",
+        "Wan2.2-S2V, with --audio: clips to make (each continues the one before); 0: as many as the audio needs", "0",
+        &G::num_clips);
     lora_list("lora",
               "LoRA file merged into `transformer` (A14B: the high-noise expert; TI2V-5B: the model) at load, with "
               "strength SCALE (default 1); repeatable, applied in order",
@@ -787,8 +798,30 @@ bool set_by_user(const GenerateOptions& o, const std::string& key) {
   return it != o.sources.end() && it->second.by_user();
 }
 
+// Wan2.2-S2V's flags among themselves; against the model in job::choose_task.
+void validate_speech_options(const GenerateOptions& o) {
+  for (const char* flag : {"audio-start", "audio-duration", "num-clips"})
+    OMNI_CHECK_USAGE(o.audio.empty() == false || !set_by_user(o, flag), "--", flag,
+                     " needs --audio (the recording a Wan2.2-S2V video is made to)");
+  OMNI_CHECK_USAGE(std::isfinite(o.audio_start) && o.audio_start >= 0,
+                   "--audio-start must be a time in seconds, 0 "
+                   "or more, got ",
+                   o.audio_start);
+  OMNI_CHECK_USAGE(!o.audio_duration || (std::isfinite(*o.audio_duration) && *o.audio_duration > 0),
+                   "--audio-duration must be a positive number of seconds, got ", o.audio_duration.value_or(0));
+  OMNI_CHECK_USAGE(o.num_clips >= 0, "--num-clips must be 0 (as many as the audio needs) or more, got ", o.num_clips);
+  OMNI_CHECK_USAGE(o.audio.empty() || (o.face_video.empty() && o.animate_inputs.empty()),
+                   o.face_video.empty() ? "--animate-inputs" : "--face-video",
+                   " is Wan2.2-Animate's and --audio Wan2.2-S2V's: give one of them");
+  OMNI_CHECK_USAGE(o.audio.empty() || (o.video.empty() && o.last_image.empty()),
+                   o.video.empty() ? "--last-image" : "--video",
+                   " with --audio: Wan2.2-S2V makes its video from --image, the prompt and the recording (and an "
+                   "optional --pose-video)");
+}
+
 // Wan2.2-Animate's flags among themselves; against the model in job::choose_task.
 void validate_animate_options(const GenerateOptions& o) {
+  if (!o.audio.empty()) return;  // --pose-video is S2V's here (validate_speech_options)
   const bool replace = o.animate_mode == AnimateMode::kReplace;
   const bool animate = !o.pose_video.empty() || !o.face_video.empty() || !o.animate_inputs.empty();
   OMNI_CHECK_USAGE(!replace || animate,
@@ -830,6 +863,7 @@ void validate_options(const GenerateOptions& o) {
   OMNI_CHECK_USAGE(o.mask_video.empty() || !o.control_video.empty() || replace,
                    "--mask-video needs --control-video (VACE: the mask says which of its pixels to keep, as diffusers' "
                    "WanVACEPipeline takes a mask only with a video) or --animate-mode replace (Wan2.2-Animate)");
+  validate_speech_options(o);
   validate_animate_options(o);
   for (double c : o.conditioning_scale)
     OMNI_CHECK_USAGE(std::isfinite(c), "--conditioning-scale must be finite numbers, got ", c);

@@ -97,6 +97,13 @@ struct GenerateOptions {
   int segment_frames{};                              // --segment-frames
   int prev_segment_frames{};                         // --prev-segment-frames
   std::string animate_inputs;                        // --animate-inputs
+  // Wan2.2-S2V (speech to video): the recording the video is made to (--audio; any file libav reads, loaded as
+  // librosa.load(sr=16000) loads it), its span (--audio-start, --audio-duration: seconds), the number of clips
+  // (--num-clips; 0: as many as the audio needs); --pose-video, without --face-video, is S2V's optional pose.
+  std::string audio;                     // --audio
+  double audio_start = 0.0;              // --audio-start
+  std::optional<double> audio_duration;  // --audio-duration (unset: to the end)
+  int num_clips = 0;                     // --num-clips
   // Not an option: the pose video's frame count, read by job::check_inputs (0 before).
   int64_t animate_frames = 0;
   std::vector<LoraSpec> lora;    // --lora (repeatable): merged into `transformer`

@@ -15,6 +15,9 @@ pipeline::Task choose_task(const io::ModelIndex& index, config::TaskChoice task,
   using config::TaskChoice;
   const char* flag = config::name_of(task);
   const bool vace_inputs = in.control_video || in.mask_video || in.reference_images > 0;
+  // Speech to video is Wan2.2-S2V-14B's (its original folder is refused when loaded: io::model_dir).
+  OMNI_CHECK_USAGE(!in.speech, "--audio: this model (", index.class_name,
+                   ") is not Wan2.2-S2V; speech to video needs Wan2.2-S2V-14B, which this version does not run yet");
   if (index.animate) {
     // WanAnimatePipeline: the character image, the pose and face videos (and replace mode's background and mask).
     OMNI_CHECK_USAGE(task == TaskChoice::kAuto || task == TaskChoice::kAnimate, "--task ", flag,

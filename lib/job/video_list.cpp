@@ -161,7 +161,8 @@ pipeline::VideoParams video_params(const config::GenerateOptions& o) {
   v.mask_video = !o.mask_video.empty();
   // Wan2.2-Animate: a segment's frames stand where the video's would (its noise and latents); the video is the
   // pose video's length once check_inputs has read it.
-  v.animate = !o.pose_video.empty() || !o.animate_inputs.empty();
+  v.speech = !o.audio.empty();
+  v.animate = (!o.pose_video.empty() || !o.animate_inputs.empty()) && !v.speech;
   if (v.animate) {
     v.mask_video = false;  // replace mode's mask, not VACE's
     v.replace = o.animate_mode == config::AnimateMode::kReplace;
@@ -214,6 +215,10 @@ const std::vector<std::string>& per_video_options() {
                                                 "background-video",
                                                 "animate-mode",
                                                 "animate-inputs",
+                                                "audio",
+                                                "audio-start",
+                                                "audio-duration",
+                                                "num-clips",
                                                 "output",
                                                 "height",
                                                 "width",

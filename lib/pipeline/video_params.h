@@ -32,6 +32,7 @@ struct VideoParams {
   // first conditioned on the last `prev_segment_frames` frames of the one before. Every segment denoises one
   // latent frame more, the character image's, first.
   bool animate = false;
+  bool speech = false;          // --audio: Wan2.2-S2V's input (no model runs it yet: job::choose_task refuses it)
   bool replace = false;         // --animate-mode replace: a background video and its mask
   int64_t animate_frames = 0;   // the pose video's frames: the video's
   int prev_segment_frames = 1;  // diffusers' prev_segment_conditioning_frames

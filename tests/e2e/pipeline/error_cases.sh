@@ -155,6 +155,20 @@ ffmpeg -v error -y -i "$aref/pose.mp4" -frames:v 5 -c:v libx264 -pix_fmt yuv420p
 expect animate_inputs_short_face 1 2 "has 5 frames but --pose-video '$work/animate_inputs/src_pose.mp4' has 14" -- \
   --model "$ref/animate-tiny/model" --prompt x --animate-inputs "$work/animate_inputs" --height 32 --width 48 \
   --output "$work/a.mp4"
+# Wan2.2-S2V's flags (issue 43): among themselves, and on models that are not S2V (no model runs it yet).
+expect s2v_audio_on_i2v_np2 2 2 "--audio: this model (WanImageToVideoPipeline) is not Wan2.2-S2V" -- "${i2v[@]}" \
+  --image "$first" --audio "$work/sound.m4a" --output "$work/a.mp4"
+expect s2v_audio_on_animate 1 2 "--audio: this model (WanAnimatePipeline) is not Wan2.2-S2V" -- "${anim[@]}" \
+  --audio "$work/sound.m4a" --output "$work/a.mp4"
+expect s2v_num_clips_without_audio 1 2 "--num-clips needs --audio" -- "${t2v[@]}" --num-clips 2 --output "$work/a.mp4"
+expect s2v_audio_start_without_audio_np2 2 2 "--audio-start needs --audio" -- "${t2v[@]}" --audio-start 1 \
+  --output "$work/a.mp4"
+expect s2v_negative_start 1 2 "--audio-start must be a time in seconds, 0 or more, got -1" -- "${t2v[@]}" \
+  --audio "$work/sound.m4a" --audio-start -1 --output "$work/a.mp4"
+expect s2v_zero_duration 1 2 "--audio-duration must be a positive number of seconds" -- "${t2v[@]}" \
+  --audio "$work/sound.m4a" --audio-duration 0 --output "$work/a.mp4"
+expect s2v_with_face_video 1 2 "--face-video is Wan2.2-Animate's and --audio Wan2.2-S2V's" -- "${anim[@]}" \
+  --face-video "$aref/face.mp4" --audio "$work/sound.m4a" --output "$work/a.mp4"
 expect output_folder_missing 2 2 "$work/no/such/dir" -- "${t2v[@]}" --output "$work/no/such/dir/a.mp4"
 echo "a file" > "$work/plainfile"
 expect output_parent_is_file 1 2 "$work/plainfile" -- "${t2v[@]}" --output "$work/plainfile/a.mp4"
