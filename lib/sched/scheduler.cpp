@@ -135,21 +135,23 @@ FlowSchedulerConfig parse_scheduler_config(const nlohmann::json& config, Solver 
 }
 
 FlowSchedule flow_sigma_schedule(int num_inference_steps, double flow_shift, int num_train_timesteps,
-                                 bool final_sigma_zero) {
+                                 bool final_sigma_zero, bool wan_grid) {
   OMNI_CHECK_USAGE(num_inference_steps >= 1, "the number of sampling steps must be at least 1, got ",
                    num_inference_steps);
   const int n = num_inference_steps;
-  // numpy.linspace(1, 1/T, n+1): start + i * ((stop - start) / n), the endpoint (dropped here) set exactly.
-  const double start = 1.0;
-  const double stop = 1.0 / static_cast<double>(num_train_timesteps);
+  // numpy.linspace(start, stop, n+1): start + i * ((stop - start) / n), the endpoint (dropped here) set exactly.
+  // diffusers: linspace(1, 1/T, n+1). Wan2.2: linspace(sigma_max, sigma_min, n+1) with the training table's
+  // ends, float32 1 - alphas[0] = float32(1 - 1/T) and 0, read back as Python floats.
+  const double start = wan_grid ? static_cast<double>(static_cast<float>(1.0 - 1.0 / num_train_timesteps)) : 1.0;
+  const double stop = wan_grid ? 0.0 : 1.0 / static_cast<double>(num_train_timesteps);
   const double step = (stop - start) / static_cast<double>(n);
   std::vector<double> sigma(n);
   for (int i = 0; i < n; ++i) {
     const double u = static_cast<double>(i) * step + start;
     sigma[i] = flow_shift * u / (1.0 + (flow_shift - 1.0) * u);
   }
-  // sigma = 1 would make lambda = log(0): the reference nudges the first sigma just below 1.
-  if (std::abs(sigma[0] - 1.0) < 1e-6) sigma[0] -= 1e-6;
+  // sigma = 1 would make lambda = log(0): diffusers nudges the first sigma just below 1 (Wan's grid starts below).
+  if (!wan_grid && std::abs(sigma[0] - 1.0) < 1e-6) sigma[0] -= 1e-6;
 
   FlowSchedule out;
   out.timesteps.resize(n);
@@ -165,7 +167,7 @@ FlowSchedule flow_sigma_schedule(int num_inference_steps, double flow_shift, int
 
 void Scheduler::set_timesteps(int num_inference_steps, const at::Device& device) {
   schedule_ = flow_sigma_schedule(num_inference_steps, config_.flow_shift, config_.num_train_timesteps,
-                                  config_.final_sigma_zero);
+                                  config_.final_sigma_zero, config_.wan_grid);
   const int64_t n = static_cast<int64_t>(schedule_.timesteps.size());
   timesteps_ = at::from_blob(schedule_.timesteps.data(), {n}, at::TensorOptions().dtype(at::kLong))
                    .to(device, /*non_blocking=*/false, /*copy=*/true);  // [n]
@@ -216,6 +218,15 @@ std::unique_ptr<Scheduler> make_scheduler(const nlohmann::json& config, Solver s
   FlowSchedulerConfig parsed = parse_scheduler_config(config, solver, flow_shift_override, source);
   if (solver == Solver::kEuler) return std::make_unique<FlowMatchEulerScheduler>(std::move(parsed));
   return std::make_unique<UniPCMultistepScheduler>(std::move(parsed));
+}
+
+std::unique_ptr<Scheduler> make_wan_scheduler(Solver solver, double flow_shift) {
+  OMNI_CHECK_USAGE(std::isfinite(flow_shift) && flow_shift > 0, "--flow-shift must be positive, got ", flow_shift);
+  FlowSchedulerConfig config;  // its defaults are FlowUniPCMultistepScheduler's: order 2, bh2, lower_order_final
+  config.flow_shift = flow_shift;
+  config.wan_grid = true;
+  if (solver == Solver::kEuler) return std::make_unique<FlowMatchEulerScheduler>(std::move(config));
+  return std::make_unique<UniPCMultistepScheduler>(std::move(config));
 }
 
 }  // namespace omni::sched

@@ -31,6 +31,9 @@ struct FlowSchedulerConfig {
   bool bh2 = true;       // solver_type "bh2" (B(h) = expm1(-h)) or "bh1" (B(h) = -h)
   bool lower_order_final = true;
   std::vector<int64_t> disable_corrector;  // step indices whose following corrector is skipped
+  // The sigma grid of Wan2.2's own FlowUniPCMultistepScheduler (constructed with shift 1, shifted in
+  // set_timesteps) instead of diffusers': the reference for the models diffusers does not run (Wan2.2-S2V).
+  bool wan_grid = false;
 };
 
 // Reads and validates `config` (the scheduler_config.json object) for `solver` ("unipc" or "euler").
@@ -43,12 +46,14 @@ FlowSchedulerConfig parse_scheduler_config(const nlohmann::json& config, Solver 
 // The flow-sigma schedule of set_timesteps (use_flow_sigmas): u = linspace(1, 1/T, n+1)[:-1] (float64),
 // sigma = shift*u / (1 + (shift-1)*u), sigma[0] moved off 1 by 1e-6 (so lambda stays finite),
 // timesteps = int64(sigma * T) (truncation), sigmas = float32([sigma..., 0 or sigma[-1]]).
+// `wan_grid`: Wan2.2's fm_solvers_unipc.py instead: u = linspace(sigma_max, 0, n+1)[:-1] with sigma_max its
+// float32 1 - 1/T (0.9990000128746033 for T = 1000), no nudge; the rest as above.
 struct FlowSchedule {
   std::vector<int64_t> timesteps;  // [n]
   std::vector<float> sigmas;       // [n + 1]
 };
 FlowSchedule flow_sigma_schedule(int num_inference_steps, double flow_shift, int num_train_timesteps,
-                                 bool final_sigma_zero);
+                                 bool final_sigma_zero, bool wan_grid = false);
 
 class Scheduler {
  public:
@@ -101,5 +106,10 @@ class Scheduler {
 std::unique_ptr<Scheduler> make_scheduler(const nlohmann::json& config, Solver solver,
                                           std::optional<double> flow_shift_override,
                                           const std::string& source = "scheduler_config.json");
+
+// Wan2.2's own sampler for the models that ship no scheduler_config.json (Wan2.2-S2V's original folder):
+// FlowUniPCMultistepScheduler(num_train_timesteps=1000, shift=1) with set_timesteps(n, shift=flow_shift): order 2,
+// bh2, predict_x0, lower_order_final, final sigma zero, on Wan's sigma grid (wan_grid). Euler takes the same grid.
+std::unique_ptr<Scheduler> make_wan_scheduler(Solver solver, double flow_shift);
 
 }  // namespace omni::sched

@@ -149,5 +149,37 @@ TEST(UniPC, StepIndexAndReset) {
   EXPECT_THROW(sched->step(v0, 0, x0), Error);  // past the end
 }
 
+// Wan2.2's own FlowUniPCMultistepScheduler (S2V's sampler: no diffusers pipeline exists), recorded from Wan2.2 @
+// 42bf4cfa's source by tools/reference/s2v/record_s2v.py (tests/data/reference/s2v-scheduler): its grid
+// linspace(float32 0.999, 0, n + 1)[:-1] shifted by 3 for 4 and 40 steps, and 4 steps fed recorded velocities.
+TEST(UniPC, WanGridAsWan) {
+  const io::Checkpoint rec = io::Checkpoint::open(reference_dir() + "/s2v-scheduler/scheduler.safetensors");
+  for (int n : {4, 40}) {
+    SCOPED_TRACE(n);
+    auto sched = make_wan_scheduler(Solver::kUniPC, 3.0);
+    sched->set_timesteps(n);
+    const at::Tensor t = rec.read("timesteps.n" + std::to_string(n), at::kLong);
+    const at::Tensor sigma = rec.read("sigmas.n" + std::to_string(n), at::kFloat);
+    ASSERT_EQ(t.numel(), n);
+    EXPECT_TRUE(sched->timesteps().equal(t));
+    EXPECT_TRUE(sched->sigmas().equal(sigma)) << "float64 arithmetic, then float32: equal";
+  }
+  // diffusers' grid is another: 999, 908, 772, 545 for 4 steps at shift 3 (Wan's: 999, 899, 749, 499).
+  auto diffusers_grid = make_scheduler(scheduler_config("t2v-a14b-tiny"), Solver::kUniPC, 3.0);
+  diffusers_grid->set_timesteps(4);
+  EXPECT_FALSE(diffusers_grid->timesteps().equal(rec.read("timesteps.n4", at::kLong)));
+  EXPECT_EQ(rec.read("timesteps.n4", at::kLong)[1].item<int64_t>(), 899);
+
+  auto sched = make_wan_scheduler(Solver::kUniPC, 3.0);
+  sched->set_timesteps(4);
+  at::Tensor x = rec.read("unipc4.sample0", at::kFloat);
+  for (int k = 0; k < 4; ++k) {
+    x = sched->step(rec.read("unipc4.model_out." + std::to_string(k), at::kFloat), sched->timestep_values()[k], x);
+    const double err = max_rel_err(x, rec.read("unipc4.after." + std::to_string(k), at::kFloat));
+    std::printf("Wan UniPC step %d: max relative err %.3g\n", k, err);
+    EXPECT_LE(err, kTol) << "step " << k;
+  }
+}
+
 }  // namespace
 }  // namespace omni::sched
