@@ -36,6 +36,7 @@
 #include "core/error.h"
 #include "core/files.h"
 #include "core/progress.h"
+#include "io/audio_reader.h"
 #include "io/safetensors.h"
 #include "io/video_reader.h"
 #include "io/video_writer.h"
@@ -61,6 +62,10 @@ struct Settings {
   // pixel-noise content, such as random-weight models produce, bounds full-colour PSNR near 25-30 dB even
   // losslessly encoded).
   bool luma = false;
+  // Videos: compare their sound tracks too (--audio; --audio-snr-min DB allows an SNR down to DB instead of
+  // equal samples). Ignored otherwise: a speech-to-video MP4 carries the recording it was made from.
+  bool audio = false;
+  std::optional<double> audio_snr_min;
 };
 
 // [F, H, W, 3] RGB -> [F, H, W, 1] BT.601 luma (the matrix the writer encodes with).
@@ -141,6 +146,51 @@ at::Tensor load_frames(const std::string& path, const Settings& s, std::string* 
   return t;
 }
 
+// The sound tracks of two videos (--audio): the same rate and channels, lengths within one video frame, and
+// equal samples (or, with --audio-snr-min, an SNR of A against B of at least that). A missing track fails.
+bool compare_audio(const Settings& s) {
+  omni::io::AudioTrack a, b;
+  for (auto [path, track] : {std::pair{&s.a, &a}, std::pair{&s.b, &b}}) {
+    try {
+      *track = omni::io::load_audio_track(*path);
+    } catch (const omni::Error& e) {
+      std::cout << "FAIL: audio: " << e.what() << "\n";
+      return false;
+    }
+  }
+  auto describe = [](const omni::io::AudioTrack& t) {
+    return omni::str_cat(t.sample_rate, " Hz, ", t.channels, " ch, ", fmt(t.duration(), 4), " s");
+  };
+  std::cout << "audio: A " << describe(a) << "; B " << describe(b) << "\n";
+  if (a.sample_rate != b.sample_rate || a.channels != b.channels) {
+    std::cout << "FAIL: audio: the sample rate or channel count differs\n";
+    return false;
+  }
+  const double fps = omni::io::video_frame_rate(s.b);
+  const int64_t slack = fps > 0 ? static_cast<int64_t>(b.sample_rate / fps) : 0;
+  if (std::abs(a.frames() - b.frames()) > slack) {
+    std::cout << "FAIL: audio: A has " << a.frames() << " samples per channel, B " << b.frames()
+              << " (more than a video frame apart)\n";
+    return false;
+  }
+  const int64_t n = std::min(a.frames(), b.frames()) * a.channels;
+  double signal = 0, noise = 0, max_abs = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = static_cast<double>(a.samples[i]) - b.samples[i];
+    signal += static_cast<double>(b.samples[i]) * b.samples[i];
+    noise += d * d;
+    max_abs = std::max(max_abs, std::fabs(d));
+  }
+  const double snr = noise == 0 ? std::numeric_limits<double>::infinity() : 10 * std::log10(signal / noise);
+  std::cout << "audio: SNR " << fmt(snr) << " dB, max abs " << fmt(max_abs) << " over " << n << " samples\n";
+  const bool ok = s.audio_snr_min ? snr >= *s.audio_snr_min : noise == 0 && a.frames() == b.frames();
+  std::cout << (ok ? "PASS: audio " : "FAIL: audio ")
+            << (s.audio_snr_min ? omni::str_cat("SNR ", fmt(snr), " dB", ok ? " >= " : " < ", *s.audio_snr_min)
+                                : std::string(ok ? "equal" : "not equal (no --audio-snr-min given: exact)"))
+            << "\n";
+  return ok;
+}
+
 int compare_frames(const Settings& s) {
   OMNI_CHECK_USAGE(s.keys.empty(), "--keys applies to two tensor files");
   std::string label_a, label_b;
@@ -198,6 +248,11 @@ int compare_frames(const Settings& s) {
     return 1;
   }
   std::cout << (ok ? "PASS: " : "FAIL: ") << why << "\n";
+  if (s.audio) {
+    OMNI_CHECK_USAGE(!is_tensor_file(s.a) && !is_tensor_file(s.b), "--audio compares the sound of two videos; ",
+                     is_tensor_file(s.a) ? s.a : s.b, " is a tensor file");
+    ok = compare_audio(s) && ok;
+  }
   return ok ? 0 : 1;
 }
 
@@ -406,6 +461,11 @@ int run(int argc, char** argv) {
                      "in [-1, 1]; frames under 11x11 fail it)");
   app.add_option("--keys", keys, "comma-separated tensor names to compare (default: all)");
   app.add_flag("--luma", s.luma, "videos and frames: compare BT.601 luma only (no chroma subsampling loss)");
+  app.add_flag("--audio", s.audio,
+               "videos: compare their sound tracks too (speech to video), sample for sample; ignored otherwise");
+  double audio_snr = 0;
+  auto* o_audio_snr = app.add_option("--audio-snr-min", audio_snr,
+                                     "videos: compare their sound tracks, allowing an SNR down to this many dB");
   app.add_flag("--allow-missing", s.allow_missing,
                "do not fail on tensors present in only one file, or on videos of the reference run that A lacks");
   app.add_option("--frames-key", s.frames_key, "tensor holding the frames when a video meets a tensor file")
@@ -445,6 +505,11 @@ int run(int argc, char** argv) {
     s.rel_tolerance = rel;
   }
   if (o_psnr->count()) s.psnr_min = psnr;
+  if (o_audio_snr->count()) {
+    OMNI_CHECK_USAGE(!std::isnan(audio_snr), "--audio-snr-min must be a number of dB");
+    s.audio_snr_min = audio_snr;
+    s.audio = true;
+  }
   if (o_ssim->count()) {
     OMNI_CHECK_USAGE(ssim >= -1 && ssim <= 1, "--ssim-min must be a number in [-1, 1], got ", ssim);
     s.ssim_min = ssim;
@@ -462,6 +527,7 @@ int run(int argc, char** argv) {
                        " applies to two files; two runs take --profile and the metric "
                        "thresholds (--psnr-min, --ssim-min, --mad-max, --lpips-max, --latent-cosine-min)");
     OMNI_CHECK_USAGE(keys.empty() && !s.luma, "--keys and --luma apply to two files, not to two runs");
+    OMNI_CHECK_USAGE(!s.audio, "--audio and --audio-snr-min apply to two videos, not to two runs");
     rs.allow_missing = s.allow_missing;
     rs.thresholds = compare::find_profile(rs.profile).thresholds;
     if (s.psnr_min) rs.thresholds.psnr_min = s.psnr_min;

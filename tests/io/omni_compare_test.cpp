@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <vector>
 
@@ -53,6 +54,43 @@ TEST(OmniCompare, Videos) {
   EXPECT_NE(out.find("frame count differs: A 5, B 9"), std::string::npos) << out;
   // A video against saved frames [1, F, H, W, 3]: the encode loses less than 35 dB.
   EXPECT_EQ(compare(dir / "a.mp4 " + dir / "frames.safetensors --psnr-min 35", &out), 0) << out;
+}
+
+// The sound tracks of speech-to-video MP4s: ignored unless --audio (equal samples) or --audio-snr-min.
+TEST(OmniCompare, SoundTracksOnlyWhenAsked) {
+  TempDir dir;
+  const at::Tensor frames = gradient_clip(16, 32, 48);  // 1 s at 16 fps
+  auto tone = [](double hz) {
+    io::AudioTrack t;
+    t.sample_rate = 16000;
+    t.channels = 1;
+    for (int i = 0; i < 16000; ++i) t.samples.push_back(static_cast<float>(0.3 * std::sin(2 * M_PI * hz * i / 16000)));
+    return t;
+  };
+  const io::AudioTrack low = tone(220), high = tone(880);
+  io::VideoWriteOptions options;
+  options.audio = &low;
+  io::write_video(dir / "low.mp4", frames, options);
+  io::write_video(dir / "low2.mp4", frames, options);  // the same frames and sound: the same samples decoded
+  options.audio = &high;
+  io::write_video(dir / "high.mp4", frames, options);
+  io::write_video(dir / "silent.mp4", frames, io::VideoWriteOptions{});
+  std::string out;
+  EXPECT_EQ(compare(dir / "high.mp4 " + dir / "low.mp4", &out), 0) << "the picture alone: " << out;
+  EXPECT_EQ(out.find("audio"), std::string::npos) << out;
+  EXPECT_EQ(compare(dir / "high.mp4 " + dir / "low.mp4 --audio", &out), 1) << out;
+  EXPECT_NE(out.find("FAIL: audio not equal"), std::string::npos) << out;
+  EXPECT_EQ(compare(dir / "low2.mp4 " + dir / "low.mp4 --audio", &out), 0) << out;
+  EXPECT_NE(out.find("PASS: audio equal"), std::string::npos) << out;
+  // AAC ends on a whole frame of 1024 samples: 1.024 s of sound for 1 s of picture (within a frame).
+  EXPECT_NE(out.find("audio: A 16000 Hz, 1 ch, 1.024 s"), std::string::npos) << out;
+  // Two unrelated tones: an SNR near -3 dB (the difference carries both); a bound below it passes, above fails.
+  EXPECT_EQ(compare(dir / "high.mp4 " + dir / "low.mp4 --audio-snr-min -6", &out), 0) << out;
+  EXPECT_EQ(compare(dir / "high.mp4 " + dir / "low.mp4 --audio-snr-min 20", &out), 1) << out;
+  EXPECT_NE(out.find("< 20"), std::string::npos) << out;
+  EXPECT_EQ(compare(dir / "silent.mp4 " + dir / "low.mp4 --audio", &out), 1) << out;
+  EXPECT_NE(out.find("has no audio stream"), std::string::npos) << out;
+  EXPECT_EQ(compare(dir / "silent.mp4 " + dir / "low.mp4", &out), 0) << "no track, not asked: " << out;
 }
 
 // Frames smaller than SSIM's 11x11 window: no SSIM (n/a), which --ssim-min refuses; PSNR as before.
