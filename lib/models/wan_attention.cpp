@@ -11,18 +11,27 @@ at::Tensor wan_attention_core(const at::Tensor& q, const at::Tensor& k, const at
   return compat::scaled_dot_product_attention(q, k, v);
 }
 
-WanAttention::WanAttention(int64_t dim, int64_t heads, double eps, AttentionKind kind, int64_t added_kv_dim)
+namespace {
+// A projection's name: diffusers' or Wan's original.
+const char* projection_name(wan::WeightNames names, const char* diffusers, const char* original) {
+  return names == wan::WeightNames::kDiffusers ? diffusers : original;
+}
+}  // namespace
+
+WanAttention::WanAttention(int64_t dim, int64_t heads, double eps, AttentionKind kind, int64_t added_kv_dim,
+                           wan::WeightNames names)
     : heads_(heads),
       eps_(eps),
       kind_(kind),
-      to_q_(child("to_q", std::make_unique<wan::Linear>(dim, dim))),
-      to_k_(child("to_k", std::make_unique<wan::Linear>(dim, dim))),
-      to_v_(child("to_v", std::make_unique<wan::Linear>(dim, dim))),
-      to_out_(child("to_out.0", std::make_unique<wan::Linear>(dim, dim))),
+      to_q_(child(projection_name(names, "to_q", "q"), std::make_unique<wan::Linear>(dim, dim))),
+      to_k_(child(projection_name(names, "to_k", "k"), std::make_unique<wan::Linear>(dim, dim))),
+      to_v_(child(projection_name(names, "to_v", "v"), std::make_unique<wan::Linear>(dim, dim))),
+      to_out_(child(projection_name(names, "to_out.0", "o"), std::make_unique<wan::Linear>(dim, dim))),
       // torch.nn.RMSNorm weights are not in _keep_in_fp32_modules: they take the model dtype.
       norm_q_(param("norm_q.weight", {dim})),
       norm_k_(param("norm_k.weight", {dim})) {
   if (added_kv_dim > 0) {
+    OMNI_CHECK(names == wan::WeightNames::kDiffusers, "image key/values are registered under diffusers' names only");
     OMNI_CHECK(kind == AttentionKind::kCross, "added key/value projections belong to the cross-attention");
     add_k_ = child("add_k_proj", std::make_unique<wan::Linear>(added_kv_dim, dim));
     add_v_ = child("add_v_proj", std::make_unique<wan::Linear>(added_kv_dim, dim));

@@ -38,7 +38,9 @@ at::Tensor wan_attention_core(const at::Tensor& q, const at::Tensor& k, const at
 class WanAttention : public Module {
  public:
   // added_kv_dim > 0 (cross-attention only): the image tokens' key/value projections from that width.
-  WanAttention(int64_t dim, int64_t heads, double eps, AttentionKind kind, int64_t added_kv_dim = 0);
+  // names: kWanOriginal registers Wan's WanSelfAttention / WanCrossAttention names (q, k, v, o, norm_q, norm_k).
+  WanAttention(int64_t dim, int64_t heads, double eps, AttentionKind kind, int64_t added_kv_dim = 0,
+               wan::WeightNames names = wan::WeightNames::kDiffusers);
 
   // x: [B, S, D] in the activation dtype. Self-attention: `context` undefined, `rope` required.
   // Cross-attention: `context` [B, L, D], `rope` null; with added key/values, `context_image` [B, N, D]

@@ -3,6 +3,8 @@
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 
+#include <vector>
+
 #include "core/error.h"
 #include "core/torch_compat.h"
 
@@ -77,6 +79,27 @@ RotaryEmbedding WanRotaryPosEmbed::forward(int64_t frames, int64_t height, int64
   auto sin = grid_table(sin_).slice(1, 1, head_dim_, 2).contiguous();  // [S, d/2]
   if (cache_.size() >= 4) cache_.clear();                              // a run uses one or two grids; bound it anyway
   return cache_.emplace(key, RotaryEmbedding{cos, sin}).first->second;
+}
+
+RotaryEmbedding WanRotaryPosEmbed::at_positions(const at::Tensor& positions, const at::Device& device) const {
+  OMNI_CHECK(
+      positions.dim() == 2 && positions.size(1) == 3 && positions.scalar_type() == at::kLong && positions.is_cpu(),
+      "rotary positions must be [S, 3] int64 on the host, got ", positions.sizes(), " ", positions.scalar_type());
+  const at::Tensor magnitude = positions.abs();  // [S, 3]
+  OMNI_CHECK(positions.size(0) == 0 || magnitude.max().item<int64_t>() < max_seq_len_, "a rotary position of ",
+             magnitude.max().item<int64_t>(), " lies outside the transformer's table of ", max_seq_len_);
+  std::vector<at::Tensor> cos_parts, sin_parts;
+  for (int axis = 0; axis < 3; ++axis) {
+    const at::Tensor index = magnitude.select(1, axis);  // [S]
+    // Rotating by -|p| keeps the cosine and negates the sine.
+    const at::Tensor sign = at::where(positions.select(1, axis) < 0, -1.0, 1.0).to(at::kFloat).unsqueeze(1);  // [S, 1]
+    cos_parts.push_back(cos_[axis].index_select(0, index));         // [S, part]
+    sin_parts.push_back(sin_[axis].index_select(0, index) * sign);  // [S, part]
+  }
+  // As forward(): cos at the even channels, sin at the odd ones of the concatenated [S, d] table.
+  const at::Tensor cos = at::cat(cos_parts, 1).slice(1, 0, head_dim_, 2).contiguous();  // [S, d/2]
+  const at::Tensor sin = at::cat(sin_parts, 1).slice(1, 1, head_dim_, 2).contiguous();  // [S, d/2]
+  return {cos.to(device), sin.to(device)};
 }
 
 namespace {

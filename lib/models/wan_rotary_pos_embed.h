@@ -32,6 +32,10 @@ class WanRotaryPosEmbed {
   // Tables for a post-patch grid of frames x height x width tokens, on `device`. Built once per grid and
   // device and kept there (every denoising step asks for the same grid: no host-to-device copy per step).
   RotaryEmbedding forward(int64_t frames, int64_t height, int64_t width, const at::Device& device) const;
+  // Tables for tokens at arbitrary positions: positions [S, 3] int64 (frame, row, column) on the host, each
+  // token rotated by its own positions (WanModel_S2V's reference and motion tokens). A negative position p
+  // rotates by -|p| (cos as at |p|, sin negated: Wan's conjugated table entry). |p| < max_seq_len.
+  RotaryEmbedding at_positions(const at::Tensor& positions, const at::Device& device) const;
 
  private:
   int64_t head_dim_;

@@ -18,20 +18,6 @@ bool starts_with_prefix(const std::string& name, const char* prefix) {
   return name.compare(0, std::char_traits<char>::length(prefix), prefix) == 0;
 }
 
-// Conv3d with kernel == stride is a linear map of each patch: gather patches as rows and multiply by the
-// flattened kernel. Same sum as the convolution, and it runs in every dtype on every device.
-// x [B, C, F, H, W] -> [B, F/pt * H/ph * W/pw, D].
-at::Tensor embed_patches(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
-                         const std::array<int64_t, 3>& patch) {
-  const int64_t batch = input.size(0), cin = input.size(1), pt = patch[0], ph = patch[1], pw = patch[2];
-  const int64_t gf = input.size(2) / pt, gh = input.size(3) / ph, gw = input.size(4) / pw;
-  auto x = input.reshape({batch, cin, gf, pt, gh, ph, gw, pw});         // [B, C, F', pt, H', ph, W', pw]
-  x = x.permute({0, 2, 4, 6, 1, 3, 5, 7});                              // [B, F', H', W', C, pt, ph, pw]
-  x = x.reshape({batch, gf * gh * gw, cin * pt * ph * pw});             // [B, S, C*pt*ph*pw]
-  const auto w = weight.reshape({weight.size(0), cin * pt * ph * pw});  // [D, C*pt*ph*pw]
-  // Each batch row's patches alone (wan::each_batch_row: every product of the model is one CFG branch's).
-  return wan::each_batch_row(batch, [&](int64_t b) { return at::linear(x.narrow(0, b, 1), w, bias); });
-}
 }  // namespace
 
 WanTransformer3DModel::WanTransformer3DModel(const WanTransformerConfig& config, at::ScalarType dtype)
@@ -181,7 +167,8 @@ WanTransformerState WanTransformer3DModel::prepare(const at::Tensor& hidden_stat
   st.grid = {gf, gh, gw};
   st.rope = rope_.forward(gf, gh, gw, device);
 
-  st.tokens = embed_patches(hidden_states.to(device, dtype_), patch_weight_, patch_bias_, c.patch_size);  // [B, S, D]
+  st.tokens =
+      wan::embed_patches(hidden_states.to(device, dtype_), patch_weight_, patch_bias_, c.patch_size);  // [B, S, D]
 
   // The timesteps go to the device inside (their runs are found where they arrive, usually the host).
   st.cond =
@@ -238,8 +225,8 @@ void WanTransformer3DModel::add_pose(const at::Tensor& pose, WanTransformerState
                    (gf - 1) * c.patch_size[0], ", ", gh * c.patch_size[1], ", ", gw * c.patch_size[2],
                    "] (one latent frame fewer than the video's: the first is the reference's), got ", pose.sizes());
   OMNI_CHECK(pose_patch_weight_->defined(), "transformer root parameters are not loaded (or not gathered)");
-  const at::Tensor tokens = embed_patches(pose.to(pose_patch_weight_->device(), dtype_), *pose_patch_weight_,
-                                          *pose_patch_bias_, c.patch_size);  // [B, (F' - 1) H' W', D]
+  const at::Tensor tokens = wan::embed_patches(pose.to(pose_patch_weight_->device(), dtype_), *pose_patch_weight_,
+                                               *pose_patch_bias_, c.patch_size);  // [B, (F' - 1) H' W', D]
   // diffusers: hidden_states[:, :, 1:] += pose (frame-major tokens: all but the first frame's).
   st.tokens.narrow(1, gh * gw, tokens.size(1)).add_(tokens);
 }
@@ -280,8 +267,8 @@ at::Tensor WanTransformer3DModel::embed_control(const at::Tensor& control, const
              "VACE context must be [", st.batch, " or 1, ", c.vace_in_channels, ", F' <= ", gf * c.patch_size[0], ", ",
              gh * c.patch_size[1], ", ", gw * c.patch_size[2], "], got ", control.sizes());
   OMNI_CHECK(vace_patch_weight_->defined(), "transformer root parameters are not loaded (or not gathered)");
-  at::Tensor tokens = embed_patches(control.to(vace_patch_weight_->device(), dtype_), *vace_patch_weight_,
-                                    *vace_patch_bias_, c.patch_size);  // [B, S_c, D]
+  at::Tensor tokens = wan::embed_patches(control.to(vace_patch_weight_->device(), dtype_), *vace_patch_weight_,
+                                         *vace_patch_bias_, c.patch_size);  // [B, S_c, D]
   // One context for every batch row (the pipeline's cond and uncond share it): embedded once, then a copy per
   // row, since each row's VACE blocks write their own.
   if (tokens.size(0) != st.batch) tokens = tokens.expand({st.batch, tokens.size(1), tokens.size(2)}).contiguous();

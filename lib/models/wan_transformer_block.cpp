@@ -1,21 +1,28 @@
 #include "models/wan_transformer_block.h"
 
+#include <string>
+
 #include "core/error.h"
 
 namespace omni::models {
 
 WanTransformerBlock::WanTransformerBlock(int64_t dim, int64_t ffn_dim, int64_t heads, bool cross_attn_norm, double eps,
-                                         int64_t added_kv_dim)
+                                         int64_t added_kv_dim, wan::WeightNames names)
     : eps_(eps),
       cross_attn_norm_(cross_attn_norm),
-      attn1_(child("attn1", std::make_unique<WanAttention>(dim, heads, eps, AttentionKind::kSelf))),
-      attn2_(child("attn2", std::make_unique<WanAttention>(dim, heads, eps, AttentionKind::kCross, added_kv_dim))),
-      ffn_(child("ffn", std::make_unique<wan::FeedForward>(dim, ffn_dim))),
-      scale_shift_table_(param("scale_shift_table", {1, 6, dim}, ParamDtype::kFloat32)) {
-  // norm1 and norm3 have no affine parameters; norm2 (FP32LayerNorm with affine) only with cross_attn_norm.
+      attn1_(child(names == wan::WeightNames::kDiffusers ? "attn1" : "self_attn",
+                   std::make_unique<WanAttention>(dim, heads, eps, AttentionKind::kSelf, 0, names))),
+      attn2_(child(names == wan::WeightNames::kDiffusers ? "attn2" : "cross_attn",
+                   std::make_unique<WanAttention>(dim, heads, eps, AttentionKind::kCross, added_kv_dim, names))),
+      ffn_(child("ffn", std::make_unique<wan::FeedForward>(dim, ffn_dim, names))),
+      scale_shift_table_(param(names == wan::WeightNames::kDiffusers ? "scale_shift_table" : "modulation", {1, 6, dim},
+                               ParamDtype::kFloat32)) {
+  // diffusers: norm1 and norm3 have no affine parameters; norm2 (FP32LayerNorm with affine) only with
+  // cross_attn_norm. Wan's original block calls that cross-attention norm norm3 (its norm2 is the FFN's).
   if (cross_attn_norm) {
-    norm2_weight_ = &param("norm2.weight", {dim}, ParamDtype::kFloat32);
-    norm2_bias_ = &param("norm2.bias", {dim}, ParamDtype::kFloat32);
+    const std::string norm = names == wan::WeightNames::kDiffusers ? "norm2" : "norm3";
+    norm2_weight_ = &param(norm + ".weight", {dim}, ParamDtype::kFloat32);
+    norm2_bias_ = &param(norm + ".bias", {dim}, ParamDtype::kFloat32);
   }
 }
 

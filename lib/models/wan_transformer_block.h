@@ -18,8 +18,10 @@ namespace omni::models {
 class WanTransformerBlock : public Module {
  public:
   // added_kv_dim > 0: the cross-attention's image key/values (Wan2.1's image models; WanAttention).
+  // names: kWanOriginal registers Wan's WanAttentionBlock names (self_attn, cross_attn, norm3 for the
+  // cross-attention norm, ffn.0 / ffn.2, modulation): WanModel_S2V's blocks, whose arithmetic is this block's.
   WanTransformerBlock(int64_t dim, int64_t ffn_dim, int64_t heads, bool cross_attn_norm, double eps,
-                      int64_t added_kv_dim = 0);
+                      int64_t added_kv_dim = 0, wan::WeightNames names = wan::WeightNames::kDiffusers);
 
   // x: [B, S, D]; context: [B, L, D] (projected text); timestep_proj: [B, 6, D], or [B, R, 6, D] with `runs`
   // the R runs of x's tokens that share a timestep (empty runs: the former); rope: tables for the S tokens of

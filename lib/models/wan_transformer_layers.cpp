@@ -97,9 +97,9 @@ at::Tensor Linear::forward_gelu_tanh(const at::Tensor& x) const {
   return at::gelu_(h, "tanh");
 }
 
-FeedForward::FeedForward(int64_t dim, int64_t inner_dim)
-    : proj_(child("net.0.proj", std::make_unique<Linear>(dim, inner_dim))),
-      out_(child("net.2", std::make_unique<Linear>(inner_dim, dim))) {}
+FeedForward::FeedForward(int64_t dim, int64_t inner_dim, WeightNames names)
+    : proj_(child(names == WeightNames::kDiffusers ? "net.0.proj" : "0", std::make_unique<Linear>(dim, inner_dim))),
+      out_(child(names == WeightNames::kDiffusers ? "net.2" : "2", std::make_unique<Linear>(inner_dim, dim))) {}
 
 at::Tensor FeedForward::forward(const at::Tensor& x) const {
   return out_->forward(proj_->forward_gelu_tanh(x));
@@ -158,6 +158,18 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   });
   record.outputs(out);
   return out;
+}
+
+at::Tensor embed_patches(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                         const std::array<int64_t, 3>& patch) {
+  const int64_t batch = input.size(0), cin = input.size(1), pt = patch[0], ph = patch[1], pw = patch[2];
+  const int64_t gf = input.size(2) / pt, gh = input.size(3) / ph, gw = input.size(4) / pw;
+  auto x = input.reshape({batch, cin, gf, pt, gh, ph, gw, pw});         // [B, C, F', pt, H', ph, W', pw]
+  x = x.permute({0, 2, 4, 6, 1, 3, 5, 7});                              // [B, F', H', W', C, pt, ph, pw]
+  x = x.reshape({batch, gf * gh * gw, cin * pt * ph * pw});             // [B, S, C*pt*ph*pw]
+  const auto w = weight.reshape({weight.size(0), cin * pt * ph * pw});  // [D, C*pt*ph*pw]
+  // Each batch row's patches alone (each_batch_row: every product of the model is one CFG branch's).
+  return each_batch_row(batch, [&](int64_t b) { return at::linear(x.narrow(0, b, 1), w, bias); });
 }
 
 at::Tensor each_batch_row(int64_t batch, const std::function<at::Tensor(int64_t b)>& row_fn) {

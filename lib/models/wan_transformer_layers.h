@@ -5,12 +5,18 @@
 
 #include <ATen/ATen.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 
 #include "models/module.h"
 
 namespace omni::models::wan {
+
+// Which names a Wan module registers its weights under: diffusers' (WanTransformer3DModel and the models converted
+// to it), or Wan2.2's original ones (wan/modules/model.py: self_attn.q, ffn.0, modulation, norm3, ...) for
+// WanModel_S2V, which diffusers does not have, so its checkpoint is read under the names it was saved with.
+enum class WeightNames { kDiffusers, kWanOriginal };
 
 // nn.Linear with bias: weight [out, in], bias [out]. The input must already be in the weight's dtype;
 // callers cast explicitly where diffusers does, so a silent mixed-dtype path cannot hide. The weight may be
@@ -43,10 +49,10 @@ at::Tensor scaled_mm_linear(const at::Tensor& x, const at::Tensor& weight_fp8, c
                             const at::Tensor& bias);
 
 // diffusers FeedForward(dim, inner_dim, activation_fn="gelu-approximate"): net.0.proj, tanh-GELU, net.2
-// (net.1 is dropout and holds no weights).
+// (net.1 is dropout and holds no weights). Under Wan's original names the nn.Sequential's 0 and 2.
 class FeedForward : public Module {
  public:
-  FeedForward(int64_t dim, int64_t inner_dim);
+  FeedForward(int64_t dim, int64_t inner_dim, WeightNames names = WeightNames::kDiffusers);
   at::Tensor forward(const at::Tensor& x) const;
 
  private:
@@ -65,6 +71,12 @@ at::Tensor layer_norm_fp32(const at::Tensor& x, const at::Tensor& weight, const 
 // eight kernels with float32 temporaries, one pass; its mean is accumulated in float64, where LibTorch's
 // float32 sum may differ by about one rounding.
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
+
+// Conv3d with kernel == stride (patch embeddings): input [B, C, F, H, W], weight [D, C, pt, ph, pw], bias [D] ->
+// [B, F/pt * H/ph * W/pw, D], tokens in (frame, row, column) order. Each patch is one row times the flattened
+// kernel: the same sum as the convolution, in every dtype on every device.
+at::Tensor embed_patches(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                         const std::array<int64_t, 3>& patch);
 
 // A [B, ...] result whose row b is row_fn(b), a [1, ...] tensor computed from batch row b alone (a narrow of
 // dim 0 of each input). Every product of the transformer runs this way, so that its arithmetic is one CFG
