@@ -488,6 +488,16 @@ ModelComponent component_from_file(const std::string& component, const std::stri
     for (auto& n : names)
       if (starts_with(n, c.strip_prefix)) n = n.substr(c.strip_prefix.size());
   }
+  // Wan2.2-S2V-14B's transformer (WanModel_S2V: audio injectors, frame packer, pose encoder) is read by
+  // models::WanS2VTransformer; no pipeline runs it yet, so it is refused here by name, not tensor by tensor.
+  const bool s2v_config = folder_config.is_object() && (folder_config.value("_class_name", "") == "WanModel_S2V" ||
+                                                        folder_config.value("model_type", "") == "s2v");
+  const bool s2v_names = std::any_of(names.begin(), names.end(), [](const std::string& n) {
+    return starts_with(n, "casual_audio_encoder.") || starts_with(n, "audio_injector.");
+  });
+  OMNI_CHECK_INPUT(!transformer || !(s2v_config || s2v_names), flag, " ", path,
+                   ": this is Wan2.2-S2V's transformer (WanModel_S2V, speech to video); this version reads it but "
+                   "does not run speech to video yet");
   std::optional<NameLayout> layout = transformer          ? transformer_name_layout(names)
                                      : component == "vae" ? vae_name_layout(names)
                                                           : umt5_name_layout(names);

@@ -169,6 +169,10 @@ expect s2v_zero_duration 1 2 "--audio-duration must be a positive number of seco
   --audio "$work/sound.m4a" --audio-duration 0 --output "$work/a.mp4"
 expect s2v_with_face_video 1 2 "--face-video is Wan2.2-Animate's and --audio Wan2.2-S2V's" -- "${anim[@]}" \
   --face-video "$aref/face.mp4" --audio "$work/sound.m4a" --output "$work/a.mp4"
+expect s2v_original_folder 1 3 "this is Wan2.2-S2V's transformer (WanModel_S2V, speech to video)" -- \
+  --model "$ref/s2v-tiny/ckpt" --prompt x --output "$work/a.mp4"
+expect s2v_transformer_file_np2 2 3 "this is Wan2.2-S2V's transformer" -- "${t2v[@]}" \
+  --transformer "$ref/s2v-tiny/ckpt/diffusion_pytorch_model.safetensors" --output "$work/a.mp4"
 expect output_folder_missing 2 2 "$work/no/such/dir" -- "${t2v[@]}" --output "$work/no/such/dir/a.mp4"
 echo "a file" > "$work/plainfile"
 expect output_parent_is_file 1 2 "$work/plainfile" -- "${t2v[@]}" --output "$work/plainfile/a.mp4"
