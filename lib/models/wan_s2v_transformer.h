@@ -107,4 +107,11 @@ class WanS2VTransformer : public Module {
   WanS2VFramePacker* frame_packer_;
 };
 
+// The HSDP units of the S2V transformer in forward order, its audio injectors included: hsdp_sharding.h's generic
+// blocks_of would take the blocks alone and put the injectors in the root, while forward() hooks them as units of
+// their own (injector_unit).
+inline std::vector<const Module*> blocks_of(const WanS2VTransformer& m) {
+  return m.units();
+}
+
 }  // namespace omni::models
