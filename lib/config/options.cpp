@@ -139,7 +139,8 @@ const Choices<LayoutMode>& layout_choices() {
 const Choices<TaskChoice>& task_choices() {
   static const Choices<TaskChoice> c = {{TaskChoice::kAuto, "auto"}, {TaskChoice::kT2V, "t2v"},
                                         {TaskChoice::kI2V, "i2v"},   {TaskChoice::kTI2V, "ti2v"},
-                                        {TaskChoice::kVace, "vace"}, {TaskChoice::kAnimate, "animate"}};
+                                        {TaskChoice::kVace, "vace"}, {TaskChoice::kAnimate, "animate"},
+                                        {TaskChoice::kS2V, "s2v"}};
   return c;
 }
 
@@ -302,7 +303,7 @@ const std::vector<Binding>& bindings() {
         "Wan2.1 image models' CLIP image encoder: ComfyUI's clip_vision_h.safetensors, Wan's "
         "models_clip_*.pth, open_clip's .bin or a diffusers image_encoder folder",
         "", &G::image_encoder_file, "(from --model)");
-    choice("task", "auto: from model_index.json and --image; or t2v, i2v, ti2v, vace, animate", "auto", &G::task,
+    choice("task", "auto: from model_index.json and --image; or t2v, i2v, ti2v, vace, animate, s2v", "auto", &G::task,
            task_choices());
     str("config", "YAML file of options (same names as the flags, without dashes)", "", &G::config_file);
     str("prompt", "text prompt", "", &G::prompt);
@@ -928,6 +929,7 @@ std::string preset_for(const std::string& model_name, const ModelFacts& facts) {
   std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
   auto says = [&](const char* word) { return upper.find(word) != std::string::npos; };
   if (facts.animate) return "wan2.2-animate-14b";
+  if (facts.s2v) return "wan2.2-s2v-14b";
   if (facts.vace) {
     if (facts.experts == 2) return "wan2.2-vace-fun-a14b";
     return facts.inner_dim == 1536 ? "wan2.1-vace-1.3b" : "wan2.1-vace-14b";

@@ -30,7 +30,7 @@ enum class WeightFormat { kRunDtype, kFloat8 };
 // --layout: degrees chosen from the work, or as given.
 enum class LayoutMode { kAuto, kManual };
 // --task: from model_index.json and --image, or forced.
-enum class TaskChoice { kAuto, kT2V, kI2V, kTI2V, kVace, kAnimate };
+enum class TaskChoice { kAuto, kT2V, kI2V, kTI2V, kVace, kAnimate, kS2V };
 // --animate-mode: Wan2.2-Animate animates the character (animate) or puts it into a background video (replace).
 enum class AnimateMode { kAnimate, kReplace };
 
@@ -106,6 +106,8 @@ struct GenerateOptions {
   int num_clips = 0;                     // --num-clips
   // Not an option: the pose video's frame count, read by job::check_inputs (0 before).
   int64_t animate_frames = 0;
+  // Not an option: Wan2.2-S2V's clips, from the recording's length and --num-clips (job::check_inputs; 0 before).
+  int64_t speech_clips = 0;
   std::vector<LoraSpec> lora;    // --lora (repeatable): merged into `transformer`
   std::vector<LoraSpec> lora_2;  // --lora-2 (repeatable): merged into `transformer_2`
 
@@ -241,6 +243,7 @@ struct ModelFacts {
   int64_t inner_dim = 0;          // the transformer's width: 1536 for Wan2.1 T2V-1.3B, 5120 for the 14B models
   bool vace = false;              // WanVACEPipeline: Wan2.1-VACE, Wan2.2-VACE-Fun (two experts)
   bool animate = false;           // WanAnimatePipeline: Wan2.2-Animate-14B
+  bool s2v = false;               // WanS2VPipeline: Wan2.2-S2V-14B
 };
 
 // Which preset fits a model. What its files say decides where it can (a CLIP image branch is Wan2.1 I2V, with the

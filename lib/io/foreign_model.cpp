@@ -488,16 +488,32 @@ ModelComponent component_from_file(const std::string& component, const std::stri
     for (auto& n : names)
       if (starts_with(n, c.strip_prefix)) n = n.substr(c.strip_prefix.size());
   }
-  // Wan2.2-S2V-14B's transformer (WanModel_S2V: audio injectors, frame packer, pose encoder) is read by
-  // models::WanS2VTransformer; no pipeline runs it yet, so it is refused here by name, not tensor by tensor.
+  // Wan2.2-S2V-14B's transformer (WanModel_S2V: audio injectors, frame packer, pose encoder): read under Wan's
+  // own names by models::WanS2VTransformer (diffusers has no S2V model to convert to), with its config.json.
   const bool s2v_config = folder_config.is_object() && (folder_config.value("_class_name", "") == "WanModel_S2V" ||
                                                         folder_config.value("model_type", "") == "s2v");
   const bool s2v_names = std::any_of(names.begin(), names.end(), [](const std::string& n) {
     return starts_with(n, "casual_audio_encoder.") || starts_with(n, "audio_injector.");
   });
-  OMNI_CHECK_INPUT(!transformer || !(s2v_config || s2v_names), flag, " ", path,
-                   ": this is Wan2.2-S2V's transformer (WanModel_S2V, speech to video); this version reads it but "
-                   "does not run speech to video yet");
+  if (transformer && (s2v_config || s2v_names)) {
+    OMNI_CHECK_INPUT(c.strip_prefix.empty(), flag, " ", path,
+                     ": ComfyUI's Wan2.2-S2V transformer file is not read yet: give the original folder "
+                     "(Wan-AI/Wan2.2-S2V-14B: config.json beside the diffusion_pytorch_model shards)");
+    OMNI_CHECK_INPUT(s2v_config && s2v_names, flag, " ", path,
+                     s2v_config ? ": config.json is Wan2.2-S2V's (WanModel_S2V) but the weights have no audio "
+                                  "injector (audio_injector.*)"
+                                : ": Wan2.2-S2V weights (audio_injector.*) need their config.json beside them (the "
+                                  "folder of Wan-AI/Wan2.2-S2V-14B)");
+    OMNI_CHECK_INPUT(config == nullptr || config->value("_class_name", "") == "WanModel_S2V", flag, " ", path,
+                     ": Wan2.2-S2V's transformer cannot replace this model's transformer (", config_source, ")");
+    c.names = NameLayout::kWanOriginal;
+    c.opened = std::make_shared<const Checkpoint>(stored);
+    c.config = folder_config;
+    (*c.config)["_class_name"] = "WanModel_S2V";
+    c.config_source = folder_config_path;
+    c.origin = "folder " + path + " (" + flag + ", Wan2.2-S2V's WanModel_S2V names)";
+    return c;
+  }
   std::optional<NameLayout> layout = transformer          ? transformer_name_layout(names)
                                      : component == "vae" ? vae_name_layout(names)
                                                           : umt5_name_layout(names);
@@ -590,6 +606,20 @@ std::map<std::string, ModelComponent> original_layout_components(const std::stri
     out["image_encoder"] = component_from_file("image_encoder", clip, "--model");
     out["image_encoder"].origin = "file " + clip + " (Wan original layout, the CLIP's vision tower)";
   }
+  // Wan2.2-S2V-14B: its wav2vec2 (transformers' Wav2Vec2ForCTC folder, read by models::Wav2Vec2Model).
+  if (out["transformer"].config && out["transformer"].config->value("_class_name", "") == "WanModel_S2V") {
+    const std::string audio = join_path(dir, "wav2vec2-large-xlsr-53-english");
+    OMNI_CHECK_INPUT(is_file(join_path(audio, "config.json")) && is_file(join_path(audio, "preprocessor_config.json")),
+                     dir,
+                     ": a Wan2.2-S2V folder without wav2vec2-large-xlsr-53-english/ (config.json, "
+                     "preprocessor_config.json and the weights, as Wan-AI/Wan2.2-S2V-14B has it)");
+    ModelComponent a;
+    a.checkpoint = audio;
+    a.dir = audio;
+    a.config_source = join_path(audio, "config.json");
+    a.origin = "folder " + audio + " (Wan2.2-S2V original layout, transformers' wav2vec2)";
+    out["audio_encoder"] = a;
+  }
   const std::string tokenizer = join_path(dir, "google/umt5-xxl");
   if (is_dir(tokenizer)) {
     out["tokenizer"] = component_from_file("tokenizer", tokenizer, "--model");
@@ -599,10 +629,17 @@ std::map<std::string, ModelComponent> original_layout_components(const std::stri
 }
 
 OriginalDefaults original_defaults(int64_t in_channels, bool two_experts, const std::string& source, bool vace,
-                                   bool animate) {
+                                   bool animate, bool s2v) {
   // wan/configs: t2v_A14B (shift 12, boundary 0.875), i2v_A14B (shift 5, boundary 0.9), ti2v_5B (shift 5).
   OriginalDefaults d;
-  if (animate) {
+  if (s2v) {
+    // Wan2.2-S2V-14B (wan/configs/wan_s2v_14B.py): the 16-channel noise alone, one transformer, sample_shift 3.
+    OMNI_CHECK_INPUT(in_channels == 16 && !two_experts, source, ": a Wan2.2-S2V transformer with ", in_channels,
+                     " input channels and ", two_experts ? "two experts" : "one expert",
+                     " (Wan2.2-S2V-14B: 16 channels, one transformer)");
+    d.pipeline_class = "WanS2VPipeline";
+    d.sample_shift = 3.0;
+  } else if (animate) {
     // Wan2.2-Animate-14B (wan/configs/wan_animate_14B.py): one transformer; the noisy latents, the mask and the
     // reference / previous-segment latents (16 + 4 + 16). diffusers' converter gives it UniPC with flow_shift 5
     // (Wan's own sample_shift 5.0), as the Diffusers repository's scheduler.

@@ -62,13 +62,15 @@ bool is_original_layout(const std::string& dir);
 
 // The components of an original-layout folder: transformer (high_noise_model/, or the root), transformer_2
 // (low_noise_model/), text_encoder (models_t5_*.pth), vae (Wan2.x_VAE.pth), tokenizer (google/umt5-xxl/), and
-// image_encoder (models_clip_*.pth: Wan2.1's image models' and Wan2.2-Animate-14B's CLIP) where there is one.
+// image_encoder (models_clip_*.pth: Wan2.1's image models' and Wan2.2-Animate-14B's CLIP) where there is one;
+// Wan2.2-S2V-14B's audio_encoder (wav2vec2-large-xlsr-53-english/).
 std::map<std::string, ModelComponent> original_layout_components(const std::string& dir);
 
 // The scheduler and pipeline settings Wan2.2's own configs (wan/configs) give a task, told from the transformer's
 // input channels (16 text-to-video, 36 image-to-video, 48 TI2V) and whether there are two experts.
 struct OriginalDefaults {
-  std::string pipeline_class;  // WanPipeline, WanImageToVideoPipeline, WanVACEPipeline or WanAnimatePipeline
+  std::string
+      pipeline_class;  // WanPipeline, WanImageToVideoPipeline, WanVACEPipeline, WanAnimatePipeline, WanS2VPipeline
   bool expand_timesteps = false;
   std::optional<double> boundary_ratio;
   double sample_shift = 5.0;
@@ -78,9 +80,10 @@ struct OriginalDefaults {
 };
 // `vace`: the transformer has VACE blocks (Wan2.1-VACE: one expert, the preset's shift; Wan2.2-VACE-Fun: T2V-A14B's
 // two experts). `animate`: it is Wan2.2-Animate's (its config's _class_name WanAnimateTransformer3DModel: a pose
-// patch embedding, motion encoder, face encoder and face adapters): WanAnimatePipeline, UniPC with shift 5.
+// patch embedding, motion encoder, face encoder and face adapters): WanAnimatePipeline, UniPC with shift 5. `s2v`:
+// Wan2.2-S2V-14B's WanModel_S2V: WanS2VPipeline (ours; diffusers has none), shift 3.
 OriginalDefaults original_defaults(int64_t in_channels, bool two_experts, const std::string& source, bool vace = false,
-                                   bool animate = false);
+                                   bool animate = false, bool s2v = false);
 // diffusers' UniPCMultistepScheduler config for flow matching with `shift` (as the Wan2.2 Diffusers repositories
 // ship it).
 nlohmann::json unipc_scheduler_config(double shift);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <vector>
@@ -199,6 +200,52 @@ at::Tensor animate_character_image(const at::Tensor& image, int64_t height, int6
   at::Tensor canvas = at::zeros({height, width, 3}, at::kByte);
   canvas.narrow(0, height / 2 - src_h / 2, src_h).narrow(1, width / 2 - src_w / 2, src_w).copy_(resized);
   return conditioning_image(canvas, height, width);  // [1, 3, H, W]
+}
+
+namespace {
+
+// torchvision's Resize(size) output for an h x w image: the shorter side to `size`, the longer to
+// int(size x long / short) (an int, as torchvision's _compute_resized_output_size). {height, width}.
+std::pair<int64_t, int64_t> shorter_side_size(int64_t h, int64_t w, int64_t size) {
+  if (h <= w) return {size, size * w / h};
+  return {size * h / w, size};
+}
+
+// torchvision's center_crop of [..., h, w] to height x width: zero padding first where the image is smaller (left /
+// top (d // 2), right / bottom ((d + 1) // 2)), then the offsets int(round((h - height) / 2.0)) (Python's round:
+// half to even).
+at::Tensor center_crop(const at::Tensor& x, int64_t height, int64_t width) {
+  const int64_t h = x.size(-2), w = x.size(-1);
+  at::Tensor padded = x;
+  if (height > h || width > w) {
+    const int64_t dh = std::max<int64_t>(0, height - h), dw = std::max<int64_t>(0, width - w);
+    padded = at::constant_pad_nd(x, {dw / 2, (dw + 1) / 2, dh / 2, (dh + 1) / 2}, 0.0);
+  }
+  const int64_t ph = padded.size(-2), pw = padded.size(-1);
+  const auto top = static_cast<int64_t>(std::nearbyint(static_cast<double>(ph - height) / 2.0));
+  const auto left = static_cast<int64_t>(std::nearbyint(static_cast<double>(pw - width) / 2.0));
+  return padded.narrow(-2, top, height).narrow(-1, left, width);
+}
+
+}  // namespace
+
+at::Tensor s2v_reference_image(const at::Tensor& image, int64_t height, int64_t width) {
+  OMNI_CHECK(image.dim() == 3 && image.size(2) == 3 && image.scalar_type() == at::kByte,
+             "s2v_reference_image: expected [h, w, 3] uint8, got ", image.sizes());
+  const auto [rh, rw] = shorter_side_size(image.size(0), image.size(1), std::min(height, width));
+  const at::Tensor resized = resize_image(image, rh, rw, ResizeFilter::kBilinear);    // Pillow: a copy when equal
+  const at::Tensor cropped = center_crop(resized.permute({2, 0, 1}), height, width);  // [3, H, W] uint8
+  return (cropped.to(at::kFloat).div(255.0f) * 2.0f - 1.0f).unsqueeze(0).contiguous();
+}
+
+at::Tensor s2v_pose_frames(const at::Tensor& frames, int64_t height, int64_t width) {
+  OMNI_CHECK(frames.dim() == 4 && frames.size(3) == 3 && frames.scalar_type() == at::kByte,
+             "s2v_pose_frames: expected [N, h, w, 3] uint8, got ", frames.sizes());
+  at::Tensor x = frames.permute({0, 3, 1, 2}).to(at::kFloat) / 255.0f * 2.0f - 1.0f;  // [N, 3, h, w]
+  const auto [rh, rw] = shorter_side_size(x.size(2), x.size(3), std::min(height, width));
+  // torchvision returns the tensor itself when the size does not change.
+  if (rh != x.size(2) || rw != x.size(3)) x = at::_upsample_bilinear2d_aa(x.contiguous(), {rh, rw}, false);
+  return center_crop(x, height, width).permute({1, 0, 2, 3}).unsqueeze(0).contiguous();  // [1, 3, N, H, W]
 }
 
 at::Tensor luma_levels(const at::Tensor& rgb) {

@@ -51,6 +51,16 @@ at::Tensor vace_reference_image(const at::Tensor& image, int64_t height, int64_t
 // ([h, w, 3] uint8) to [1, 3, height, width] float32 in [-1, 1].
 at::Tensor animate_character_image(const at::Tensor& image, int64_t height, int64_t width);
 
+// Wan2.2-S2V's reference image as WanS2V.generate makes it (torchvision on a PIL image): Resize(min(height,
+// width)) (the shorter side to that size, the longer to int(size x long / short), Pillow's bilinear), then
+// CenterCrop((height, width)) (black padding where the resized image is smaller: Wan2.2 rounds each side up to 64
+// on its own), ToTensor, 2x - 1. From the image as read ([h, w, 3] uint8) to [1, 3, height, width] float32.
+at::Tensor s2v_reference_image(const at::Tensor& image, int64_t height, int64_t width);
+// Wan2.2-S2V's pose frames as load_pose_cond makes them (torchvision on a float tensor): [N, h, w, 3] uint8 ->
+// x / 255 x 2 - 1, Resize(min(height, width)) (bilinear with antialias, torchvision's default for tensors), then
+// CenterCrop((height, width)), as [1, 3, N, height, width] float32.
+at::Tensor s2v_pose_frames(const at::Tensor& frames, int64_t height, int64_t width);
+
 // [..., 3] uint8 RGB -> [...] uint8 luma, as Pillow's convert("L") (ITU-R 601-2, fixed point).
 at::Tensor luma_levels(const at::Tensor& rgb);
 

@@ -265,15 +265,22 @@ void ModelDir::set_index_from_components(const std::string& source) {
   const bool two = components_.count("transformer_2") != 0;
   const bool vace = tc.value("_class_name", "") == "WanVACETransformer3DModel";
   const bool animate = tc.value("_class_name", "") == "WanAnimateTransformer3DModel";
-  const auto d =
-      original_defaults(tc.at("in_channels").get<int64_t>(), two, components_.at("transformer").origin, vace, animate);
+  const bool s2v = tc.value("_class_name", "") == "WanModel_S2V";
+  // WanModel_S2V's config.json states in_dim (Wan's name), the others diffusers' in_channels.
+  const int64_t in_channels = tc.at(s2v ? "in_dim" : "in_channels").get<int64_t>();
+  const auto d = original_defaults(in_channels, two, components_.at("transformer").origin, vace, animate, s2v);
+  if (s2v) {
+    OMNI_CHECK_INPUT(components_.count("audio_encoder"), source,
+                     ": Wan2.2-S2V's transformer without its wav2vec2 (the folder's wav2vec2-large-xlsr-53-english/)");
+  }
   index_ = ModelIndex();
-  index_source_ = "Wan2.2's configs (wan/configs), from the transformer's " +
-                  std::to_string(tc.at("in_channels").get<int64_t>()) + " input channels";
+  index_source_ =
+      "Wan2.2's configs (wan/configs), from the transformer's " + std::to_string(in_channels) + " input channels";
   index_.class_name = d.pipeline_class;
   index_.image_to_video = d.pipeline_class == "WanImageToVideoPipeline";
   index_.vace = d.pipeline_class == "WanVACEPipeline";
   index_.animate = d.pipeline_class == "WanAnimatePipeline";
+  index_.s2v = d.pipeline_class == "WanS2VPipeline";
   index_.expand_timesteps = d.expand_timesteps;
   index_.boundary_ratio = d.boundary_ratio;
   ModelComponent scheduler;

@@ -24,6 +24,9 @@ struct ModelIndex {
   bool image_to_video = false;  // class_name == WanImageToVideoPipeline
   bool vace = false;            // class_name == WanVACEPipeline (its transformers WanVACETransformer3DModel)
   bool animate = false;         // class_name == WanAnimatePipeline (Wan2.2-Animate: WanAnimateTransformer3DModel)
+  // class_name == WanS2VPipeline (Wan2.2-S2V-14B's original folder: WanModel_S2V and a wav2vec2 audio_encoder;
+  // diffusers has no S2V pipeline, so no model_index.json names it)
+  bool s2v = false;
   // Fraction of the training timesteps above which `transformer` runs and below which `transformer_2` runs
   // (Wan2.2 A14B); absent for single-transformer models.
   std::optional<double> boundary_ratio;

@@ -5,9 +5,13 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "io/audio_reader.h"
 #include "io/image_reader.h"
 #include "io/image_resize.h"
 #include "io/video_reader.h"
+#include "job/video_list.h"
+#include "pipeline/s2v_audio_encoder.h"
+#include "pipeline/s2v_condition.h"
 
 namespace omni::job {
 
@@ -15,9 +19,28 @@ pipeline::Task choose_task(const io::ModelIndex& index, config::TaskChoice task,
   using config::TaskChoice;
   const char* flag = config::name_of(task);
   const bool vace_inputs = in.control_video || in.mask_video || in.reference_images > 0;
-  // Speech to video is Wan2.2-S2V-14B's (its original folder is refused when loaded: io::model_dir).
+  if (index.s2v) {
+    // Wan2.2-S2V: the reference image and the recording (and an optional pose video), nothing else.
+    OMNI_CHECK_USAGE(task == TaskChoice::kAuto || task == TaskChoice::kS2V, "--task ", flag,
+                     " does not fit this model: it is Wan2.2-S2V (speech to video); use --task s2v");
+    OMNI_CHECK_USAGE(in.speech && in.image,
+                     "this model is Wan2.2-S2V (speech to video): give --image (the reference: who speaks or "
+                     "sings) and --audio (the recording), and optionally --pose-video");
+    OMNI_CHECK_USAGE(!in.video && !in.last_image && !vace_inputs,
+                     in.video        ? "--video"
+                     : in.last_image ? "--last-image"
+                                     : "--control-video / --mask-video / --reference-image",
+                     ": this model is Wan2.2-S2V; it takes --image, --audio and --pose-video");
+    return pipeline::Task::kS2V;
+  }
+  // Speech to video is Wan2.2-S2V-14B's.
+  OMNI_CHECK_USAGE(task != TaskChoice::kS2V,
+                   "--task s2v needs Wan2.2-S2V-14B (its original folder: "
+                   "Wan-AI/Wan2.2-S2V-14B); this model is ",
+                   index.class_name);
   OMNI_CHECK_USAGE(!in.speech, "--audio: this model (", index.class_name,
-                   ") is not Wan2.2-S2V; speech to video needs Wan2.2-S2V-14B, which this version does not run yet");
+                   ") is not Wan2.2-S2V; speech to video needs Wan2.2-S2V-14B (its original folder: "
+                   "Wan-AI/Wan2.2-S2V-14B)");
   if (index.animate) {
     // WanAnimatePipeline: the character image, the pose and face videos (and replace mode's background and mask).
     OMNI_CHECK_USAGE(task == TaskChoice::kAuto || task == TaskChoice::kAnimate, "--task ", flag,
@@ -120,7 +143,7 @@ void check_video(const pipeline::ModelSpec& model, const pipeline::VideoParams& 
   OMNI_CHECK_USAGE(latent_rows >= decode_ranks, "--vae-parallel: ", decode_ranks,
                    " ranks per data-parallel group cannot split a ", v.height, "-pixel height (", latent_rows,
                    " latent rows, at least one each); use a larger --height or leave --vae-parallel off");
-  if (v.rounded_num_frames(tf) != v.num_frames) {
+  if (!v.speech && v.rounded_num_frames(tf) != v.num_frames) {
     OMNI_WARN(v.animate ? "--segment-frames " : "--num-frames ", v.num_frames, " is not of the form ", tf,
               "k+1; using ", v.rounded_num_frames(tf), " (as diffusers)");
   }
@@ -207,6 +230,40 @@ void check_animate_files(VideoSpec& v, const pipeline::ModelSpec& model, Header&
   }
 }
 
+// Wan2.2-S2V's files of one video: the recording decides the clips (as many as its wav2vec2 features fill, one
+// more, or --num-clips of them when fewer), the reference image the size (Wan2.2's get_size_less_than_area within
+// --height x --width pixels); an optional pose video. The recording is decoded whole here, once per video.
+template <typename Header, typename Packets, typename Add>
+void check_speech_files(VideoSpec& v, const pipeline::ModelSpec& model, Header& header, Packets& packets, Add& add,
+                        bool log, const std::string& for_video) {
+  auto& o = v.opts;
+  const int64_t tf = model.temporal_factor();
+  OMNI_CHECK_USAGE(o.num_frames > 0 && o.num_frames % tf == 0, "--num-frames ", o.num_frames,
+                   ": Wan2.2-S2V makes clips of a multiple of ", tf, " frames (its infer_frames; 80 by default)");
+  const io::Audio audio = io::load_audio(o.audio, 16000, speech_span(o));
+  const auto samples = static_cast<int64_t>(audio.samples.size());
+  const int64_t whole = pipeline::speech_clips(model.audio_encoder->frames_for(samples), o.num_frames,
+                                               static_cast<double>(pipeline::kS2VFps));
+  OMNI_CHECK_USAGE(whole > 0, "--audio '", o.audio, "': ", static_cast<double>(samples) / 16000.0,
+                   " s of audio make no video frame; Wan2.2-S2V needs at least 0.06 s (two wav2vec2 frames)");
+  o.speech_clips = o.num_clips > 0 ? std::min<int64_t>(o.num_clips, whole) : whole;
+  if (o.num_clips > whole && log)
+    OMNI_WARN("--num-clips ", o.num_clips, ": the recording makes ", whole, " clips", for_video);
+  const auto [ih, iw] = header(o.image, false);
+  add(o.image, v.origin, 0);
+  const int64_t area = static_cast<int64_t>(o.height) * o.width;
+  const auto [hh, ww] = pipeline::s2v_video_size(ih, iw, area);
+  o.height = static_cast<int>(hh);
+  o.width = static_cast<int>(ww);
+  if (!o.pose_video.empty()) {
+    (void)header(o.pose_video, true);
+    OMNI_CHECK_USAGE(packets(o.pose_video) > 0, "--pose-video '", o.pose_video, "' has no frames");
+  }
+  if (log)
+    OMNI_INFO("size ", o.height, "x", o.width, " from the image (", ih, "x", iw, ") within ", area, " pixels; ",
+              o.speech_clips, " clips of ", o.num_frames, " frames for ", samples / 16000.0, " s of audio", for_video);
+}
+
 std::vector<pipeline::Task> check_inputs(VideoQueue& queue, const pipeline::ModelSpec& model, int decode_ranks,
                                          const dist::Communicator& world) {
   std::vector<pipeline::Task> tasks;
@@ -245,6 +302,11 @@ std::vector<pipeline::Task> check_inputs(VideoQueue& queue, const pipeline::Mode
           !model.index().vace || o.conditioning_scale.size() == 1 || o.conditioning_scale.size() == layers.size(),
           "--conditioning-scale: ", o.conditioning_scale.size(), " values for this model's ", layers.size(),
           " VACE layers (give one for all, or one per layer)");
+      if (model.index().s2v) {
+        check_speech_files(v, model, header, packets, add, world.rank() == 0,
+                           queue.size() > 1 ? " for " + v.output : "");
+        return;
+      }
       if (model.index().animate && !o.pose_video.empty()) {
         check_animate_files(v, model, header, packets, add, world.rank() == 0,
                             queue.size() > 1 ? " for " + v.output : "");
@@ -325,16 +387,19 @@ std::vector<pipeline::Task> check_inputs(VideoQueue& queue, const pipeline::Mode
   }
   // Animate: data-parallel groups run in lockstep (the same transformer calls, whose shards they may share), so
   // on several ranks every video of a run makes as many segments.
-  if (model.index().animate && world.size() > 1 && queue.size() > 1) {
+  if ((model.index().animate || model.index().s2v) && world.size() > 1 && queue.size() > 1) {
     const VideoSpec& first = queue.video(0);
     const int64_t segments = first.params().segments(tf);
     for (int i = 1; i < static_cast<int>(queue.size()); ++i) {
       const VideoSpec& v = queue.video(i);
-      OMNI_CHECK_USAGE(v.params().segments(tf) == segments, v.origin, ": ", v.opts.pose_video, " makes ",
-                       v.params().segments(tf), " segments but ", first.opts.pose_video, " (", first.output, ") makes ",
-                       segments,
-                       "; the videos of a run on several ranks make as many (data-parallel "
-                       "groups run in lockstep): run them apart, or give performances of similar length");
+      const bool speech = model.index().s2v;
+      const std::string& mine = speech ? v.opts.audio : v.opts.pose_video;
+      const std::string& theirs = speech ? first.opts.audio : first.opts.pose_video;
+      OMNI_CHECK_USAGE(v.params().segments(tf) == segments, v.origin, ": ", mine, " makes ", v.params().segments(tf),
+                       speech ? " clips but " : " segments but ", theirs, " (", first.output, ") makes ", segments,
+                       "; the videos of a run on several ranks make as many (data-parallel groups run in lockstep): "
+                       "run them apart, give ",
+                       speech ? "recordings of similar length, or --num-clips" : "performances of similar length");
     }
   }
   return tasks;

@@ -1,11 +1,14 @@
 #include "job/conditioning_inputs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 #include "core/error.h"
+#include "io/audio_reader.h"
 #include "io/image_reader.h"
 #include "io/video_reader.h"
+#include "job/video_list.h"
 #include "pipeline/animate_condition.h"
 
 namespace omni::job {
@@ -24,6 +27,7 @@ void ConditioningInputs::fill(const config::GenerateOptions& o, pipeline::Genera
   const int h = o.height, w = o.width;
   // Each image read once (its pixels as load_image gives them, for the CLIP encoder), then resized.
   if (req.video.animate) return fill_animate(o, req);
+  if (req.video.speech) return fill_speech(o, req);
   if (!o.image.empty()) {
     req.image_pixels = cached(o.image, first_read_.tensor, first_read_.key, [&] { return io::read_image(o.image); });
     req.image = cached(str_cat(o.image, "@", h, "x", w), first_.tensor, first_.key,
@@ -59,6 +63,34 @@ void ConditioningInputs::fill(const config::GenerateOptions& o, pipeline::Genera
         }));
   }
   req.conditioning_scale = o.conditioning_scale;
+}
+
+void ConditioningInputs::fill_speech(const config::GenerateOptions& o, pipeline::GenerationRequest& req) {
+  const int h = o.height, w = o.width;
+  req.image_pixels = cached(o.image, first_read_.tensor, first_read_.key, [&] { return io::read_image(o.image); });
+  req.image = cached(str_cat(o.image, "@s2v", h, "x", w), first_.tensor, first_.key,
+                     [&] { return io::s2v_reference_image(req.image_pixels, h, w); });  // [1, 3, H, W]
+  req.speech = io::load_audio(o.audio, 16000, speech_span(o)).samples;
+  if (o.pose_video.empty()) return;
+  // The pose video a clip at a time (load_pose_cond's frames: every round(fps / 16)th from frame 0, then -1 frames).
+  const std::string pose = o.pose_video;
+  const int64_t total = io::video_packet_count(pose);
+  const double fps = io::video_frame_rate(pose);
+  // Python's round (half to even) of the rate ratio, at least 1.
+  const int64_t interval =
+      std::max<int64_t>(1, static_cast<int64_t>(std::nearbyint(fps / static_cast<double>(pipeline::kS2VFps))));
+  req.pose = [=](int64_t first, int64_t count) {
+    at::Tensor out = at::full({1, 3, count, h, w}, -1.0f);
+    const int64_t src_first = first * interval;
+    const int64_t taken = std::max<int64_t>(0, std::min(count, (total - src_first + interval - 1) / interval));
+    if (taken > 0) {
+      const int64_t span = (taken - 1) * interval + 1;
+      const at::Tensor levels = io::read_video_range(pose, src_first, span).frames;  // [span, h0, w0, 3]
+      const at::Tensor picked = levels.slice(0, 0, span, interval);                  // [taken, h0, w0, 3]
+      out.narrow(2, 0, taken).copy_(io::s2v_pose_frames(picked.contiguous(), h, w));
+    }
+    return out;
+  };
 }
 
 void ConditioningInputs::fill_animate(const config::GenerateOptions& o, pipeline::GenerationRequest& req) {

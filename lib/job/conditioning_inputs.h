@@ -31,6 +31,8 @@ class ConditioningInputs {
  private:
   // Wan2.2-Animate's: the character image and the source of each segment's frames.
   void fill_animate(const config::GenerateOptions& o, pipeline::GenerationRequest& req);
+  // Wan2.2-S2V's: the reference image, the recording's span at 16 kHz and the source of each clip's pose frames.
+  void fill_speech(const config::GenerateOptions& o, pipeline::GenerationRequest& req);
 
   // The tensor of the file and size loaded last.
   struct Cached {

@@ -5,10 +5,13 @@
 
 #include "core/files.h"
 #include "core/log.h"
+#include "core/sha256.h"
 #include "core/tensor_dump.h"
 #include "dist/device.h"
+#include "io/audio_reader.h"
 #include "io/safetensors.h"
 #include "io/video_writer.h"
+#include "job/video_list.h"
 #include "pipeline/wan_pipeline.h"
 
 namespace omni::job {
@@ -132,6 +135,21 @@ void OutputWriter::write(int index, const VideoSpec& v, const std::string& task,
     // Wan2.2-Animate: its segments, and those a stopped run had finished (reused, not made again).
     side["segments"] = result.segments;
     side["segments_reused"] = result.segments_reused;
+  }
+  // Wan2.2-S2V: the recording the frames were made from, muxed beside them (the span, at its own rate and
+  // channels, cut or padded with silence to the video's length), and what identifies it.
+  io::AudioTrack sound;
+  if (v.params().speech) {
+    const io::AudioSpan span = speech_span(o);
+    sound = io::load_audio_track(o.audio, span);
+    vo.audio = &sound;
+    side["audio"] = {{"file", o.audio},
+                     {"sha256", sha256_file(o.audio)},
+                     {"start", span.start},
+                     {"duration", sound.duration()},
+                     {"sample_rate", sound.sample_rate},
+                     {"channels", sound.channels}};
+    side["clips"] = result.segments;
   }
   if (!lora.empty()) side["lora"] = lora;
   if (!run.float8_weights.empty()) side["float8_weights"] = run.float8_weights;

@@ -28,6 +28,7 @@ ResolvedModel resolve_model(const std::string& model, const io::ComponentFiles& 
   facts.inner_dim = out.spec->experts.front().inner_dim();
   facts.vace = index.vace;
   facts.animate = index.animate;
+  facts.s2v = index.s2v;
   out.preset = builtin ? default_model_preset() : config::preset_for(model.empty() ? out.spec->root() : model, facts);
   return out;
 }

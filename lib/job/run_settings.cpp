@@ -49,6 +49,17 @@ pipeline::PipelineSettings resolve_settings(const config::GenerateOptions& opts,
                      "transformer checkpoints that store their weights in float8 (fp8_scaled; those of ",
                      model.root(), " store none)");
   }
+  if (model.s2v) {
+    // What Wan2.2-S2V's transformer (Wan's own names, one clip per call, no token split) does not take yet.
+    OMNI_CHECK_USAGE(opts.parallel.ulysses_degree == 1 && opts.parallel.ring_degree == 1,
+                     "--ulysses-degree / --ring-degree: Wan2.2-S2V's transformer does not split its tokens yet; use "
+                     "--cfg-parallel-size 2, HSDP (--use-hsdp) and data parallelism");
+    OMNI_CHECK_USAGE(opts.step_cache == pipeline::StepCacheMode::kNone,
+                     "--step-cache: not available for Wan2.2-S2V yet");
+    OMNI_CHECK_USAGE(opts.lora.empty() && opts.lora_2.empty(), "--lora: not available for Wan2.2-S2V yet");
+    OMNI_CHECK_USAGE(opts.weight_format != config::WeightFormat::kFloat8,
+                     "--weight-dtype float8_e4m3fn: not available for Wan2.2-S2V's transformer yet");
+  }
   s.vae_parallel = opts.vae_parallel;
   s.step_cache = opts.step_cache;
   s.step_cache_threshold = opts.step_cache_threshold.value_or(pipeline::default_step_cache_threshold(s.step_cache));

@@ -142,6 +142,13 @@ void apply_json_line(VideoSpec& video, const std::string& text, const config::Ge
 
 }  // namespace
 
+io::AudioSpan speech_span(const config::GenerateOptions& o) {
+  io::AudioSpan span;
+  span.start = o.audio_start;
+  span.duration = o.audio_duration.value_or(-1.0);
+  return span;
+}
+
 pipeline::VideoParams video_params(const config::GenerateOptions& o) {
   pipeline::VideoParams v;
   v.height = o.height;
@@ -163,6 +170,7 @@ pipeline::VideoParams video_params(const config::GenerateOptions& o) {
   // pose video's length once check_inputs has read it.
   v.speech = !o.audio.empty();
   v.animate = (!o.pose_video.empty() || !o.animate_inputs.empty()) && !v.speech;
+  v.speech_clips = o.speech_clips;
   if (v.animate) {
     v.mask_video = false;  // replace mode's mask, not VACE's
     v.replace = o.animate_mode == config::AnimateMode::kReplace;

@@ -18,6 +18,7 @@
 
 #include "config/options.h"
 #include "dist/communicator.h"
+#include "io/audio_reader.h"
 #include "pipeline/video_params.h"
 
 namespace omni::job {
@@ -36,6 +37,8 @@ struct VideoSpec {
 
 // A video's sampling from its options.
 pipeline::VideoParams video_params(const config::GenerateOptions& opts);
+// Wan2.2-S2V: the recording's span (--audio-start, --audio-duration).
+io::AudioSpan speech_span(const config::GenerateOptions& opts);
 
 // The options a JSON Lines object may set, in the flags' names.
 const std::vector<std::string>& per_video_options();

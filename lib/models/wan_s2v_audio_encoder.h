@@ -21,6 +21,10 @@
 
 namespace omni::models {
 
+// The wav2vec2 hidden states WanModel_S2V weighs (casual_audio_encoder.weights [1, 25, 1, 1]): the input
+// projection's and 24 layers' (wav2vec2-large). The class never passes another count.
+constexpr int64_t kWanS2VAudioLayers = 25;
+
 struct AudioTokens {
   at::Tensor local;   // [1, T', n + 1, D]: each audio frame's n tokens and the padding token
   at::Tensor global;  // [1, T', 1, D]: each audio frame's AdaLN input
@@ -28,9 +32,8 @@ struct AudioTokens {
 
 class WanS2VAudioEncoder : public Module {
  public:
-  // audio_dim A (wav2vec2's width), dim D (the transformer's), num_token n, layers L (25: wav2vec2-large's hidden
-  // states; WanModel_S2V never passes another count).
-  WanS2VAudioEncoder(int64_t audio_dim, int64_t dim, int64_t num_token, int64_t layers = 25);
+  // audio_dim A (wav2vec2's width), dim D (the transformer's), num_token n, layers L (kWanS2VAudioLayers).
+  WanS2VAudioEncoder(int64_t audio_dim, int64_t dim, int64_t num_token, int64_t layers = kWanS2VAudioLayers);
 
   // features [1, L, A, Ta] (Ta audio frames, motion frames' copies included) -> tokens over T' = ceil(ceil(Ta/2)/2)
   // frames (the two stride-2 convolutions), float32.

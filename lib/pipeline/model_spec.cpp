@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "io/safetensors.h"
+#include "models/wan_s2v_audio_encoder.h"
 
 namespace omni::pipeline {
 
@@ -22,10 +23,46 @@ bool ModelSpec::stores_float8(int expert) const {
                      [&](const std::string& n) { return ckpt.float8_row_scales(n).defined(); });
 }
 
+namespace {
+
+// WanModel_S2V's attention blocks as a WanTransformer3DModel config (the same blocks: Wan's attention, text
+// cross-attention and FFN): the sizes the memory and time planners and the layout checks read.
+models::WanTransformerConfig s2v_blocks_config(const models::WanS2VTransformerConfig& s) {
+  models::WanTransformerConfig c;
+  c.patch_size = s.patch_size;
+  c.num_attention_heads = s.num_heads;
+  c.attention_head_dim = s.head_dim();
+  c.in_channels = s.in_dim;
+  c.out_channels = s.out_dim;
+  c.text_dim = s.text_dim;
+  c.freq_dim = s.freq_dim;
+  c.ffn_dim = s.ffn_dim;
+  c.num_layers = s.num_layers;
+  c.eps = s.eps;
+  return c;
+}
+
+}  // namespace
+
 std::shared_ptr<const ModelSpec> read_model_spec(std::shared_ptr<const io::ModelDir> dir) {
   auto spec = std::make_shared<ModelSpec>();
   const io::ModelDir& m = *dir;
-  for (int e = 0; e < 2; ++e) {
+  if (m.index().s2v) {
+    // Wan2.2-S2V: its own config; the blocks' sizes in diffusers' terms for everything that plans by them.
+    const auto& s = spec->s2v.emplace(models::WanS2VTransformerConfig::from_json(
+        m.component_config("transformer"), m.component_config_path("transformer")));
+    spec->experts.push_back(s2v_blocks_config(s));
+    spec->audio_encoder.emplace(models::Wav2Vec2Config::from_json(m.component_config_path("audio_encoder")));
+    spec->audio_encoder->resolve_names(m.checkpoint("audio_encoder"));
+    OMNI_CHECK_INPUT(spec->audio_encoder->hidden_size == s.audio_dim &&
+                         spec->audio_encoder->num_hidden_layers + 1 == models::kWanS2VAudioLayers,
+                     m.component_config_path("audio_encoder"), ": a wav2vec2 of width ",
+                     spec->audio_encoder->hidden_size, " and ", spec->audio_encoder->num_hidden_layers,
+                     " layers; Wan2.2-S2V's transformer takes ", models::kWanS2VAudioLayers - 1,
+                     " layers' states (and the input's) of width ", s.audio_dim);
+    spec->audio_processor = io::Wav2Vec2FeatureExtractorConfig::from_folder(m.component_dir("audio_encoder"));
+  }
+  for (int e = 0; e < 2 && !m.index().s2v; ++e) {
     const char* name = ModelSpec::expert_name(e);
     if (!m.has(name)) continue;
     spec->experts.push_back(

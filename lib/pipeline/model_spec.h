@@ -13,10 +13,13 @@
 
 #include "io/clip_image_processor.h"
 #include "io/model_dir.h"
+#include "io/wav2vec2_feature_extractor.h"
 #include "models/autoencoder_kl_wan.h"
 #include "models/clip_vision_model.h"
 #include "models/umt5_encoder.h"
+#include "models/wan_s2v_transformer_config.h"
 #include "models/wan_transformer_config.h"
+#include "models/wav2vec2_model.h"
 
 namespace omni::pipeline {
 
@@ -30,6 +33,11 @@ struct ModelSpec {
   // Present exactly when the transformer has the image branch (read_model_spec checks).
   std::optional<models::ClipVisionConfig> image_encoder;
   std::optional<io::ClipImageProcessorConfig> image_processor;
+  // Wan2.2-S2V-14B (index().s2v): its transformer's own config (experts[0] then holds the attention blocks' sizes
+  // in diffusers' terms, for the planners), its wav2vec2 and that encoder's feature extractor.
+  std::optional<models::WanS2VTransformerConfig> s2v;
+  std::optional<models::Wav2Vec2Config> audio_encoder;
+  std::optional<io::Wav2Vec2FeatureExtractorConfig> audio_processor;
   // scheduler_config.json (or Wan2.2's own for the other layouts), validated when the sampler is made.
   nlohmann::json scheduler;
   std::string scheduler_source;

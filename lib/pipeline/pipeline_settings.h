@@ -33,7 +33,8 @@ enum class Task {
   kFirstLastFrameToVideo,
   kVideoToVideo,
   kVace,
-  kAnimate
+  kAnimate,
+  kS2V  // Wan2.2-S2V (WanS2VPipeline): a reference image and a recording, clip after clip for the whole audio
 };
 const char* task_name(Task task);
 

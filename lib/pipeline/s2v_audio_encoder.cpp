@@ -9,10 +9,18 @@
 namespace omni::pipeline {
 
 at::Tensor speech_hidden_states(const models::Wav2Vec2Model& encoder, const std::vector<float>& samples,
-                                const io::Wav2Vec2FeatureExtractorConfig& extractor) {
+                                const io::Wav2Vec2FeatureExtractorConfig& extractor, const at::Device& device,
+                                models::UnitHooks* hooks) {
   std::vector<float> values = io::wav2vec2_input_values(samples, extractor);
   const auto input = at::from_blob(values.data(), {1, static_cast<int64_t>(values.size())}, at::kFloat).clone();
-  return encoder.hidden_states(input).squeeze(1).to(at::kFloat);  // [L + 1, 1, T, D] -> [L + 1, T, D]
+  return encoder.hidden_states(input.to(device), hooks).squeeze(1).to(at::kFloat);  // [L + 1, 1, T, D] -> [L + 1, T, D]
+}
+
+int64_t speech_clips(int64_t wav2vec2_frames, int64_t frames_per_clip, double fps) {
+  // interpolate_audio_features' length and bucket_audio_features' count, with Wan2.2's 50 and 30 fps.
+  const auto at30 = static_cast<int64_t>(static_cast<double>(wav2vec2_frames) / 50.0 * 30.0);
+  if (at30 <= 0) return 0;
+  return static_cast<int64_t>(static_cast<double>(at30) / (static_cast<double>(frames_per_clip) * (30.0 / fps))) + 1;
 }
 
 at::Tensor interpolate_audio_features(const at::Tensor& features, double input_fps, double output_fps) {

@@ -15,15 +15,23 @@ struct Wav2Vec2FeatureExtractorConfig;
 
 namespace omni::models {
 class Wav2Vec2Model;
-}
+struct UnitHooks;
+}  // namespace omni::models
 
 namespace omni::pipeline {
 
 // extract_audio_feat(return_all_layers=True) up to the interpolation: samples (mono, 16 kHz) normalized by the
 // feature extractor, wav2vec2's hidden states [L + 1, 1, T, D] -> [L + 1, T, D] in float32 (Wan2.2 runs the
 // encoder in float32 on the CPU).
+// On `device` (the encoder's); hooks: HSDP's for a sharded encoder (null: none).
 at::Tensor speech_hidden_states(const models::Wav2Vec2Model& encoder, const std::vector<float>& samples,
-                                const io::Wav2Vec2FeatureExtractorConfig& extractor);
+                                const io::Wav2Vec2FeatureExtractorConfig& extractor,
+                                const at::Device& device = at::kCPU, models::UnitHooks* hooks = nullptr);
+
+// The clips get_audio_embed_bucket_fps makes of `samples` 16 kHz samples (bucket_audio_features' num_clips, from
+// the sample count alone): wav2vec2's frames (`frames` of its feature extractor) at 50 per second, int(T / 50 x
+// 30) frames at 30, int(that / (frames_per_clip x 30 / fps)) + 1 clips. 0 when the audio makes no 30 fps frame.
+int64_t speech_clips(int64_t wav2vec2_frames, int64_t frames_per_clip, double fps);
 
 // linear_interpolation(features, input_fps, output_fps): [L, T, D] -> [L, int(T / input_fps * output_fps), D],
 // linear with aligned corners along time (F.interpolate's kernel itself).

@@ -9,6 +9,12 @@
 
 namespace omni::pipeline {
 
+// Wan2.2-S2V (wan/speech2video.py): the pixel frames of motion each clip continues from (motion_frames), and the
+// first frames of the first clip that are dropped (its decode starts with the reference image's latent frame).
+constexpr int64_t kS2VMotionFrames = 73;
+constexpr int64_t kS2VDroppedFrames = 3;
+constexpr int64_t kS2VFps = 16;  // sample_fps: the audio is bucketed per frame at this rate, the video written at it
+
 struct VideoParams {
   int height = 0;
   int width = 0;
@@ -32,7 +38,11 @@ struct VideoParams {
   // first conditioned on the last `prev_segment_frames` frames of the one before. Every segment denoises one
   // latent frame more, the character image's, first.
   bool animate = false;
-  bool speech = false;          // --audio: Wan2.2-S2V's input (no model runs it yet: job::choose_task refuses it)
+  // Wan2.2-S2V (WanS2VPipeline, --audio): clips of num_frames frames (Wan2.2's infer_frames, a multiple of the
+  // VAE's temporal factor), each after the first continued from the one before's last motion_frames frames; the
+  // first loses its first 3 frames (drop_first_motion). The recording's samples are the request's.
+  bool speech = false;
+  int64_t speech_clips = 0;
   bool replace = false;         // --animate-mode replace: a background video and its mask
   int64_t animate_frames = 0;   // the pose video's frames: the video's
   int prev_segment_frames = 1;  // diffusers' prev_segment_conditioning_frames
@@ -60,6 +70,7 @@ struct VideoParams {
   // The latent frames the transformer denoises: the video's (Animate: a segment's), after VACE's reference frames
   // or Animate's character frame.
   int64_t denoised_latent_frames(int64_t temporal_factor) const {
+    if (speech) return num_frames / temporal_factor;  // S2V: (infer_frames + 3 + 73) / 4 - 19
     return latent_frames(temporal_factor) + reference_images + (animate ? 1 : 0);
   }
 
@@ -71,12 +82,15 @@ struct VideoParams {
     return rounded_num_frames(temporal_factor) - prev_segment_frames;
   }
   int64_t segments(int64_t temporal_factor) const {
+    if (speech) return speech_clips;
     if (!animate) return 1;
     const int64_t stride = segment_stride(temporal_factor), rest = animate_frames - prev_segment_frames;
     return rest <= 0 ? 1 : (rest + stride - 1) / stride;
   }
-  // The frames of the video written: the pose video's (Animate), else rounded_num_frames.
+  // The frames of the video written: the pose video's (Animate), S2V's clips' (the first 3 frames fewer), else
+  // rounded_num_frames.
   int64_t output_frames(int64_t temporal_factor) const {
+    if (speech) return speech_clips * num_frames - kS2VDroppedFrames;
     return animate ? animate_frames : rounded_num_frames(temporal_factor);
   }
 };

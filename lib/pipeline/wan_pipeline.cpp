@@ -20,7 +20,9 @@
 #include "models/hsdp_sharding.h"
 #include "models/lora.h"
 #include "models/umt5_encoder.h"
+#include "models/wan_s2v_transformer.h"
 #include "models/wan_transformer.h"
+#include "models/wav2vec2_model.h"
 #include "pipeline/prompt_encoding.h"
 #include "pipeline/vace_condition.h"
 #include "sched/scheduler.h"
@@ -72,6 +74,8 @@ const char* task_name(Task task) {
       return "vace";
     case Task::kAnimate:
       return "animate";
+    case Task::kS2V:
+      return "s2v";
   }
   return "?";
 }
@@ -93,13 +97,13 @@ WanPipeline::WanPipeline(const ModelSpec& spec, const PipelineSettings& settings
     if (settings_.use_hsdp) kinds.push_back(GroupKind::kShard);
     if (l.cfg == 2) kinds.push_back(GroupKind::kCfg);
     if (l.sp() > 1) kinds.insert(kinds.end(), {GroupKind::kUlysses, GroupKind::kRing, GroupKind::kSp});
-    if (settings_.vae_parallel || caching || index_.animate) kinds.push_back(GroupKind::kVideo);
+    if (settings_.vae_parallel || caching || index_.animate || index_.s2v) kinds.push_back(GroupKind::kVideo);
     groups_ = dist::DeviceGroups(*mesh_, settings_.device, kinds);
     shard_group_ = groups_.get(GroupKind::kShard);
     cfg_group_ = groups_.get(GroupKind::kCfg);
     if (l.sp() > 1) sp_ = std::make_unique<SequenceParallel>(SequenceParallel::from_groups(groups_));
     if (settings_.vae_parallel) vae_group_ = groups_.get(GroupKind::kVideo).get();
-    if (index_.animate) video_group_ = groups_.get(GroupKind::kVideo).get();
+    if (index_.animate || index_.s2v) video_group_ = groups_.get(GroupKind::kVideo).get();
     // The step cache's decisions agree within the video group (its ranks share every transformer collective).
     // When HSDP shard groups (contiguous blocks of hsdp_shard ranks) span several groups, the groups decide
     // apart (each video as on one rank) and a group that skips still joins every gather of the others.
@@ -111,7 +115,10 @@ WanPipeline::WanPipeline(const ModelSpec& spec, const PipelineSettings& settings
   // does not fit fails in seconds, before the text encoder or any expert weight is read.
   std::vector<std::string> expert_names;
   std::vector<std::unique_ptr<models::LoraSet>> loras;
-  for (size_t e = 0; e < spec.experts.size(); ++e) {
+  // Wan2.2-S2V's transformer is its own class (spec.experts[0] only describes its blocks' sizes).
+  OMNI_CHECK(!spec.s2v || (settings_.lora[0].empty() && !caching && !sp_),
+             "Wan2.2-S2V with a LoRA, the step cache or sequence parallelism (the job refuses them)");
+  for (size_t e = 0; e < (spec.s2v ? 0 : spec.experts.size()); ++e) {
     const char* name = ModelSpec::expert_name(static_cast<int>(e));
     expert_names.push_back(name);
     experts_.push_back(std::make_unique<models::WanTransformer3DModel>(spec.experts[e], settings_.dtype));
@@ -147,6 +154,25 @@ WanPipeline::WanPipeline(const ModelSpec& spec, const PipelineSettings& settings
     param_bytes_total_ += image_encoder_sharded_->full_bytes();
     ckpt.release_pages();
     image_processor_ = spec.image_processor;
+  }
+
+  // Wan2.2-S2V: wav2vec2 (float32, as Wan2.2 runs it) sharded layer by layer, then the transformer.
+  if (spec.s2v) {
+    const auto& audio = model.checkpoint("audio_encoder");
+    audio_encoder_ = std::make_unique<models::Wav2Vec2Model>(*spec.audio_encoder, at::kFloat);
+    audio_encoder_sharded_ =
+        models::shard_model("audio_encoder", *audio_encoder_, models::blocks_of(*audio_encoder_), audio,
+                            shard_group_.get(), at::kFloat, settings_.device, pool_, stats_);
+    param_bytes_total_ += audio_encoder_sharded_->full_bytes();
+    audio.release_pages();
+    audio_processor_ = spec.audio_processor;
+    const auto& ckpt = model.checkpoint("transformer");
+    s2v_ = std::make_unique<models::WanS2VTransformer>(*spec.s2v, settings_.dtype);
+    s2v_sharded_ =
+        models::shard_model("transformer", *s2v_, models::blocks_of(*s2v_), ckpt, shard_group_.get(), settings_.dtype,
+                            settings_.device, pool_, stats_, /*lora=*/nullptr, settings_.transformer_weights);
+    param_bytes_total_ += s2v_sharded_->full_bytes();
+    ckpt.release_pages();
   }
 
   // The experts' weights, each rank its own slice, LoRA merged into it as it is read.
@@ -209,7 +235,28 @@ at::Tensor WanPipeline::encode_image_states(const GenerationRequest& req, Genera
 }
 
 at::Tensor WanPipeline::run_transformer(int expert, const at::Tensor& x, const at::Tensor& timestep,
-                                        const at::Tensor& context, const CallState& call, const at::Tensor& face) {
+                                        const at::Tensor& context, const CallState& call, const at::Tensor& branch) {
+  if (s2v_) {
+    // WanModel_S2V takes one clip per call (Wan2.2 calls it per branch): the batch's rows one after the other,
+    // each with its branch's audio.
+    models::HsdpHooks units(s2v_sharded_.get());
+    std::vector<at::Tensor> out;
+    for (int64_t b = 0; b < x.size(0); ++b) {
+      models::WanS2VInputs in;
+      in.latents = x.narrow(0, b, 1);           // [1, z, T, h, w]
+      in.timestep = timestep.narrow(0, b, 1);   // [1]
+      in.context = context.narrow(0, b, 1);     // [1, L, text_dim]
+      in.audio = branch.narrow(0, b, 1);        // [1, 25, A, num_frames]
+      in.ref_latents = call.ref_latents;        // [1, z, 1, h, w]
+      in.motion_latents = call.motion_latents;  // [1, z, 19, h, w]
+      in.cond_states = call.cond_states;        // [1, z, T, h, w]
+      in.drop_motion_frames = call.drop_motion;
+      in.motion_frames = kS2VMotionFrames;
+      out.push_back(s2v_->forward(in, &units));
+    }
+    return out.size() == 1 ? out[0] : at::cat(out, 0);
+  }
+  const at::Tensor& face = branch;
   models::HsdpHooks units(experts_sharded_[static_cast<size_t>(expert)].get());
   models::ForwardHooks hooks(&units);
   std::optional<SequenceSplit> split;  // tokens split over ulysses x ring
@@ -227,11 +274,13 @@ at::Tensor WanPipeline::run_transformer(int expert, const at::Tensor& x, const a
 
 namespace {
 
-// Animate's face crops for a guidance branch: the segment's, or for the unconditional one all -1 (diffusers'
-// face_pixel_values * 0 - 1: no expression). Undefined for other models.
-at::Tensor branch_face(const at::Tensor& face, bool cond) {
-  if (!face.defined() || cond) return face;
-  return at::full_like(face, -1.0);
+// The input that differs between the guidance branches: Animate's face crops (the unconditional branch all -1:
+// diffusers' face_pixel_values * 0 - 1, no expression) or S2V's audio slots (the unconditional branch zeros:
+// Wan2.2's 0.0 * audio_input). Undefined for other models.
+at::Tensor branch_input(const at::Tensor& face, const at::Tensor& audio, bool cond) {
+  if (face.defined()) return cond ? face : at::full_like(face, -1.0);
+  if (audio.defined()) return cond ? audio : at::zeros_like(audio);
+  return at::Tensor();
 }
 
 }  // namespace
@@ -256,7 +305,7 @@ at::Tensor WanPipeline::guided_prediction(int expert, const ModelInput& input, c
     at::Tensor out;
     {
       debug::DumpScope scope(numbered("call", call));
-      out = run_transformer(expert, x, timestep, prompt_embeds, state, branch_face(state.face, true));
+      out = run_transformer(expert, x, timestep, prompt_embeds, state, branch_input(state.face, state.audio, true));
     }
     dump_call(call, x, recorded, prompt_embeds, out);
     return out;
@@ -270,7 +319,7 @@ at::Tensor WanPipeline::guided_prediction(int expert, const ModelInput& input, c
     {
       debug::DumpScope scope(numbered("call", is_cond ? call : call + 1));
       mine = run_transformer(expert, x, timestep, is_cond ? prompt_embeds : negative_embeds, state,
-                             branch_face(state.face, is_cond))
+                             branch_input(state.face, state.audio, is_cond))
                  .contiguous();
     }
     dump_call(is_cond ? call : call + 1, x, recorded, is_cond ? prompt_embeds : negative_embeds, mine);
@@ -284,11 +333,12 @@ at::Tensor WanPipeline::guided_prediction(int expert, const ModelInput& input, c
     at::Tensor out;
     {
       debug::DumpScope scope(numbered("call", call) + "_" + numbered("call", call + 1));
-      const at::Tensor face = state.face.defined()
-                                  ? at::cat({branch_face(state.face, true), branch_face(state.face, false)}, 0)
-                                  : at::Tensor();
+      const at::Tensor branch =
+          state.face.defined() || state.audio.defined()
+              ? at::cat({branch_input(state.face, state.audio, true), branch_input(state.face, state.audio, false)}, 0)
+              : at::Tensor();
       out = run_transformer(expert, at::cat({x, x}, 0), at::cat({timestep, timestep}, 0),
-                            at::cat({prompt_embeds, negative_embeds}, 0), state, face);  // [2B, C, F, H, W]
+                            at::cat({prompt_embeds, negative_embeds}, 0), state, branch);  // [2B, C, F, H, W]
     }
     cond = out.narrow(0, 0, b);
     uncond = out.narrow(0, b, b);
@@ -302,7 +352,7 @@ WanPipeline::LatentShape WanPipeline::latent_shape(const VideoParams& video) con
   const auto& vcfg = vae_->config();
   LatentShape shape;
   // I2V and TI2V denoise the VAE's latent channels; T2V's transformer takes them as its input channels.
-  shape.channels = (index_.image_to_video || index_.expand_timesteps || index_.animate)
+  shape.channels = (index_.image_to_video || index_.expand_timesteps || index_.animate || index_.s2v)
                        ? vcfg.z_dim
                        : experts_[0]->config().in_channels;
   shape.frames = video.denoised_latent_frames(temporal_factor());  // VACE's reference frames first
@@ -609,6 +659,7 @@ at::Tensor WanPipeline::denoise(at::Tensor latents, const std::vector<int64_t>& 
   reporter.finish();
   for (auto& e : experts_sharded_)
     if (e) e->settle_timings();
+  if (s2v_sharded_) s2v_sharded_->settle_timings();
   return latents;
 }
 
@@ -617,7 +668,10 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
   const VideoParams& video = req.video;
   OMNI_CHECK(video.animate == index_.animate, "GenerationRequest: video.animate is ", video.animate,
              " for a model whose pipeline is ", index_.class_name);
+  OMNI_CHECK(video.speech == index_.s2v, "GenerationRequest: video.speech is ", video.speech,
+             " for a model whose pipeline is ", index_.class_name);
   if (video.animate) return generate_animate(req, on_step);
+  if (video.speech) return generate_s2v(req, on_step);
   GenerationResult result;
   const at::Device dev = settings_.device;
   OMNI_CHECK(video.image == req.image.defined(), "GenerationRequest: video.image is ", video.image,

@@ -35,6 +35,8 @@ class Umt5Tokenizer;
 namespace omni::models {
 class Umt5Encoder;
 class WanTransformer3DModel;
+class WanS2VTransformer;
+class Wav2Vec2Model;
 class AutoencoderKLWan;
 }  // namespace omni::models
 
@@ -91,6 +93,12 @@ struct GenerationRequest {
   // segment's is handed (unset: nowhere). The other ranks of the group take the segment count and tail from it.
   AnimateProgress animate_resume;
   AnimateCheckpoint animate_checkpoint;
+  // Wan2.2-S2V (video.speech): `image` is the reference image at the video's size (resized and center-cropped as
+  // Wan2.2 does), `speech` the recording's span as librosa.load(sr=16000) gives it, and `pose` the optional pose
+  // video's frames [first, first + count) as [1, 3, count, H, W] float32 in [-1, 1] (past its end: -1 frames), or
+  // unset.
+  std::vector<float> speech;
+  std::function<at::Tensor(int64_t first, int64_t count)> pose;
   bool decode = true;         // this rank gets the frames (the writing rank)
   bool group_decodes = true;  // the writing rank of this rank's video group decodes (not on a repeat run)
   bool decode_band = false;   // --vae-parallel: this rank decodes its band (every rank of the group, together)
@@ -181,6 +189,11 @@ class WanPipeline {
     at::Tensor image_states;  // the CLIP image encoder's states of this video (Wan2.1 image models), else undefined
     at::Tensor control;       // VACE's context [1, vace_in_channels, R + T, h, w] of this video, else undefined
     std::vector<double> control_scale;  // with it: one scale per VACE layer
+    // Wan2.2-S2V, this clip's: the reference latent [1, z, 1, h, w], the motion latents [1, z, 19, h, w], the pose
+    // latents [1, z, T, h, w] (zeros without a pose video), the audio slots [1, 25, A, num_frames] (the
+    // unconditional branch: zeros), and whether the motion tokens are left out (the first clip).
+    at::Tensor ref_latents, motion_latents, cond_states, audio;
+    bool drop_motion = false;
   };
 
   // The prompts' embeddings (the negative one with guidance), the prompts described into `result`.
@@ -197,6 +210,11 @@ class WanPipeline {
                      const StepCallback& on_step, StepInfo segment, GenerationResult& result);
   // Wan2.2-Animate: generate() for video.animate, segment by segment (wan_animate_pipeline.cpp).
   GenerationResult generate_animate(const GenerationRequest& req, const StepCallback& on_step);
+  // Wan2.2-S2V: generate() for video.speech, clip by clip (wan_s2v_pipeline.cpp).
+  GenerationResult generate_s2v(const GenerationRequest& req, const StepCallback& on_step);
+  // S2V: the recording's wav2vec2 features bucketed per video frame, [1, 25, A, clips x num_frames] in the
+  // transformer's dtype.
+  at::Tensor encode_speech(const GenerationRequest& req, GenerationResult& result);
   int temporal_factor() const;
   at::Tensor encode_text(const PromptText& prompt, int max_sequence_length);
   LatentShape latent_shape(const VideoParams& video) const;
@@ -235,10 +253,11 @@ class WanPipeline {
   // The CLIP image encoder's penultimate states [I, N, E] of the request's image (and last image): what
   // WanImageToVideoPipeline.encode_image gives. Undefined for a model without an image encoder.
   at::Tensor encode_image_states(const GenerationRequest& req, GenerationResult& result);
-  // `call`: the video's conditioning every call takes (CLIP image states, VACE's context).
-  // `face`: Animate's face crops for the batch's rows (undefined for other models).
+  // `call`: the video's conditioning every call takes (CLIP image states, VACE's context, S2V's clip inputs).
+  // `branch`: the input that differs between the guidance branches, for the batch's rows: Animate's face crops,
+  // S2V's audio slots (undefined for other models).
   at::Tensor run_transformer(int expert, const at::Tensor& x, const at::Tensor& timestep, const at::Tensor& context,
-                             const CallState& call, const at::Tensor& face = at::Tensor());
+                             const CallState& call, const at::Tensor& branch = at::Tensor());
   // The guided velocity: cond and uncond batched, or each on its cfg rank and exchanged.
   at::Tensor guided_prediction(int expert, const ModelInput& input, const at::Tensor& prompt_embeds,
                                const at::Tensor& negative_embeds, double scale, bool do_cfg, CallState& call);
@@ -266,6 +285,13 @@ class WanPipeline {
   std::optional<io::ClipImageProcessorConfig> image_processor_;
   std::vector<std::unique_ptr<models::WanTransformer3DModel>> experts_;  // transformer, transformer_2
   std::vector<std::unique_ptr<hsdp::ShardedModel>> experts_sharded_;
+  // Wan2.2-S2V: its transformer (in place of experts_), sharded like them, and its wav2vec2, sharded like the text
+  // encoder (both null for other models).
+  std::unique_ptr<models::WanS2VTransformer> s2v_;
+  std::unique_ptr<hsdp::ShardedModel> s2v_sharded_;
+  std::unique_ptr<models::Wav2Vec2Model> audio_encoder_;
+  std::unique_ptr<hsdp::ShardedModel> audio_encoder_sharded_;
+  std::optional<io::Wav2Vec2FeatureExtractorConfig> audio_processor_;
   std::unique_ptr<models::AutoencoderKLWan> vae_;
   nlohmann::json scheduler_config_;
   std::string scheduler_source_;

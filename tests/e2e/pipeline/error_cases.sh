@@ -155,7 +155,7 @@ ffmpeg -v error -y -i "$aref/pose.mp4" -frames:v 5 -c:v libx264 -pix_fmt yuv420p
 expect animate_inputs_short_face 1 2 "has 5 frames but --pose-video '$work/animate_inputs/src_pose.mp4' has 14" -- \
   --model "$ref/animate-tiny/model" --prompt x --animate-inputs "$work/animate_inputs" --height 32 --width 48 \
   --output "$work/a.mp4"
-# Wan2.2-S2V's flags (issue 43): among themselves, and on models that are not S2V (no model runs it yet).
+# Wan2.2-S2V's flags (issue 43): among themselves, on models that are not S2V, and on the S2V model.
 expect s2v_audio_on_i2v_np2 2 2 "--audio: this model (WanImageToVideoPipeline) is not Wan2.2-S2V" -- "${i2v[@]}" \
   --image "$first" --audio "$work/sound.m4a" --output "$work/a.mp4"
 expect s2v_audio_on_animate 1 2 "--audio: this model (WanAnimatePipeline) is not Wan2.2-S2V" -- "${anim[@]}" \
@@ -169,10 +169,34 @@ expect s2v_zero_duration 1 2 "--audio-duration must be a positive number of seco
   --audio "$work/sound.m4a" --audio-duration 0 --output "$work/a.mp4"
 expect s2v_with_face_video 1 2 "--face-video is Wan2.2-Animate's and --audio Wan2.2-S2V's" -- "${anim[@]}" \
   --face-video "$aref/face.mp4" --audio "$work/sound.m4a" --output "$work/a.mp4"
-expect s2v_original_folder 1 3 "this is Wan2.2-S2V's transformer (WanModel_S2V, speech to video)" -- \
+expect s2v_folder_without_wav2vec2 1 3 "a Wan2.2-S2V folder without wav2vec2-large-xlsr-53-english/" -- \
   --model "$ref/s2v-tiny/ckpt" --prompt x --output "$work/a.mp4"
-expect s2v_transformer_file_np2 2 3 "this is Wan2.2-S2V's transformer" -- "${t2v[@]}" \
+expect s2v_transformer_file_np2 2 3 "Wan2.2-S2V weights (audio_injector.*) need their config.json" -- "${t2v[@]}" \
   --transformer "$ref/s2v-tiny/ckpt/diffusion_pytorch_model.safetensors" --output "$work/a.mp4"
+expect s2v_transformer_folder 1 3 "Wan2.2-S2V's transformer cannot replace this model's transformer" -- "${t2v[@]}" \
+  --transformer "$ref/s2v-tiny/ckpt" --output "$work/a.mp4"
+s2v=(--model "$ref/s2v-pipeline/model" --prompt "a woman talks" --height 64 --width 64 --num-frames 12
+     --num-inference-steps 2 --dtype float32)
+s2vin=$ref/s2v-pipeline/inputs
+expect s2v_without_audio_np2 2 2 "this model is Wan2.2-S2V (speech to video): give --image" -- "${s2v[@]}" \
+  --image "$s2vin/ref_80x96.png" --output "$work/a.mp4"
+expect s2v_task_t2v 1 2 "--task t2v does not fit this model: it is Wan2.2-S2V" -- "${s2v[@]}" --task t2v \
+  --image "$s2vin/ref_80x96.png" --audio "$s2vin/audio.wav" --output "$work/a.mp4"
+expect s2v_task_on_t2v 1 2 "--task s2v needs Wan2.2-S2V-14B" -- "${t2v[@]}" --task s2v --output "$work/a.mp4"
+expect s2v_frames_not_multiple_np2 2 2 "Wan2.2-S2V makes clips of a multiple of 4 frames" -- "${s2v[@]}" \
+  --num-frames 13 --image "$s2vin/ref_80x96.png" --audio "$s2vin/audio.wav" --output "$work/a.mp4"
+expect s2v_ulysses 2 2 "Wan2.2-S2V's transformer does not split its tokens yet" -- "${s2v[@]}" --ulysses-degree 2 \
+  --image "$s2vin/ref_80x96.png" --audio "$s2vin/audio.wav" --output "$work/a.mp4"
+echo "not audio" > "$work/plain.wav"
+# A recording too short for one frame (20 ms), a file with no audio stream (an H.264 MP4 without sound), one
+# that is no media at all: one line naming the file, on every rank.
+ffmpeg -v error -y -f lavfi -i "sine=frequency=440:sample_rate=16000:duration=0.02" "$work/blip.wav"
+expect s2v_audio_too_short_np2 2 2 "s of audio make no video frame" -- "${s2v[@]}" --image "$s2vin/ref_80x96.png" \
+  --audio "$work/blip.wav" --output "$work/a.mp4"
+expect s2v_audio_no_stream 1 3 "$s2vin/pose_80x96_25fps.mp4" -- "${s2v[@]}" --image "$s2vin/ref_80x96.png" \
+  --audio "$s2vin/pose_80x96_25fps.mp4" --output "$work/a.mp4"
+expect s2v_audio_not_media_np2 2 3 "$work/plain.wav" -- "${s2v[@]}" --image "$s2vin/ref_80x96.png" \
+  --audio "$work/plain.wav" --output "$work/a.mp4"
 expect output_folder_missing 2 2 "$work/no/such/dir" -- "${t2v[@]}" --output "$work/no/such/dir/a.mp4"
 echo "a file" > "$work/plainfile"
 expect output_parent_is_file 1 2 "$work/plainfile" -- "${t2v[@]}" --output "$work/plainfile/a.mp4"
