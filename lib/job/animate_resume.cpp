@@ -51,7 +51,8 @@ std::string animate_fingerprint(const config::GenerateOptions& o, const RunIdent
                                                 "face-video",
                                                 "background-video",
                                                 "mask-video",
-                                                "animate-inputs"};
+                                                "animate-inputs",
+                                                "audio"};
   nlohmann::json what;
   for (const auto& spec : config::option_table())
     if (!neutral.count(spec.name)) what["settings"][spec.name] = config::option_json(o, spec.name);
@@ -65,7 +66,8 @@ std::string animate_fingerprint(const config::GenerateOptions& o, const RunIdent
                                                         {"pose", o.pose_video},
                                                         {"face", o.face_video},
                                                         {"background", replace ? o.background_video : ""},
-                                                        {"mask", replace ? o.mask_video : ""}})
+                                                        {"mask", replace ? o.mask_video : ""},
+                                                        {"audio", o.audio}})
     if (!path.empty()) what["inputs"][name] = sha256_file(path);
   Sha256 h;
   const std::string text = what.dump();
@@ -92,13 +94,12 @@ pipeline::AnimateProgress read_animate_resume(const std::string& path, const std
     p.segments_done = std::stoi(value("segments_done"));
     p.frames = file.read("frames");
     p.tail = file.read("tail");
-    // The frames of the finished segments: the first's, then each later one's new ones.
-    const int64_t length = video.rounded_num_frames(temporal_factor), stride = video.segment_stride(temporal_factor);
-    const int64_t frames = length + (p.segments_done - 1) * stride;
+    // The frames of the finished segments (S2V: clips).
+    const int64_t frames = video.frames_of_segments(p.segments_done, temporal_factor);
     const bool fits = p.segments_done >= 1 && p.segments_done < segments &&
                       p.frames.sizes() == at::IntArrayRef({1, frames, video.height, video.width, 3}) &&
                       p.frames.scalar_type() == at::kByte &&
-                      p.tail.sizes() == at::IntArrayRef({1, 3, video.prev_segment_frames, video.height, video.width});
+                      p.tail.sizes() == at::IntArrayRef({1, 3, video.carried_frames(), video.height, video.width});
     if (!fits) {
       OMNI_WARN(path, " does not hold what its segments left; making the video from its first segment");
       return none;

@@ -240,6 +240,9 @@ void check_speech_files(VideoSpec& v, const pipeline::ModelSpec& model, Header& 
   const int64_t tf = model.temporal_factor();
   OMNI_CHECK_USAGE(o.num_frames > 0 && o.num_frames % tf == 0, "--num-frames ", o.num_frames,
                    ": Wan2.2-S2V makes clips of a multiple of ", tf, " frames (its infer_frames; 80 by default)");
+  OMNI_CHECK_USAGE(o.fps == pipeline::kS2VFps, "--fps ", o.fps, ": Wan2.2-S2V makes one frame per 1/",
+                   pipeline::kS2VFps, " s of the recording; its video is written at ", pipeline::kS2VFps,
+                   " fps, in step with the sound (leave --fps out)");
   const io::Audio audio = io::load_audio(o.audio, 16000, speech_span(o));
   const auto samples = static_cast<int64_t>(audio.samples.size());
   const int64_t whole = pipeline::speech_clips(model.audio_encoder->frames_for(samples), o.num_frames,

@@ -236,7 +236,7 @@ int GenerationJob::run() {
     // Animate: what a stopped run of this video finished, and where each finished segment is kept.
     const int tf = model_->temporal_factor(), segments = static_cast<int>(req.video.segments(tf));
     std::string resume_path, fingerprint;
-    if (req.video.animate && req.decode && segments > 1) {
+    if ((req.video.animate || req.video.speech) && req.decode && segments > 1) {
       resume_path = animate_resume_path(v.output);
       fingerprint = animate_fingerprint(o, identity_);
       req.animate_resume = read_animate_resume(resume_path, fingerprint, segments, req.video, tf);
@@ -261,15 +261,17 @@ int GenerationJob::run() {
       stats_.set_step_traffic(now, traffic_before);
       traffic_before = now;
       std::string label = s.cached ? std::string(s.expert) + ", cached" : s.expert;
-      if (s.num_segments > 1) label = str_cat("segment ", s.segment + 1, "/", s.num_segments, ", ", label);
+      if (s.num_segments > 1)
+        label = str_cat(req.video.speech ? "clip " : "segment ", s.segment + 1, "/", s.num_segments, ", ", label);
       progress.update(s.segment * s.num_steps + s.step + 1, s.seconds, label);
       if (a.real && !s.cached) step_seconds_.push_back(s.seconds);
       maybe_inject_fault(mesh_.rank(), s.segment * s.num_steps + s.step, generated_here);
     });
     progress.finish();
     if (result.segments_reused > 0 && req.decode)
-      log::write_all_ranks(log::Level::kInfo, str_cat(v.output, ": segments 1 to ", result.segments_reused, " of ",
-                                                      segments, " reused from ", resume_path));
+      log::write_all_ranks(log::Level::kInfo,
+                           str_cat(v.output, req.video.speech ? ": clips 1 to " : ": segments 1 to ",
+                                   result.segments_reused, " of ", segments, " reused from ", resume_path));
     if (dumps && !req.decode) debug::take_dumps();
     ++generated_here;
     for (const auto& [phase, sec] : result.times.all()) times_.add(phase, sec);

@@ -1,5 +1,6 @@
 #include "job/output_writer.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -136,20 +137,29 @@ void OutputWriter::write(int index, const VideoSpec& v, const std::string& task,
     side["segments"] = result.segments;
     side["segments_reused"] = result.segments_reused;
   }
-  // Wan2.2-S2V: the recording the frames were made from, muxed beside them (the span, at its own rate and
-  // channels, cut or padded with silence to the video's length), and what identifies it.
+  // Wan2.2-S2V: the recording the frames were made from, muxed beside them at its own rate and channels, cut or
+  // padded with silence to the video's length, and what identifies it. Frame k was made from the audio at
+  // (k + 3) / 16 s of the span (the first clip's first 3 frames are dropped), so the track starts 3 frames into
+  // the span: lips and sound in step. (Wan2.2's merge_video_audio muxes the span from its start: its video runs
+  // 3 frames, 187.5 ms, ahead of its sound.)
   io::AudioTrack sound;
   if (v.params().speech) {
     const io::AudioSpan span = speech_span(o);
     sound = io::load_audio_track(o.audio, span);
+    const double span_seconds = sound.duration();
+    // The lead cut in memory (a recording shorter than it leaves one silent sample frame: the writer pads it).
+    const double lead = static_cast<double>(pipeline::kS2VDroppedFrames) / static_cast<double>(pipeline::kS2VFps);
+    const auto cut = std::min(static_cast<int64_t>(lead * sound.sample_rate) * sound.channels,
+                              static_cast<int64_t>(sound.samples.size()));
+    sound.samples.erase(sound.samples.begin(), sound.samples.begin() + cut);
+    if (sound.samples.empty()) sound.samples.assign(static_cast<size_t>(sound.channels), 0.0f);
     vo.audio = &sound;
-    side["audio"] = {{"file", o.audio},
-                     {"sha256", sha256_file(o.audio)},
-                     {"start", span.start},
-                     {"duration", sound.duration()},
-                     {"sample_rate", sound.sample_rate},
+    side["audio"] = {{"file", o.audio},           {"sha256", sha256_file(o.audio)},
+                     {"start", span.start},       {"muxed_from", span.start + lead},
+                     {"duration", span_seconds},  {"sample_rate", sound.sample_rate},
                      {"channels", sound.channels}};
     side["clips"] = result.segments;
+    side["clips_reused"] = result.segments_reused;
   }
   if (!lora.empty()) side["lora"] = lora;
   if (!run.float8_weights.empty()) side["float8_weights"] = run.float8_weights;

@@ -87,6 +87,14 @@ struct VideoParams {
     const int64_t stride = segment_stride(temporal_factor), rest = animate_frames - prev_segment_frames;
     return rest <= 0 ? 1 : (rest + stride - 1) / stride;
   }
+  // The frames the first `done` segments (S2V: clips) leave: Animate's first segment's, then each later one's new
+  // ones; S2V's clips', the first 3 fewer.
+  int64_t frames_of_segments(int64_t done, int64_t temporal_factor) const {
+    if (speech) return done * num_frames - kS2VDroppedFrames;
+    return rounded_num_frames(temporal_factor) + (done - 1) * segment_stride(temporal_factor);
+  }
+  // The decoded frames a segment hands the next (Animate: prev_segment_frames; S2V: the motion frames).
+  int64_t carried_frames() const { return speech ? kS2VMotionFrames : prev_segment_frames; }
   // The frames of the video written: the pose video's (Animate), S2V's clips' (the first 3 frames fewer), else
   // rounded_num_frames.
   int64_t output_frames(int64_t temporal_factor) const {

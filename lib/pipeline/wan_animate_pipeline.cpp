@@ -182,8 +182,8 @@ int WanPipeline::resume_animate(const GenerationRequest& req, int segments, at::
   // --save-tensors keeps every segment's tensors: those runs make the whole video.
   int done = req.decode && !req.keep_tensors ? std::min(kept.segments_done, segments - 1) : 0;
   if (done > 0) {
-    OMNI_CHECK(kept.frames.defined() && kept.tail.defined() && kept.tail.size(2) == video.prev_segment_frames,
-               "Animate progress without its frames or tail");
+    OMNI_CHECK(kept.frames.defined() && kept.tail.defined() && kept.tail.size(2) == video.carried_frames(),
+               "Animate / S2V progress without its frames or tail");
     result.frames = kept.frames;
     tail = kept.tail.to(dev).to(settings_.vae_dtype);
   }
@@ -194,7 +194,7 @@ int WanPipeline::resume_animate(const GenerationRequest& req, int segments, at::
     done = static_cast<int>(n.item<int64_t>());
     if (done > 0) {
       if (!req.decode)
-        tail = at::empty({1, 3, video.prev_segment_frames, video.height, video.width},
+        tail = at::empty({1, 3, video.carried_frames(), video.height, video.width},
                          at::TensorOptions().dtype(settings_.vae_dtype).device(dev));
       video_group_->broadcast(tail, 0)->wait();
     }

@@ -56,12 +56,14 @@ struct AnimateFrames {
 };
 using AnimateSource = std::function<AnimateFrames(int64_t first, int64_t count)>;
 
-// What Animate's finished segments leave for the next ones (on the writing rank): a run that stops between
-// segments resumes from it with the same frames as one that did not stop.
+// What Animate's finished segments (S2V's clips) leave for the next ones (on the writing rank): a run that stops
+// between them resumes from it with the same frames as one that did not stop.
 struct AnimateProgress {
   int segments_done = 0;
   at::Tensor frames;  // [1, F, H, W, 3] uint8: the finished segments' frames
-  at::Tensor tail;    // [1, 3, P, H, W] float32 in [-1, 1]: the last segment's last decoded frames
+  // [1, 3, P, H, W] float32 in [-1, 1]: the last decoded frames the next one starts from (VideoParams::
+  // carried_frames: Animate's last segment's prev_segment_frames, S2V's 73 motion frames)
+  at::Tensor tail;
 };
 using AnimateCheckpoint = std::function<void(const AnimateProgress&)>;
 

@@ -100,8 +100,17 @@ GenerationResult WanPipeline::generate_s2v(const GenerationRequest& req, const S
   // (the first: behind the reference's latent, its first 3 frames dropped).
   const int clips = static_cast<int>(video.speech_clips);
   result.segments = clips;
+  // A stopped run's finished clips: their frames and the last 73 frames made, on every rank of the group; the
+  // next clip's motion latents are encoded from those as a run that did not stop encodes them.
+  at::Tensor kept_tail;
+  const int resumed = resume_animate(req, clips, kept_tail, result);
+  if (resumed > 0) {
+    last_frames = kept_tail.to(dev).to(vae_dtype);
+    ScopedPhase phase(result.times, "image_encode", dev);
+    state.motion_latents = encode_normalized(last_frames.to(at::kFloat), nullptr, result);
+  }
   const double shift = settings_.flow_shift.value_or(scheduler_config_.value("flow_shift", 3.0));
-  for (int r = 0; r < clips; ++r) {
+  for (int r = resumed; r < clips; ++r) {
     auto gen = at::detail::createCPUGenerator(static_cast<uint64_t>(video.seed + r));
     at::Tensor latents =
         at::randn({1, shape.channels, shape.frames, shape.height, shape.width}, gen, at::TensorOptions(at::kFloat))
@@ -164,6 +173,8 @@ GenerationResult WanPipeline::generate_s2v(const GenerationRequest& req, const S
       state.motion_latents = encode_normalized(last_frames.to(at::kFloat), nullptr, result);
     }
     if (req.decode) keep_frames(req, decoded, result);
+    if (req.decode && req.animate_checkpoint && r + 1 < clips)
+      req.animate_checkpoint({r + 1, result.frames, last_frames.to(at::kCPU, at::kFloat)});
     dist::reset_peak_device_bytes(dev);
     reset_peak_rss();
   }

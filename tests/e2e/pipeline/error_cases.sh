@@ -169,8 +169,12 @@ expect s2v_zero_duration 1 2 "--audio-duration must be a positive number of seco
   --audio "$work/sound.m4a" --audio-duration 0 --output "$work/a.mp4"
 expect s2v_with_face_video 1 2 "--face-video is Wan2.2-Animate's and --audio Wan2.2-S2V's" -- "${anim[@]}" \
   --face-video "$aref/face.mp4" --audio "$work/sound.m4a" --output "$work/a.mp4"
+mkdir -p "$work/s2v-no-wav2vec2"
+for f in "$ref"/s2v-pipeline/model/*; do
+  [ "$(basename "$f")" = wav2vec2-large-xlsr-53-english ] || ln -s "$f" "$work/s2v-no-wav2vec2/"
+done
 expect s2v_folder_without_wav2vec2 1 3 "a Wan2.2-S2V folder without wav2vec2-large-xlsr-53-english/" -- \
-  --model "$ref/s2v-tiny/ckpt" --prompt x --output "$work/a.mp4"
+  --model "$work/s2v-no-wav2vec2" --prompt x --output "$work/a.mp4"
 expect s2v_transformer_file_np2 2 3 "Wan2.2-S2V weights (audio_injector.*) need their config.json" -- "${t2v[@]}" \
   --transformer "$ref/s2v-tiny/ckpt/diffusion_pytorch_model.safetensors" --output "$work/a.mp4"
 expect s2v_transformer_folder 1 3 "Wan2.2-S2V's transformer cannot replace this model's transformer" -- "${t2v[@]}" \
