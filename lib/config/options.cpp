@@ -346,7 +346,8 @@ const std::vector<Binding>& bindings() {
                  ""});
     str("pose-video",
         "Wan2.2-Animate: the pose video that drives the character (--image), e.g. preprocess_data.py's "
-        "src_pose.mp4; the video has its length and, without --height / --width, its size",
+        "src_pose.mp4; the video has its length and, without --height / --width, its size. Wan2.2-S2V "
+        "(optional): the pose the speaker follows, read at 16 fps from its first frame",
         "", &G::pose_video);
     str("face-video",
         "Wan2.2-Animate: the face crops of the performance, frame by frame (src_face.mp4), as long as --pose-video", "",
@@ -388,9 +389,10 @@ const std::vector<Binding>& bindings() {
               "strength SCALE (default 1); repeatable, applied in order",
               &G::lora);
     lora_list("lora-2", "LoRA file merged into `transformer_2` (A14B: the low-noise expert); repeatable", &G::lora_2);
-    i32("height", "video height in pixels", "720", &G::height);
+    i32("height", "video height in pixels (Wan2.2-S2V: height x width is the area; the image gives the aspect)", "720",
+        &G::height);
     i32("width", "video width in pixels", "1280", &G::width);
-    i32("num-frames", "number of frames (4k+1)", "81", &G::num_frames);
+    i32("num-frames", "number of frames (4k+1); Wan2.2-S2V: frames per clip (4k)", "81", &G::num_frames);
     i32("num-inference-steps", "denoising steps", "40", &G::num_inference_steps);
     f64("guidance-scale", "classifier-free guidance scale (high-noise expert `transformer`)", "5.0",
         &G::guidance_scale);

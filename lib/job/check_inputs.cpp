@@ -243,6 +243,8 @@ void check_speech_files(VideoSpec& v, const pipeline::ModelSpec& model, Header& 
   OMNI_CHECK_USAGE(o.fps == pipeline::kS2VFps, "--fps ", o.fps, ": Wan2.2-S2V makes one frame per 1/",
                    pipeline::kS2VFps, " s of the recording; its video is written at ", pipeline::kS2VFps,
                    " fps, in step with the sound (leave --fps out)");
+  OMNI_CHECK_USAGE(o.max_sequence_length <= model.s2v->text_len, "--max-sequence-length ", o.max_sequence_length,
+                   ": Wan2.2-S2V's transformer takes at most ", model.s2v->text_len, " text tokens (text_len)");
   const io::Audio audio = io::load_audio(o.audio, 16000, speech_span(o));
   const auto samples = static_cast<int64_t>(audio.samples.size());
   const int64_t whole = pipeline::speech_clips(model.audio_encoder->frames_for(samples), o.num_frames,

@@ -15,7 +15,9 @@
 #include "models/clip_vision_model.h"
 #include "models/hsdp_sharding.h"
 #include "models/umt5_encoder.h"
+#include "models/wan_s2v_transformer.h"
 #include "models/wan_transformer.h"
+#include "models/wav2vec2_model.h"
 
 namespace omni::pipeline {
 namespace {
@@ -173,6 +175,10 @@ struct MemoryPlanner::Shapes {
   // Wan2.1's image models: the CLIP image encoder (loaded between the text encoder and the experts).
   std::optional<ModelUnits> image_encoder;
   std::optional<models::ClipVisionConfig> clip;
+  // Wan2.2-S2V: its wav2vec2 (float32, loaded before the transformer) and its config.
+  std::optional<ModelUnits> audio_encoder;
+  std::optional<models::Wav2Vec2Config> wav2vec2;
+  bool s2v = false;  // WanS2VPipeline: clips, each encoding its motion frames (and pose chunk)
   models::WanTransformerConfig transformer;
   models::Umt5Config text;
   models::WanVaeConfig vae;
@@ -192,6 +198,7 @@ MemoryPlanner::MemoryPlanner(const ModelSpec& model, const MemoryPlanSettings& s
   s.image_to_video = model.index().image_to_video;
   s.vace = model.index().vace;
   s.animate = model.index().animate;
+  s.s2v = model.index().s2v;
   s.text = model.text_encoder;
   {
     const models::Umt5Encoder encoder(s.text, settings.run.dtype);
@@ -205,7 +212,19 @@ MemoryPlanner::MemoryPlanner(const ModelSpec& model, const MemoryPlanSettings& s
     s.image_encoder = units_of("image_encoder", clip, models::blocks_of(clip), model.dir->checkpoint("image_encoder"),
                                settings.run.dtype, settings.shard);
   }
-  for (size_t e = 0; e < model.experts.size(); ++e) {
+  if (model.s2v) {
+    // Wan2.2-S2V: wav2vec2 in float32 (as the pipeline holds it), then its own transformer (its audio injectors
+    // units of their own, its audio encoder and frame packer in the root).
+    s.wav2vec2 = model.audio_encoder;
+    const models::Wav2Vec2Model audio(*s.wav2vec2, at::kFloat);
+    s.audio_encoder = units_of("audio_encoder", audio, models::blocks_of(audio), model.dir->checkpoint("audio_encoder"),
+                               at::kFloat, settings.shard);
+    const models::WanS2VTransformer transformer(*model.s2v, settings.run.dtype);
+    s.models.push_back(units_of("transformer", transformer, models::blocks_of(transformer),
+                                model.dir->checkpoint("transformer"), settings.run.dtype, settings.shard,
+                                settings.run.transformer_weights));
+  }
+  for (size_t e = 0; e < (model.s2v ? 0 : model.experts.size()); ++e) {
     const char* name = ModelSpec::expert_name(static_cast<int>(e));
     const models::WanTransformer3DModel expert(model.experts[e], settings.run.dtype);
     s.models.push_back(units_of(name, expert, models::blocks_of(expert), model.dir->checkpoint(name),
@@ -356,6 +375,7 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   // the LoRA files of each, by expert).
   std::vector<std::pair<const ModelUnits*, int64_t>> load_order = {{&s.models[0], 0}};
   if (s.image_encoder) load_order.push_back({&*s.image_encoder, 0});
+  if (s.audio_encoder) load_order.push_back({&*s.audio_encoder, 0});
   for (size_t i = 1; i < s.models.size(); ++i) load_order.push_back({&s.models[i], s.lora_mapped[i - 1]});
   for (const auto& [m, lora] : load_order) plan.resident.push_back({m->name, m->resident, MemoryKind::kWeights});
   plan.resident.push_back({"vae", s.vae_resident, MemoryKind::kVaeWeights});
@@ -419,6 +439,22 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     plan.phases.push_back(p);
   }
 
+  if (s.audio_encoder && !work.videos.empty()) {
+    // wav2vec2 over the whole recording (50 frames a second; the clips' length stands for it): per frame the
+    // hidden states kept for every layer (float32, the transformer's input), q/k/v/out and the feed-forward's
+    // width, and per head the scores in float32.
+    const auto& c = *s.wav2vec2;
+    int64_t n = 0;
+    for (const auto& pv : work.videos) n = std::max(n, pv.video.output_frames(tf) * 50 / kS2VFps + 50);
+    MemoryPhase p{"audio_encode", plan.resident};
+    if (set.shard > 1)
+      p.parts.push_back({"gathered audio_encoder units", s.audio_encoder->gathered_peak(), MemoryKind::kGatheredUnits});
+    p.parts.push_back({"audio_encoder activations", f32 * n * (6 * c.hidden_size + 2 * c.intermediate_size) +
+                                                        f32 * c.num_attention_heads * n * n +
+                                                        f32 * (c.num_hidden_layers + 1) * n * c.hidden_size});
+    plan.phases.push_back(p);
+  }
+
   // Denoise: the largest video of this rank.
   MemoryPhase denoise{"denoise", plan.resident};
   int64_t best_act = -1;
@@ -428,8 +464,12 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   for (const auto& pv : work.videos) {
     const VideoParams& v = pv.video;
     const int64_t lat_t = v.denoised_latent_frames(tf), lat_h = v.height / sf, lat_w = v.width / sf;
-    const int64_t tokens = tc.token_count(lat_t, lat_h, lat_w);
-    const int64_t batch = v.guidance_on() && set.cfg == 1 ? 2 : 1;  // cond and uncond batched on one rank
+    // S2V: the reference latent's and the frame-packed motion tokens after the video's (a frame's worth, a
+    // quarter and four sixteenths of one).
+    const int64_t frame_tokens = tc.token_count(1, lat_h, lat_w);
+    const int64_t tokens = tc.token_count(lat_t, lat_h, lat_w) + (s.s2v ? 2 * frame_tokens + frame_tokens / 2 : 0);
+    // cond and uncond batched on one rank (S2V runs them one after the other: one row's activations)
+    const int64_t batch = v.guidance_on() && set.cfg == 1 && !s.s2v ? 2 : 1;
     // The blocks and finish() run each batch row alone (models::wan::each_batch_row): the batch's input and
     // output tensors are whole, the working set in between one row's.
     const int64_t local = ceil_div(tokens, sp);  // this rank's token rows in a block, per batch row
@@ -542,14 +582,17 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
   MemoryPhase encode{"image_encode", {}};
   for (const auto& pv : work.videos) {
     const VideoParams& v = pv.video;
-    if (!v.image && !v.video && !s.vace && !s.animate) continue;
+    if (!v.image && !v.video && !s.vace && !s.animate && !s.s2v) continue;
     std::vector<VaeLevel> enc;
     int64_t frames = 4;
     for (int64_t l = 0; l < levels; ++l) {
       enc.push_back({vc.base_dim * vc.dim_mult[static_cast<size_t>(l)], frames, int64_t{1} << l});
       if (l + 1 < levels && vc.temperal_downsample[static_cast<size_t>(l)]) frames = std::max<int64_t>(1, frames / 2);
     }
-    const int64_t clip_frames = s.image_to_video || v.video || s.vace || s.animate ? v.rounded_num_frames(tf) : 1;
+    // S2V: the 73 motion frames re-encoded after every clip (the pose chunks are shorter).
+    const int64_t clip_frames = s.s2v ? std::max<int64_t>(kS2VMotionFrames, v.num_frames + 1)
+                                : s.image_to_video || v.video || s.vace || s.animate ? v.rounded_num_frames(tf)
+                                                                                     : 1;
     MemoryPhase p{"image_encode", plan.resident};
     // VACE: the control clip, its mask, and the kept and generated parts encoded one after the other. Animate: a
     // segment's pose clip and conditioning clip (replace mode: its background too, and the mask), and its face
@@ -585,7 +628,8 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
     for (const auto& pv : work.videos) {
       if (!pv.decoded) continue;
       const VideoParams& v = pv.video;
-      const int64_t frames_out = v.rounded_num_frames(tf);
+      // S2V decodes each clip behind its 19 motion latents: 73 + num_frames frames at once.
+      const int64_t frames_out = v.speech ? kS2VMotionFrames + v.num_frames : v.rounded_num_frames(tf);
       const int64_t rows = work.decode_group > 1 ? ceil_div(v.height / sf, work.decode_group) * sf + 2 * sf : v.height;
       const int64_t video = 3 * frames_out * v.height * v.width;
       MemoryPhase p{"decode", plan.resident};
@@ -600,7 +644,7 @@ MemoryPlan MemoryPlanner::plan(const RankWork& work) const {
       if (work.decode_group == 1 || work.gathers_video)
         p.parts.push_back({"frames", video + std::min(video, io::kLevelsChunkSamples) * f32, MemoryKind::kDecode});
       // Animate: the finished segments' frames, uint8 levels on the host, until the video is written.
-      if (v.animate && host && (work.decode_group == 1 || work.gathers_video))
+      if ((v.animate || v.speech) && host && (work.decode_group == 1 || work.gathers_video))
         p.parts.push_back({"finished frames", 3 * v.output_frames(tf) * v.height * v.width, MemoryKind::kDecode});
       if (p.bytes() > best.bytes()) best = p;
     }

@@ -11,20 +11,12 @@
 #include "dist/device.h"
 #include "models/hsdp_sharding.h"
 #include "pipeline/animate_condition.h"
+#include "pipeline/pipeline_tensors.h"
 #include "pipeline/wan_pipeline.h"
 #include "sched/scheduler.h"
 
 namespace omni::pipeline {
 namespace {
-
-at::Tensor to_float_cpu(const at::Tensor& t) {
-  return t.detach().to(at::kCPU).to(at::kFloat).contiguous();
-}
-
-// The peak the process has reached since the last reset: device bytes on a GPU, resident bytes on the CPU.
-int64_t peak_since_reset(const at::Device& dev) {
-  return dev.is_cpu() ? peak_rss_since_reset_bytes() : dist::peak_device_bytes_since_reset(dev);
-}
 
 // The StepInfo that carries a segment's place (its steps fill in the rest).
 StepInfo animate_step(int segment, int segments) {

@@ -23,6 +23,7 @@
 #include "models/wan_s2v_transformer.h"
 #include "models/wan_transformer.h"
 #include "models/wav2vec2_model.h"
+#include "pipeline/pipeline_tensors.h"
 #include "pipeline/prompt_encoding.h"
 #include "pipeline/vace_condition.h"
 #include "sched/scheduler.h"
@@ -50,10 +51,6 @@ void dump_call(int index, const at::Tensor& x, const at::Tensor& timestep, const
   debug::dump("timestep", timestep.to(at::kFloat));  // the reference records it as float32
   debug::dump("encoder_hidden_states", context);
   debug::dump("out", out);
-}
-
-at::Tensor to_float_cpu(const at::Tensor& t) {
-  return t.detach().to(at::kCPU).to(at::kFloat).contiguous();
 }
 
 }  // namespace
@@ -728,7 +725,7 @@ GenerationResult WanPipeline::generate(const GenerationRequest& req, const StepC
       latents, timesteps, *scheduler,
       [&](const at::Tensor& x, int64_t t) { return model_input(x, image, t, shape, video); }, embeds, state, req,
       on_step, StepInfo{}, result);
-  result.denoise_peak_bytes = dev.is_cpu() ? peak_rss_since_reset_bytes() : dist::peak_device_bytes_since_reset(dev);
+  result.denoise_peak_bytes = peak_since_reset(dev);
   if (index_.expand_timesteps && image.condition.defined()) {
     latents = (1 - image.first_frame_mask) * image.condition + image.first_frame_mask * latents;
   }

@@ -13,20 +13,13 @@
 #include "models/hsdp_sharding.h"
 #include "models/wan_s2v_transformer.h"
 #include "models/wav2vec2_model.h"
+#include "pipeline/pipeline_tensors.h"
 #include "pipeline/s2v_audio_encoder.h"
 #include "pipeline/wan_pipeline.h"
 #include "sched/scheduler.h"
 
 namespace omni::pipeline {
 namespace {
-
-at::Tensor to_float_cpu(const at::Tensor& t) {
-  return t.detach().to(at::kCPU).to(at::kFloat).contiguous();
-}
-
-int64_t peak_since_reset(const at::Device& dev) {
-  return dev.is_cpu() ? peak_rss_since_reset_bytes() : dist::peak_device_bytes_since_reset(dev);
-}
 
 std::string clip_name(int r, const char* what) {
   return str_cat("clip", r < 10 ? "0" : "", r, ".", what);

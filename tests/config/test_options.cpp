@@ -159,7 +159,7 @@ TEST(Options, ValidationNamesTheFlag) {
       {{"--layout", "fixed"}, "--layout must be auto or manual, got 'fixed'"},
       {{"--log-level", "loud"}, "--log-level must be debug, info, warn, warning, error or off, got 'loud'"},
       {{"--boundary-ratio", "1.5"}, "--boundary-ratio must lie in [0, 1], got 1.5"},
-      {{"--task", "v2v"}, "--task must be auto, t2v, i2v, ti2v, vace or animate, got 'v2v'"},
+      {{"--task", "v2v"}, "--task must be auto, t2v, i2v, ti2v, vace, animate or s2v, got 'v2v'"},
       {{"--prompt", "a", "--prompts-file", "p.txt"}, "--prompt and --prompts-file are exclusive"},
   };
   for (const auto& c : cases) {
@@ -224,6 +224,16 @@ TEST(Options, PresetForModel) {
   EXPECT_EQ(omni::config::preset_options("wan2.1-vace-1.3b").at("height"), "480");
   EXPECT_EQ(omni::config::preset_options("wan2.1-vace-14b").at("flow-shift"), "16.0");
   EXPECT_EQ(omni::config::preset_options("wan2.2-vace-fun-a14b").at("boundary-ratio"), "0.875");
+  // Wan2.2-S2V-14B (its original folder is WanS2VPipeline): wan_s2v_14B.py's settings, whatever the folder's name.
+  ModelFacts s2v{"WanS2VPipeline", false, 1, false, false, 5120};
+  s2v.s2v = true;
+  EXPECT_EQ(preset_for("/data/my-model", s2v), "wan2.2-s2v-14b");
+  const auto s2v_preset = omni::config::preset_options("wan2.2-s2v-14b");
+  EXPECT_EQ(s2v_preset.at("num-inference-steps"), "40");
+  EXPECT_EQ(s2v_preset.at("guidance-scale"), "4.5");
+  EXPECT_EQ(s2v_preset.at("flow-shift"), "3.0");
+  EXPECT_EQ(s2v_preset.at("num-frames"), "80");
+  EXPECT_EQ(s2v_preset.at("fps"), "16");
 }
 
 // Scripts append overrides to a base command line: as with argparse, the last value wins.

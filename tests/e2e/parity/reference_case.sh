@@ -84,22 +84,7 @@ PY
 eval "$groups"
 
 status=0
-# check NAME FILE TOLERANCE KEYS [--rel-tolerance]: one omni-compare over KEYS (a key missing from either file
-# fails), its table in CASE_WORK/NAME.txt, one summary line here. The tolerance bounds the max abs difference, or
-# with --rel-tolerance the max abs difference over the reference tensor's largest magnitude.
-check() {
-  local name=$1 file=$2 tol=$3 keys=$4 kind=${5:---tolerance} rc=0
-  "$compare" "$file" "$exp" --keys "$keys" "$kind" "$tol" >"$work/$name.txt" 2>&1 || rc=$?
-  local label=$tol; [ "$kind" = --rel-tolerance ] && label="$tol rel"
-  awk -v name="$name" -v tol="$label" -v rc=$rc '
-    $3 ~ /^(F32|I64|F64|I32)$/ { n++; if ($4 + 0 >= worst) { worst = $4 + 0; key = $1 } }
-    END { printf "%-12s %-4s %3d tensors, tolerance %-6s worst %s %.3e\n", name, rc ? "FAIL" : "ok", n, tol, key, worst }
-  ' "$work/$name.txt"
-  if [ $rc != 0 ]; then
-    grep -v ' ok$' "$work/$name.txt" | sed 's/^/    /'
-    status=1
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/check.sh"
 check init_latents "$work/tensors.safetensors" 0 init_latents
 check saved_1e5 "$work/tensors.safetensors" 1e-5 "$saved_1e5"
 # The decoded video: the VAE decoder amplifies its input's difference (vae_decode.in agrees within ~6e-6): up to

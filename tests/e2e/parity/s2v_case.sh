@@ -51,24 +51,12 @@ PY
 eval "$groups"
 
 status=0
-# check NAME TOLERANCE KEYS [--rel-tolerance] (as reference_case.sh's check).
-check() {
-  local name=$1 tol=$2 keys=$3 kind=${4:---tolerance} rc=0
-  [ -n "$keys" ] || return 0
-  "$compare" "$work/tensors.safetensors" "$exp" --keys "$keys" "$kind" "$tol" >"$work/$name.txt" 2>&1 || rc=$?
-  awk -v name="$name" -v tol="$tol" -v rc=$rc '
-    $3 ~ /^(F32|I64|F64|I32)$/ { n++; if ($4 + 0 >= worst) { worst = $4 + 0; key = $1 } }
-    END { printf "%-10s %-4s %3d tensors, tolerance %-6s worst %s %.3e\n", name, rc ? "FAIL" : "ok", n, tol, key, worst }
-  ' "$work/$name.txt"
-  if [ $rc != 0 ]; then
-    grep -v ' ok$' "$work/$name.txt" | sed 's/^/    /'
-    status=1
-  fi
-}
-check init 0 "$init"
-check first_1e5 1e-5 "$first_1e5" --rel-tolerance
-check later_1e4 1e-4 "$later_1e4" --rel-tolerance
-check frames 1e-4 frames
+source "$(dirname "${BASH_SOURCE[0]}")/check.sh"
+saved=$work/tensors.safetensors
+check init "$saved" 0 "$init"
+check first_1e5 "$saved" 1e-5 "$first_1e5" --rel-tolerance
+check later_1e4 "$saved" 1e-4 "$later_1e4" --rel-tolerance
+check frames "$saved" 1e-4 frames
 
 # The sound beside the picture: AAC, the video's duration within one frame (1/16 s), and the sidecar's record.
 probe=$(ffprobe -v error -show_entries stream=codec_type,codec_name,duration -of csv=p=0 "$work/out.mp4")

@@ -1,0 +1,24 @@
+// Small helpers the Wan pipeline's translation units share (wan_pipeline.cpp, wan_animate_pipeline.cpp,
+// wan_s2v_pipeline.cpp); not part of the pipeline's interface.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+#include "core/memory.h"
+#include "dist/device.h"
+
+namespace omni::pipeline {
+
+// A tensor as --save-tensors keeps it: float32, contiguous, on the host.
+inline at::Tensor to_float_cpu(const at::Tensor& t) {
+  return t.detach().to(at::kCPU).to(at::kFloat).contiguous();
+}
+
+// The peak the process has reached since the last reset: device bytes on a GPU, resident bytes on the CPU.
+inline int64_t peak_since_reset(const at::Device& dev) {
+  return dev.is_cpu() ? peak_rss_since_reset_bytes() : dist::peak_device_bytes_since_reset(dev);
+}
+
+}  // namespace omni::pipeline
