@@ -496,24 +496,43 @@ ModelComponent component_from_file(const std::string& component, const std::stri
     return starts_with(n, "casual_audio_encoder.") || starts_with(n, "audio_injector.");
   });
   if (transformer && (s2v_config || s2v_names)) {
-    OMNI_CHECK_INPUT(c.strip_prefix.empty(), flag, " ", path,
-                     ": ComfyUI's Wan2.2-S2V transformer file is not read yet: give the original folder "
-                     "(Wan-AI/Wan2.2-S2V-14B: config.json beside the diffusion_pytorch_model shards)");
-    OMNI_CHECK_INPUT(s2v_config && s2v_names, flag, " ", path,
-                     s2v_config ? ": config.json is Wan2.2-S2V's (WanModel_S2V) but the weights have no audio "
-                                  "injector (audio_injector.*)"
-                                : ": Wan2.2-S2V weights (audio_injector.*) need their config.json beside them (the "
-                                  "folder of Wan-AI/Wan2.2-S2V-14B)");
-    OMNI_CHECK_INPUT(config == nullptr || config->value("_class_name", "") == "WanModel_S2V", flag, " ", path,
+    // A file replacing an S2V folder's transformer (ComfyUI's, say) takes that folder's config.
+    const bool given_s2v = config != nullptr && config->value("_class_name", "") == "WanModel_S2V";
+    OMNI_CHECK_INPUT(config == nullptr || given_s2v, flag, " ", path,
                      ": Wan2.2-S2V's transformer cannot replace this model's transformer (", config_source, ")");
+    OMNI_CHECK_INPUT(s2v_names, flag, " ", path,
+                     ": config.json is Wan2.2-S2V's (WanModel_S2V) but the weights have no audio injector "
+                     "(audio_injector.*)");
+    OMNI_CHECK_INPUT(s2v_config || given_s2v, flag, " ", path,
+                     ": Wan2.2-S2V weights (audio_injector.*) need their config.json beside them (the folder of "
+                     "Wan-AI/Wan2.2-S2V-14B), or that folder as --model with this file as --transformer");
     c.names = NameLayout::kWanOriginal;
-    c.opened = std::make_shared<const Checkpoint>(stored);
-    c.config = folder_config;
-    (*c.config)["_class_name"] = "WanModel_S2V";
-    c.config_source = folder_config_path;
-    c.origin = "folder " + path + " (" + flag + ", Wan2.2-S2V's WanModel_S2V names)";
+    if (c.strip_prefix.empty()) {
+      c.opened = std::make_shared<const Checkpoint>(stored);
+    } else {
+      // ComfyUI keeps Wan's names under its prefix (comfy/ldm/wan/model.py's WanModel_S2V).
+      NameMap unprefixed;
+      unprefixed.table = "Wan2.2-S2V's names under ComfyUI's prefix";
+      unprefixed.strip_prefix = c.strip_prefix;
+      unprefixed.rename = [](const std::string& n) { return std::optional<std::string>(n); };
+      c.opened = std::make_shared<const Checkpoint>(stored.renamed(&unprefixed));
+    }
+    if (given_s2v) {
+      c.config = *config;
+      c.config_source = config_source;
+    } else {
+      c.config = folder_config;
+      (*c.config)["_class_name"] = "WanModel_S2V";
+      c.config_source = folder_config_path;
+    }
+    c.origin = (is_dir(path) ? "folder " : "file ") + path + " (" + flag + ", Wan2.2-S2V's WanModel_S2V names" +
+               (c.strip_prefix.empty() ? "" : ", ComfyUI's prefix") + ")";
     return c;
   }
+  OMNI_CHECK_INPUT(!transformer || config == nullptr || config->value("_class_name", "") != "WanModel_S2V", flag, " ",
+                   path,
+                   ": this model is Wan2.2-S2V; its transformer is a WanModel_S2V checkpoint (audio_injector.*, "
+                   "casual_audio_encoder.*), which this file is not");
   std::optional<NameLayout> layout = transformer          ? transformer_name_layout(names)
                                      : component == "vae" ? vae_name_layout(names)
                                                           : umt5_name_layout(names);

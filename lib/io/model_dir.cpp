@@ -241,9 +241,20 @@ ModelDir ModelDir::open(const std::string& model, const ComponentFiles& files) {
     // sizes the strict loader holds to it tensor by tensor.
     auto it = m.components_.find(name);
     const bool replaces = it != m.components_.end() && name != "tokenizer";
-    const nlohmann::json config = replaces ? m.component_config(name) : nlohmann::json();
-    const std::string source = replaces ? m.component_config_path(name) : "";
-    m.components_[name] = component_from_file(name, path, component_flag(name), replaces ? &config : nullptr, source);
+    // An original folder's index is made after this loop: its component's config is the one read with it.
+    const bool from_index = m.layout_ == "diffusers";
+    nlohmann::json config;
+    std::string source;
+    if (replaces && from_index) {
+      config = m.component_config(name);
+      source = m.component_config_path(name);
+    } else if (replaces && it->second.config) {
+      config = *it->second.config;
+      source = it->second.config_source;
+    }
+    const bool with_config = replaces && (from_index || it->second.config.has_value());
+    m.components_[name] =
+        component_from_file(name, path, component_flag(name), with_config ? &config : nullptr, source);
     if (m.layout_ == "diffusers" && !m.index_.has(name)) {
       OMNI_FAIL_INPUT(component_flag(name), " ", path, ": ", m.root_, "/model_index.json has no ", name, " to replace");
     }

@@ -175,8 +175,10 @@ for f in "$ref"/s2v-pipeline/model/*; do
 done
 expect s2v_folder_without_wav2vec2 1 3 "a Wan2.2-S2V folder without wav2vec2-large-xlsr-53-english/" -- \
   --model "$work/s2v-no-wav2vec2" --prompt x --output "$work/a.mp4"
-expect s2v_transformer_file_np2 2 3 "Wan2.2-S2V weights (audio_injector.*) need their config.json" -- "${t2v[@]}" \
+expect s2v_transformer_file_np2 2 3 "Wan2.2-S2V's transformer cannot replace this model's transformer" -- "${t2v[@]}" \
   --transformer "$ref/s2v-tiny/ckpt/diffusion_pytorch_model.safetensors" --output "$work/a.mp4"
+expect t2v_transformer_into_s2v 1 3 "this model is Wan2.2-S2V; its transformer is a WanModel_S2V checkpoint" -- \
+  --model "$ref/s2v-pipeline/model" --prompt x --transformer "$ref/t2v-a14b-tiny/model/transformer" --output "$work/a.mp4"
 expect s2v_transformer_folder 1 3 "Wan2.2-S2V's transformer cannot replace this model's transformer" -- "${t2v[@]}" \
   --transformer "$ref/s2v-tiny/ckpt" --output "$work/a.mp4"
 s2v=(--model "$ref/s2v-pipeline/model" --prompt "a woman talks" --height 64 --width 64 --num-frames 12

@@ -9,6 +9,8 @@
 #     and sidecar say clip 1 was reused, its frames equal the run that was not stopped, the resume file is gone.
 #     On one rank and on 2 (cfg 2: the fault on rank 1, which does not write).
 #  4. On several ranks, the videos of a list make as many clips (the groups run in lockstep): one line otherwise.
+#  5. A ComfyUI-style transformer file (Wan's names under "model.diffusion_model.", no config.json) replaces the
+#     folder's transformer with --transformer: the same frames.
 #   s2v_runs.sh GENERATE REFERENCE_DIR WORK_DIR
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -83,6 +85,22 @@ resume() {
 }
 resume np1 1 0
 resume cfg2 2 1 --cfg-parallel-size 2 --layout manual
+
+# 5. The transformer as a ComfyUI file: the same tensors, each name prefixed (the header rewritten, the data as is).
+python3 - "$ref/s2v-pipeline/model/diffusion_pytorch_model.safetensors" "$work/wan2.2_s2v_tiny.safetensors" <<'PY'
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+renamed = {(k if k == "__metadata__" else "model.diffusion_model." + k): v for k, v in header.items()}
+text = json.dumps(renamed).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(text)) + text + data[8 + n:])
+PY
+"$gen" "${common[@]}" "${files[@]}" --transformer "$work/wan2.2_s2v_tiny.safetensors" --output "$work/comfy.mp4" \
+  --log-level warn
+[ "$(digest "$work/comfy.mp4")" = "$(digest "$work/full.mp4")" ] || fail "ComfyUI-style transformer: other frames"
+pass "a ComfyUI-style S2V transformer file (prefixed names) replaces the folder's: the same frames"
 
 # 4. Two videos of different clip counts on two ranks (lib.sh's expect counts a failure itself).
 set +e
