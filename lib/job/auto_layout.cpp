@@ -114,17 +114,6 @@ LayoutDecision decide_layout(const config::GenerateOptions& opts, const Resolved
     work.min_tokens =
         std::min(work.min_tokens, tc.token_count(v.denoised_latent_frames(tf), v.height / sf, v.width / sf));
   }
-  if (run.model->s2v) {
-    // Wan2.2-S2V's transformer takes no token split: the guidance branches on two ranks where there are two, the
-    // other ranks data-parallel (HSDP as asked).
-    out.parallel.ulysses_degree = 1;
-    out.parallel.ring_degree = 1;
-    out.parallel.cfg_parallel_size = work.guidance && world.size() % 2 == 0 ? 2 : 1;
-    out.line = str_cat("auto (Wan2.2-S2V: no sequence parallelism): cfg ", out.parallel.cfg_parallel_size, ", dp ",
-                       world.size() / out.parallel.cfg_parallel_size);
-    out.automatic = true;
-    return out;
-  }
   // The nodes (a collective, as the mesh's own discovery later): Ulysses is kept inside one.
   const dist::Topology topology = dist::Topology::discover(world);
   if (topology.nodes() > 1) {

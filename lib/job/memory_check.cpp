@@ -100,7 +100,6 @@ std::vector<LayoutOption> layout_options(const pipeline::ModelSpec& model, const
     for (int ring = 1; ring <= world; ++ring)
       for (int ulysses = 1; ulysses <= world; ++ulysses) {
         if (world % (cfg * ring * ulysses) != 0 || heads % ulysses != 0) continue;
-        if (model.s2v && ring * ulysses > 1) continue;  // Wan2.2-S2V's transformer takes no token split
         dist::ParallelConfig pc = run.parallel;
         pc.cfg_parallel_size = cfg;
         pc.ring_degree = ring;

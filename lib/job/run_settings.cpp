@@ -50,10 +50,7 @@ pipeline::PipelineSettings resolve_settings(const config::GenerateOptions& opts,
                      model.root(), " store none)");
   }
   if (model.s2v) {
-    // What Wan2.2-S2V's transformer (Wan's own names, one clip per call, no token split) does not take yet.
-    OMNI_CHECK_USAGE(opts.parallel.ulysses_degree == 1 && opts.parallel.ring_degree == 1,
-                     "--ulysses-degree / --ring-degree: Wan2.2-S2V's transformer does not split its tokens yet; use "
-                     "--cfg-parallel-size 2, HSDP (--use-hsdp) and data parallelism");
+    // What Wan2.2-S2V's transformer (Wan's own names, one clip per call) does not take yet.
     OMNI_CHECK_USAGE(opts.step_cache == pipeline::StepCacheMode::kNone,
                      "--step-cache: not available for Wan2.2-S2V yet");
     OMNI_CHECK_USAGE(opts.lora.empty() && opts.lora_2.empty(), "--lora: not available for Wan2.2-S2V yet");

@@ -1,5 +1,6 @@
 #include "models/wan_s2v_transformer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -130,7 +131,7 @@ std::pair<at::Tensor, at::Tensor> WanS2VTransformer::embed_timestep(const at::Te
   return {e0, e};
 }
 
-at::Tensor WanS2VTransformer::forward(const WanS2VInputs& in, UnitHooks* hooks) const {
+at::Tensor WanS2VTransformer::forward(const WanS2VInputs& in, UnitHooks* hooks, TokenSplit* split) const {
   const auto& c = config_;
   const int64_t dim = c.dim;
   OMNI_CHECK_USAGE(in.latents.dim() == 5 && in.latents.size(0) == 1 && in.latents.size(1) == c.in_dim,
@@ -170,6 +171,13 @@ at::Tensor WanS2VTransformer::forward(const WanS2VInputs& in, UnitHooks* hooks) 
                    " motion frames give ", audio_frames, " latent frames of audio; the latents have ", frames,
                    " (4 slots a latent frame)");
 
+  // A split's usage errors before any unit is gathered (the heads Ulysses divides; at least a token a rank).
+  if (split) {
+    WanTransformerConfig heads;
+    heads.num_attention_heads = c.num_heads;
+    heads.attention_head_dim = c.head_dim();
+    split->check(heads, video_tokens);
+  }
   if (hooks) hooks->before(UnitHooks::kRootUnit);
   OMNI_CHECK(patch_weight_.defined(), "S2V transformer root parameters are not loaded (or not gathered)");
   const auto device = patch_weight_.device();
@@ -244,35 +252,66 @@ at::Tensor WanS2VTransformer::forward(const WanS2VInputs& in, UnitHooks* hooks) 
   context = text_linear_2_->forward(at::gelu(text_linear_1_->forward(context), "tanh"));  // [1, text_len, D]
   debug::dump("embed.context", context);
 
+  // Sequence parallelism: this rank's share [first, first + S') of all the tokens, its runs, modulation rows and
+  // rope rows; the attention backend that joins the shares.
+  WanTransformerState st;
+  st.tokens = x;
+  st.cond.timestep_proj = timestep_proj;
+  st.runs = runs;
+  st.rope = rope;
+  st.batch = 1;
+  AttentionBackend* backend = split ? split->split(st) : nullptr;
+  x = st.tokens;                         // [1, S', D]
+  const int64_t first = st.first_token;  // 0 without a split
+  // Whole sequences for the dumps, so that a split run's line up with one rank's (a collective of the split's
+  // ranks, which all collect dumps).
+  const auto whole = [&](const at::Tensor& t) { return split ? split->gather(t) : t; };
+
   // 5. Blocks, each followed by its audio injection if it has one.
-  const auto frames_audio = audio_local.select(0, 0);                 // [T, n + 1, D]
-  const auto frames_global = audio_global.select(0, 0).select(1, 0);  // [T, D]
+  const auto frames_audio = audio_local.select(0, 0);                   // [T, n + 1, D]
+  const auto frames_global = audio_global.select(0, 0).select(1, 0);    // [T, D]
+  const int64_t video_end = std::min(first + x.size(1), video_tokens);  // the share's video tokens end here
   for (int i = 0; i < num_blocks(); ++i) {
     if (hooks) hooks->before(block_unit(i));
-    x = block(i).forward(x, context, timestep_proj, runs, rope);  // [1, S, D]
+    x = block(i).forward(x, context, st.cond.timestep_proj, st.runs, st.rope, backend);  // [1, S', D]
     if (hooks) hooks->after(block_unit(i));
     const std::string name = "block." + std::to_string(i);
-    debug::dump(name + ".out", x);
+    if (debug::dumps_enabled()) debug::dump(name + ".out", whole(x));
     if (const WanS2VAudioInjector* injector = injector_after(i)) {
+      // Every rank gathers the injector's unit, a share without video tokens too (HSDP's gathers are collective).
       if (hooks) hooks->before(injector_unit(i));
-      // The video tokens frame by frame ('b (t n) c -> (b t) n c'): [T, hw, D]; the result added in place.
-      const auto tokens = x.narrow(1, 0, video_tokens).reshape({frames, frame_tokens, dim});
-      at::Tensor adain;
-      const auto added = injector->forward(tokens, frames_audio, frames_global,
-                                           debug::dumps_enabled() ? &adain : nullptr);  // [T, hw, D]
-      x.narrow(1, 0, video_tokens).add_(added.reshape({1, video_tokens, dim}));
+      // The share's video tokens frame by frame ('b (t n) c -> (b t) n c'), each frame's tokens with its own audio:
+      // the whole frames in one call [F', hw, D], a frame cut by the split alone [1, k, D]; the result added in
+      // place. Without a split: one call over all T frames.
+      for (int64_t a = first; a < video_end;) {
+        const int64_t f = a / frame_tokens;
+        const bool whole_frames = a % frame_tokens == 0 && a + frame_tokens <= video_end;
+        const int64_t count = whole_frames ? (video_end - a) / frame_tokens : 1;
+        const int64_t b = whole_frames ? a + count * frame_tokens : std::min((f + 1) * frame_tokens, video_end);
+        const auto tokens = x.narrow(1, a - first, b - a).reshape({count, (b - a) / count, dim});
+        at::Tensor adain;
+        const bool dump = debug::dumps_enabled() && !split;
+        const auto added = injector->forward(tokens, frames_audio.narrow(0, f, count),
+                                             frames_global.narrow(0, f, count), dump ? &adain : nullptr);
+        x.narrow(1, a - first, b - a).add_(added.reshape({1, b - a, dim}));
+        if (dump) {
+          debug::dump("inject." + std::to_string(i) + ".adain", adain);
+          debug::dump("inject." + std::to_string(i) + ".attn", added);
+        }
+        a = b;
+      }
       if (hooks) hooks->after(injector_unit(i));
-      debug::dump("inject." + std::to_string(i) + ".adain", adain);
-      debug::dump("inject." + std::to_string(i) + ".attn", added);
     }
-    debug::dump(name + ".after_audio", x);
+    if (debug::dumps_enabled()) debug::dump(name + ".after_audio", whole(x));
   }
 
   // 6. Head (Head_S2V, float32) on the video tokens alone: LayerNorm, modulation by head.modulation + e(t)
   // (shift first), head.head.
-  const auto mod = head_modulation_ + e.narrow(0, 0, 1).unsqueeze(1);                       // [1, 2, D] float32
-  const auto normed = wan::layer_norm_fp32(x.narrow(1, 0, video_tokens), {}, {}, c.eps);    // [1, Lv, D] float32
-  const auto h = head_->forward(normed * (1 + mod.narrow(1, 1, 1)) + mod.narrow(1, 0, 1));  // [1, Lv, 64]
+  // A split's share runs the head on all its tokens, gathered (the reference and motion tokens' rows dropped).
+  const auto mod = head_modulation_ + e.narrow(0, 0, 1).unsqueeze(1);  // [1, 2, D] float32
+  const auto normed = wan::layer_norm_fp32(split ? x : x.narrow(1, 0, video_tokens), {}, {}, c.eps);  // float32
+  auto h = head_->forward(normed * (1 + mod.narrow(1, 1, 1)) + mod.narrow(1, 0, 1));  // [1, Lv | S', 64]
+  if (split) h = split->gather(h.contiguous()).narrow(1, 0, video_tokens);            // [1, Lv, 64]
   debug::dump("head.out", h);
   // Unpatchify: feature (p, q, r, c) of token (f, y, x) -> [c, f p, y q, x r].
   const int64_t pt = c.patch_size[0], ph = c.patch_size[1], pw = c.patch_size[2];

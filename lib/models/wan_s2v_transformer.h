@@ -19,8 +19,8 @@
 //
 // HSDP units: the root (embeddings, cond_encoder, trainable_cond_mask, the audio encoder, the frame packer, head),
 // then in forward order each block followed by its audio injector when it has one (Animate's face adapters' rule).
-// One clip per call (batch 1, as Wan2.2's pipeline calls it; the two guidance branches are two calls). Not
-// plugged into sequence parallelism.
+// One clip per call (batch 1, as Wan2.2's pipeline calls it; the two guidance branches are two calls). With
+// sequence parallelism each rank runs the blocks on its share of all the tokens (forward's `split`).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -36,6 +36,7 @@
 #include "models/wan_s2v_audio_injector.h"
 #include "models/wan_s2v_frame_packer.h"
 #include "models/wan_s2v_transformer_config.h"
+#include "models/wan_transformer.h"
 #include "models/wan_transformer_block.h"
 #include "models/wan_transformer_layers.h"
 
@@ -78,8 +79,10 @@ class WanS2VTransformer : public Module {
   // The velocity prediction [1, out_dim, T, h, w] in the model dtype. hooks: HSDP's (null: none). With
   // debug::dumps_enabled() the intermediates are dumped under the recorder's names
   // (tools/reference/s2v/record_s2v.py: audio.*, embed.*, rope.*, block.<i>.out / .after_audio, inject.<i>.*,
-  // head.out).
-  at::Tensor forward(const WanS2VInputs& in, UnitHooks* hooks = nullptr) const;
+  // head.out). split: sequence parallelism (null: none): the blocks run on this rank's share of the tokens
+  // (video, reference, motion), the audio injection on the share's video tokens frame by frame, the head's output
+  // gathered.
+  at::Tensor forward(const WanS2VInputs& in, UnitHooks* hooks = nullptr, TokenSplit* split = nullptr) const;
 
  private:
   // [2, 6, D] and [2, D] float32: time_projection and time_embedding of the sinusoid of [t, 0].

@@ -113,8 +113,8 @@ WanPipeline::WanPipeline(const ModelSpec& spec, const PipelineSettings& settings
   std::vector<std::string> expert_names;
   std::vector<std::unique_ptr<models::LoraSet>> loras;
   // Wan2.2-S2V's transformer is its own class (spec.experts[0] only describes its blocks' sizes).
-  OMNI_CHECK(!spec.s2v || (settings_.lora[0].empty() && !caching && !sp_),
-             "Wan2.2-S2V with a LoRA, the step cache or sequence parallelism (the job refuses them)");
+  OMNI_CHECK(!spec.s2v || (settings_.lora[0].empty() && !caching),
+             "Wan2.2-S2V with a LoRA or the step cache (the job refuses them)");
   for (size_t e = 0; e < (spec.s2v ? 0 : spec.experts.size()); ++e) {
     const char* name = ModelSpec::expert_name(static_cast<int>(e));
     expert_names.push_back(name);
@@ -238,6 +238,8 @@ at::Tensor WanPipeline::run_transformer(int expert, const at::Tensor& x, const a
     // each with its branch's audio.
     models::HsdpHooks units(s2v_sharded_.get());
     std::vector<at::Tensor> out;
+    std::optional<SequenceSplit> split;  // tokens split over ulysses x ring
+    if (sp_) split.emplace(*sp_);
     for (int64_t b = 0; b < x.size(0); ++b) {
       models::WanS2VInputs in;
       in.latents = x.narrow(0, b, 1);           // [1, z, T, h, w]
@@ -249,7 +251,7 @@ at::Tensor WanPipeline::run_transformer(int expert, const at::Tensor& x, const a
       in.cond_states = call.cond_states;        // [1, z, T, h, w]
       in.drop_motion_frames = call.drop_motion;
       in.motion_frames = kS2VMotionFrames;
-      out.push_back(s2v_->forward(in, &units));
+      out.push_back(s2v_->forward(in, &units, split ? &*split : nullptr));
     }
     return out.size() == 1 ? out[0] : at::cat(out, 0);
   }

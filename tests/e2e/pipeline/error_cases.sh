@@ -191,7 +191,7 @@ expect s2v_task_t2v 1 2 "--task t2v does not fit this model: it is Wan2.2-S2V" -
 expect s2v_task_on_t2v 1 2 "--task s2v needs Wan2.2-S2V-14B" -- "${t2v[@]}" --task s2v --output "$work/a.mp4"
 expect s2v_frames_not_multiple_np2 2 2 "Wan2.2-S2V makes clips of a multiple of 4 frames" -- "${s2v[@]}" \
   --num-frames 13 --image "$s2vin/ref_80x96.png" --audio "$s2vin/audio.wav" --output "$work/a.mp4"
-expect s2v_ulysses 2 2 "Wan2.2-S2V's transformer does not split its tokens yet" -- "${s2v[@]}" --ulysses-degree 2 \
+expect s2v_step_cache 1 2 "--step-cache: not available for Wan2.2-S2V yet" -- "${s2v[@]}" --step-cache teacache \
   --image "$s2vin/ref_80x96.png" --audio "$s2vin/audio.wav" --output "$work/a.mp4"
 echo "not audio" > "$work/plain.wav"
 # A recording too short for one frame (20 ms), a file with no audio stream (an H.264 MP4 without sound), one
