@@ -5,11 +5,20 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <string>
 
 #include "core/memory.h"
 #include "dist/device.h"
 
 namespace omni::pipeline {
+
+// The names --save-tensors and the dumps number things by: "step07", "call12", "clip01", "seg00".
+inline std::string numbered(const char* prefix, int index) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%s%02d", prefix, index);
+  return buf;
+}
 
 // A tensor as --save-tensors keeps it: float32, contiguous, on the host.
 inline at::Tensor to_float_cpu(const at::Tensor& t) {

@@ -122,8 +122,7 @@ GenerationResult WanPipeline::generate_animate(const GenerationRequest& req, con
       const at::Tensor mask =
           animate_latent_mask(kept, latent_frames, shape.height, shape.width, k > 0 ? prev : 0, tf, z.options());
       condition = at::cat({reference, at::cat({mask, z}, 1)}, 2);
-      if (req.keep_tensors)
-        result.tensors.emplace_back(str_cat("seg", k < 10 ? "0" : "", k, ".condition"), to_float_cpu(condition));
+      if (req.keep_tensors) result.tensors.emplace_back(numbered("seg", k) + ".condition", to_float_cpu(condition));
     }
     // A fresh schedule per segment (diffusers resets the scheduler's timesteps and state).
     auto scheduler =

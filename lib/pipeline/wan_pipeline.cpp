@@ -35,11 +35,6 @@ namespace {
 const char* const kExpertNames[2] = {"transformer", "transformer_2"};
 
 // "call03", "step05": the two-digit names of the reference fixtures.
-std::string numbered(const char* prefix, int index) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%s%02d", prefix, index);
-  return buf;
-}
 
 // Dumps one transformer call as diffusers' reference records it (callNN.hidden_states / .timestep /
 // .encoder_hidden_states / .out), for --dump-tensors.

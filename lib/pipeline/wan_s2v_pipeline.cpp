@@ -19,14 +19,6 @@
 #include "sched/scheduler.h"
 
 namespace omni::pipeline {
-namespace {
-
-std::string clip_name(int r, const char* what) {
-  return str_cat("clip", r < 10 ? "0" : "", r, ".", what);
-}
-
-}  // namespace
-
 at::Tensor WanPipeline::encode_speech(const GenerationRequest& req, GenerationResult& result) {
   ScopedPhase phase(result.times, "audio_encode", settings_.device);
   const VideoParams& video = req.video;
@@ -108,7 +100,7 @@ GenerationResult WanPipeline::generate_s2v(const GenerationRequest& req, const S
     at::Tensor latents =
         at::randn({1, shape.channels, shape.frames, shape.height, shape.width}, gen, at::TensorOptions(at::kFloat))
             .to(dev);
-    keep(clip_name(r, "init_latents"), latents);
+    keep(numbered("clip", r) + ".init_latents", latents);
     {
       ScopedPhase phase(result.times, "image_encode", dev);
       if (req.pose) {
@@ -129,8 +121,8 @@ GenerationResult WanPipeline::generate_s2v(const GenerationRequest& req, const S
     state.motion_latents = state.motion_latents.to(vae_dtype).to(model_dtype);
     state.audio = audio.narrow(3, r * frames, frames);  // [1, 25, A, F]
     state.drop_motion = r == 0;
-    keep(clip_name(r, "motion_latents"), state.motion_latents);
-    keep(clip_name(r, "cond_states"), state.cond_states);
+    keep(numbered("clip", r) + ".motion_latents", state.motion_latents);
+    keep(numbered("clip", r) + ".cond_states", state.cond_states);
 
     auto scheduler = sched::make_wan_scheduler(settings_.sample_solver, shift);
     scheduler->set_timesteps(video.num_inference_steps, dev);
@@ -149,7 +141,7 @@ GenerationResult WanPipeline::generate_s2v(const GenerationRequest& req, const S
         },
         embeds, state, req, on_step, clip_step, result);
     result.denoise_peak_bytes = std::max(result.denoise_peak_bytes, peak_since_reset(dev));
-    keep(clip_name(r, "latents"), latents);
+    keep(numbered("clip", r) + ".latents", latents);
 
     // Decode behind the motion latents (the first clip: the reference's), keep the clip's last F frames (the
     // first: 3 fewer); the last 73 frames made so far are the next clip's motion, on every rank of the group.
