@@ -11,7 +11,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 deps=$(ldd "$gen")
 echo "$deps" | grep -E "nccl|cudart|torch_cuda|c10_cuda" || true
-echo "$deps" | grep -q "libtorch_cuda.so => $torch_lib/libtorch_cuda.so" || fail "libtorch_cuda.so not from $torch_lib"
+grep -q "libtorch_cuda.so => $torch_lib/libtorch_cuda.so" <<<"$deps" || fail "libtorch_cuda.so not from $torch_lib"
 for lib in libnccl.so libcudart.so; do
   n=$(echo "$deps" | grep -c "$lib" || true)
   [ "$n" = 1 ] || fail "$n different $lib* resolved (want exactly one)"
@@ -27,11 +27,11 @@ done
 
 ver=$("$gen" --version)
 echo "$ver"
-echo "$ver" | grep -qE "^LibTorch 2\.[0-9]+\.[0-9]+ with CUDA [0-9]+\.[0-9]+" || fail "--version does not name LibTorch 2.x with CUDA"
-echo "$ver" | grep -qE "^NCCL 2\." || fail "--version does not name NCCL"
-echo "$ver" | grep -qE "^MPI " || fail "--version does not name the MPI library"
+grep -qE "^LibTorch 2\.[0-9]+\.[0-9]+ with CUDA [0-9]+\.[0-9]+" <<<"$ver" || fail "--version does not name LibTorch 2.x with CUDA"
+grep -qE "^NCCL 2\." <<<"$ver" || fail "--version does not name NCCL"
+grep -qE "^MPI " <<<"$ver" || fail "--version does not name the MPI library"
 
 plan=$("$gen" --dry-run --prompt x)
 echo "$plan" | grep -E "^device:"
-echo "$plan" | grep -qE "^device: cpu \(--device auto; 0 GPU\(s\)" || fail "--dry-run without --device does not resolve to cpu"
+grep -qE "^device: cpu \(--device auto; 0 GPU\(s\)" <<<"$plan" || fail "--dry-run without --device does not resolve to cpu"
 echo "linked libraries, versions and --device auto: OK"
