@@ -16,9 +16,9 @@ bool starts_with(const std::string& s, const std::string& prefix) {
 }
 
 // The block index and the rest of the name of a parameter of a numbered block: the Wan transformer's
-// "blocks.<i>.ffn." / "blocks.<i>.attn1." / "blocks.<i>.attn2.", UMT5's "encoder.block.<i>.layer.1.DenseReluDense." /
-// "encoder.block.<i>.layer.0.SelfAttention.". -1 for every other parameter (VACE's vace_blocks, Animate's
-// face_adapter, the root's).
+// "blocks.<i>.ffn." / "blocks.<i>.attn1." / "blocks.<i>.attn2." (S2V's "blocks.<i>.self_attn." / "cross_attn."), UMT5's
+// "encoder.block.<i>.layer.1.DenseReluDense." / "encoder.block.<i>.layer.0.SelfAttention.". -1 for every other
+// parameter (VACE's vace_blocks, Animate's face_adapter, the root's).
 int block_index(const std::string& name, std::string* rest = nullptr) {
   std::string prefix;
   for (const char* candidate : {"blocks.", "encoder.block."})
@@ -54,8 +54,10 @@ std::string float8_kept_reason(const ParamRef& p, const WeightHolding& h, int nu
   if (block < 0) return "outside the blocks (condition embedder, head, embedding, VACE blocks, face adapters)";
   if (block == 0 || block == num_blocks - 1) return "first or last block";
   const bool ffn = starts_with(rest, "ffn.") || starts_with(rest, "layer.1.DenseReluDense.");
-  const bool attention =
-      starts_with(rest, "attn1.") || starts_with(rest, "attn2.") || starts_with(rest, "layer.0.SelfAttention.");
+  // Diffusers' attn1/attn2, Wan's own self_attn/cross_attn (Wan2.2-S2V's blocks keep Wan's names), UMT5's.
+  const bool attention = starts_with(rest, "attn1.") || starts_with(rest, "attn2.") ||
+                         starts_with(rest, "self_attn.") || starts_with(rest, "cross_attn.") ||
+                         starts_with(rest, "layer.0.SelfAttention.");
   switch (h.layers) {
     case Fp8Layers::kFfn:
       if (!ffn) return "not a feed-forward layer (--fp8-layers ffn)";
