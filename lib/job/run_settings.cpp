@@ -53,9 +53,6 @@ pipeline::PipelineSettings resolve_settings(const config::GenerateOptions& opts,
     // What Wan2.2-S2V's transformer (Wan's own names, one clip per call) does not take yet.
     OMNI_CHECK_USAGE(opts.step_cache == pipeline::StepCacheMode::kNone,
                      "--step-cache: not available for Wan2.2-S2V yet");
-    OMNI_CHECK_USAGE(opts.lora.empty() && opts.lora_2.empty(), "--lora: not available for Wan2.2-S2V yet");
-    OMNI_CHECK_USAGE(opts.weight_format != config::WeightFormat::kFloat8,
-                     "--weight-dtype float8_e4m3fn: not available for Wan2.2-S2V's transformer yet");
   }
   s.vae_parallel = opts.vae_parallel;
   s.step_cache = opts.step_cache;

@@ -177,6 +177,23 @@ std::string lora_file_path(const std::string& path, const std::string& flag) {
   return path;
 }
 
+std::string diffusers_module_name(const std::string& module) {
+  // The tables read backwards. Only blocks.N.*: VACE and Animate, whose blocks are diffusers-named, have no
+  // Wan-named twin here.
+  auto reverse = [](const std::map<std::string, std::string>& table, const std::string& wan) -> std::string {
+    for (const auto& [diffusers, original] : table)
+      if (original == wan) return diffusers;
+    return "";
+  };
+  if (module.rfind("blocks.", 0) == 0) {
+    const size_t dot = module.find('.', 7);
+    if (dot == std::string::npos) return "";
+    const std::string d = reverse(block_names(), module.substr(dot + 1));
+    return d.empty() ? "" : module.substr(0, dot + 1) + d;
+  }
+  return reverse(root_names(), module);
+}
+
 std::string wan_original_module_name(const std::string& module) {
   // blocks.N.*, and VACE's vace_blocks.N.* (Wan's VaceWanAttentionBlock: before_proj / after_proj besides).
   for (const std::string prefix : {"blocks.", "vace_blocks."}) {
@@ -197,7 +214,8 @@ LoraSet::LoraSet(const std::vector<LoraSource>& sources, const std::vector<Param
                  const std::string& component, bool strict) {
   // The model's modules: a parameter "x.weight" / "x.bias" belongs to module "x"; a bare parameter
   // (scale_shift_table) is its own module. Each is known by our name and its original Wan name, dotted and
-  // underscored (Kohya).
+  // underscored (Kohya). A model whose checkpoint names are Wan's own (Wan2.2-S2V) is known by its diffusers
+  // names in their place: a diffusers/PEFT file for the Wan2.1/2.2 blocks it shares updates it too.
   std::map<std::string, const ParamRef*> by_name;
   std::set<std::string> modules;
   for (const auto& p : params) {
@@ -215,8 +233,9 @@ LoraSet::LoraSet(const std::vector<LoraSource>& sources, const std::vector<Param
     ours[m] = m;
     ours_u[underscored(m)] = m;
     known.push_back(m);
-    const std::string w = wan_original_module_name(m);
-    if (!w.empty()) {
+    std::string w = wan_original_module_name(m);
+    if (w.empty()) w = diffusers_module_name(m);
+    if (!w.empty() && w != m) {
       wan[w] = m;
       wan_u[underscored(w)] = m;
       known.push_back(w);

@@ -19,6 +19,7 @@
 // (blocks.N.self_attn.q.lora_down.weight); without one, our names are tried first, then Wan's.
 // Module names are ours (the checkpoint's) or the original Wan ones (self_attn.q, cross_attn.o, ffn.0, ffn.2,
 // norm3, modulation, text_embedding.0, time_embedding.2, time_projection.1, head.head, img_emb.proj.1, ...).
+// Wan2.2-S2V's checkpoint names are Wan's: there the other naming is diffusers' (diffusers_module_name).
 //
 // Wan2.1 I2V LoRAs used on Wan2.2 name image-conditioning modules Wan2.2 lacks: cross_attn.k_img / v_img /
 // norm_k_img and img_emb.* (diffusers: attn2.add_k_proj / add_v_proj / norm_added_k,
@@ -97,5 +98,10 @@ std::string lora_file_path(const std::string& path, const std::string& flag);
 // The original Wan name of one of our module paths ("blocks.3.attn1.to_q" -> "blocks.3.self_attn.q"), or ""
 // when the original model has no such module.
 std::string wan_original_module_name(const std::string& module);
+
+// The diffusers name of an original Wan module path ("blocks.3.self_attn.q" -> "blocks.3.attn1.to_q",
+// "head.head" -> "proj_out"), or "" when diffusers has no such module: the names a diffusers LoRA gives the
+// modules of Wan2.2-S2V, whose checkpoint keeps Wan's names.
+std::string diffusers_module_name(const std::string& module);
 
 }  // namespace omni::models

@@ -107,9 +107,16 @@ WanPipeline::WanPipeline(const ModelSpec& spec, const PipelineSettings& settings
   // does not fit fails in seconds, before the text encoder or any expert weight is read.
   std::vector<std::string> expert_names;
   std::vector<std::unique_ptr<models::LoraSet>> loras;
-  // Wan2.2-S2V's transformer is its own class (spec.experts[0] only describes its blocks' sizes).
-  OMNI_CHECK(!spec.s2v || (settings_.lora[0].empty() && !caching),
-             "Wan2.2-S2V with a LoRA or the step cache (the job refuses them)");
+  // Wan2.2-S2V's transformer is its own class (spec.experts[0] only describes its blocks' sizes); its LoRA files
+  // resolve against its own (Wan-named) parameters.
+  OMNI_CHECK(!spec.s2v || !caching, "Wan2.2-S2V with the step cache (the job refuses it)");
+  if (spec.s2v) {
+    s2v_ = std::make_unique<models::WanS2VTransformer>(*spec.s2v, settings_.dtype);
+    loras.push_back(settings_.lora[0].empty() ? nullptr
+                                              : std::make_unique<models::LoraSet>(
+                                                    settings_.lora[0], s2v_->parameters(), settings_.lora_label[0],
+                                                    "transformer", settings_.lora_strict));
+  }
   for (size_t e = 0; e < (spec.s2v ? 0 : spec.experts.size()); ++e) {
     const char* name = ModelSpec::expert_name(static_cast<int>(e));
     expert_names.push_back(name);
@@ -159,10 +166,9 @@ WanPipeline::WanPipeline(const ModelSpec& spec, const PipelineSettings& settings
     audio.release_pages();
     audio_processor_ = spec.audio_processor;
     const auto& ckpt = model.checkpoint("transformer");
-    s2v_ = std::make_unique<models::WanS2VTransformer>(*spec.s2v, settings_.dtype);
     s2v_sharded_ =
         models::shard_model("transformer", *s2v_, models::blocks_of(*s2v_), ckpt, shard_group_.get(), settings_.dtype,
-                            settings_.device, pool_, stats_, /*lora=*/nullptr, settings_.transformer_weights);
+                            settings_.device, pool_, stats_, loras[0].get(), settings_.transformer_weights);
     param_bytes_total_ += s2v_sharded_->full_bytes();
     ckpt.release_pages();
   }

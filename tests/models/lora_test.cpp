@@ -114,6 +114,24 @@ TEST(Lora, OriginalWanNames) {
   EXPECT_EQ(wan_original_module_name("rope"), "");
 }
 
+// Wan2.2-S2V keeps Wan's names: its modules are known to a diffusers-named LoRA by the same tables read backwards
+// (values written from diffusers' convert_wan_to_diffusers.py TRANSFORMER_KEYS_RENAME_DICT).
+TEST(Lora, DiffusersNamesOfWanModules) {
+  EXPECT_EQ(diffusers_module_name("blocks.12.self_attn.o"), "blocks.12.attn1.to_out.0");
+  EXPECT_EQ(diffusers_module_name("blocks.0.cross_attn.k"), "blocks.0.attn2.to_k");
+  EXPECT_EQ(diffusers_module_name("blocks.3.ffn.0"), "blocks.3.ffn.net.0.proj");
+  EXPECT_EQ(diffusers_module_name("blocks.3.norm3"), "blocks.3.norm2");
+  EXPECT_EQ(diffusers_module_name("blocks.3.modulation"), "blocks.3.scale_shift_table");
+  EXPECT_EQ(diffusers_module_name("head.head"), "proj_out");
+  EXPECT_EQ(diffusers_module_name("head.modulation"), "scale_shift_table");
+  EXPECT_EQ(diffusers_module_name("time_projection.1"), "condition_embedder.time_proj");
+  EXPECT_EQ(diffusers_module_name("text_embedding.2"), "condition_embedder.text_embedder.linear_2");
+  // S2V's own modules have no diffusers name.
+  EXPECT_EQ(diffusers_module_name("audio_injector.injector.0.q"), "");
+  EXPECT_EQ(diffusers_module_name("blocks.0.norm2"), "");
+  EXPECT_EQ(diffusers_module_name("blocks"), "");
+}
+
 // Wan2.1 I2V LoRAs on Wan2.2: keys of image-conditioning modules the model lacks (k_img, v_img, norm_k_img,
 // img_emb, and their diffusers and Kohya names) are skipped with one warning per file and the rest is merged.
 TEST(Lora, Wan21ImageKeysAreSkippedWithOneWarningPerFile) {

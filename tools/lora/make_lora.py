@@ -30,6 +30,9 @@ B is stored as B * rank / alpha where an alpha is stored, so (alpha / rank) * st
   "diff" on the first block's modulation table.
 
 Only the config.json of --transformer is needed to write a LoRA (shapes); --merge-into needs the weights.
+A Wan-named transformer (Wan2.2-S2V's config.json: dim, ffn_dim, num_heads, num_layers; its weights in Wan's
+names) is merged under Wan's names. --merged-dtype float32 writes the merged weights in float32 (default: the
+dtype each weight is stored in), so that a float32 run's merge is compared without a bfloat16 rounding.
 """
 import argparse
 import json
@@ -69,6 +72,15 @@ def wan_name(module):
             n, rest = module[len(prefix):].split(".", 1)
             return f"{prefix}{n}.{table[rest]}"
     return ROOT_WAN[module]
+
+
+def diffusers_config(cfg):
+    """`cfg` with diffusers' keys: a Wan-named config (Wan2.2-S2V's: dim, num_heads, ...) translated."""
+    if "dim" not in cfg:
+        return cfg
+    return dict(cfg, num_attention_heads=cfg["num_heads"], attention_head_dim=cfg["dim"] // cfg["num_heads"],
+                patch_size=cfg.get("patch_size", [1, 2, 2]), out_channels=cfg["out_dim"],
+                text_dim=cfg.get("text_dim", 4096))
 
 
 def linear_modules(cfg, targets):
@@ -128,6 +140,7 @@ def main(argv):
     p.add_argument("--merge-into", type=Path, default=None, help="transformer weights to merge the LoRA into")
     p.add_argument("--scale", type=float, default=1.0)
     p.add_argument("--merged-out", type=Path, default=None)
+    p.add_argument("--merged-dtype", choices=("stored", "float32"), default="stored")
     args = p.parse_args(argv)
     if args.full_deltas and args.format != "wan":
         p.error("--full-deltas needs --format wan (diff / diff_b are Wan-format keys)")
@@ -135,7 +148,9 @@ def main(argv):
         p.error("--alpha: a PEFT state dict holds no alpha (its LoraConfig does; Wan's: lora_alpha = r)")
     peft_prefix = "" if args.peft_prefix in ("", "none") else args.peft_prefix
 
-    cfg = json.loads((args.transformer / "config.json").read_text())
+    raw = json.loads((args.transformer / "config.json").read_text())
+    wan_named = "dim" in raw  # the weights keep Wan's names (Wan2.2-S2V)
+    cfg = diffusers_config(raw)
     targets = set(args.targets.split(","))
     gen = torch.Generator().manual_seed(args.seed)
     dtype = getattr(torch, args.dtype)
@@ -194,7 +209,13 @@ def main(argv):
 
     if args.merge_into is not None:
         weights = load_file(str(args.merge_into))
+        if args.merged_dtype == "float32":
+            weights = {k: v.float() for k, v in weights.items()}
         for name, u in updates.items():
+            if wan_named:  # our parameter name -> Wan's: module path and the bare modulation table
+                module, leaf = (name[:-7], ".weight") if name.endswith(".weight") else \
+                    (name[:-5], ".bias") if name.endswith(".bias") else (name, "")
+                name = wan_name(module) + leaf
             w = weights[name]
             weights[name] = (w.double() + args.scale * u.reshape(w.shape)).to(w.dtype)
         save_file(weights, str(args.merged_out))
