@@ -44,7 +44,7 @@ const std::vector<HelpSection>& help_sections() {
         {"seed", "random seed"}},
        {"negative-prompt", "last-image", "strength", "mask-video", "reference-image", "conditioning-scale", "fps",
         "pose-video", "face-video", "animate-mode", "background-video", "segment-frames", "prev-segment-frames",
-        "animate-inputs", "audio", "audio-start", "audio-duration", "num-clips"}},
+        "animate-inputs", "audio", "audio-start", "audio-duration", "num-clips", "start-from-ref"}},
       {"sampling",
        "Sampling",
        {{"num-inference-steps", "denoising steps"},

@@ -384,6 +384,10 @@ const std::vector<Binding>& bindings() {
     i32("num-clips",
         "Wan2.2-S2V, with --audio: clips to make (each continues the one before); 0: as many as the audio needs", "0",
         &G::num_clips);
+    flag("start-from-ref",
+         "Wan2.2-S2V: the video starts from the reference image (Wan2.2's generate.py --start_from_ref): it fills "
+         "the last of the first clip's motion frames, and none of that clip's frames is dropped",
+         &G::start_from_ref);
     lora_list("lora",
               "LoRA file merged into `transformer` (A14B: the high-noise expert; TI2V-5B: the model) at load, with "
               "strength SCALE (default 1); repeatable, applied in order",

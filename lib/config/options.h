@@ -104,6 +104,7 @@ struct GenerateOptions {
   double audio_start = 0.0;              // --audio-start
   std::optional<double> audio_duration;  // --audio-duration (unset: to the end)
   int num_clips = 0;                     // --num-clips
+  bool start_from_ref = false;           // --start-from-ref (Wan2.2's generate.py --start_from_ref)
   // Not an option: the pose video's frame count, read by job::check_inputs (0 before).
   int64_t animate_frames = 0;
   // Not an option: Wan2.2-S2V's clips, from the recording's length and --num-clips (job::check_inputs; 0 before).

@@ -141,14 +141,14 @@ void OutputWriter::write(int index, const VideoSpec& v, const std::string& task,
   // padded with silence to the video's length, and what identifies it. Frame k was made from the audio at
   // (k + 3) / 16 s of the span (the first clip's first 3 frames are dropped), so the track starts 3 frames into
   // the span: lips and sound in step. (Wan2.2's merge_video_audio muxes the span from its start: its video runs
-  // 3 frames, 187.5 ms, ahead of its sound.)
+  // 3 frames, 187.5 ms, ahead of its sound.) With --start-from-ref no frame is dropped: from the span's start.
   io::AudioTrack sound;
   if (v.params().speech) {
     const io::AudioSpan span = speech_span(o);
     sound = io::load_audio_track(o.audio, span);
     const double span_seconds = sound.duration();
     // The lead cut in memory (a recording shorter than it leaves one silent sample frame: the writer pads it).
-    const double lead = static_cast<double>(pipeline::kS2VDroppedFrames) / static_cast<double>(pipeline::kS2VFps);
+    const double lead = static_cast<double>(v.params().s2v_dropped_frames()) / static_cast<double>(pipeline::kS2VFps);
     const auto cut = std::min(static_cast<int64_t>(lead * sound.sample_rate) * sound.channels,
                               static_cast<int64_t>(sound.samples.size()));
     sound.samples.erase(sound.samples.begin(), sound.samples.begin() + cut);

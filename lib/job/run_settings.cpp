@@ -49,6 +49,8 @@ pipeline::PipelineSettings resolve_settings(const config::GenerateOptions& opts,
                      "transformer checkpoints that store their weights in float8 (fp8_scaled; those of ",
                      model.root(), " store none)");
   }
+  OMNI_CHECK_USAGE(model.s2v || !opts.start_from_ref, "--start-from-ref: only Wan2.2-S2V starts its video from the ",
+                   "reference image; this model is ", model.index().class_name);
   if (model.s2v) {
     // What Wan2.2-S2V's transformer (Wan's own names, one clip per call) does not take yet.
     OMNI_CHECK_USAGE(opts.step_cache == pipeline::StepCacheMode::kNone,

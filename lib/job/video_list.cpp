@@ -171,6 +171,7 @@ pipeline::VideoParams video_params(const config::GenerateOptions& o) {
   v.speech = !o.audio.empty();
   v.animate = (!o.pose_video.empty() || !o.animate_inputs.empty()) && !v.speech;
   v.speech_clips = o.speech_clips;
+  v.start_from_ref = v.speech && o.start_from_ref;
   if (v.animate) {
     v.mask_video = false;  // replace mode's mask, not VACE's
     v.replace = o.animate_mode == config::AnimateMode::kReplace;

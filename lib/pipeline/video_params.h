@@ -13,6 +13,7 @@ namespace omni::pipeline {
 // first frames of the first clip that are dropped (its decode starts with the reference image's latent frame).
 constexpr int64_t kS2VMotionFrames = 73;
 constexpr int64_t kS2VDroppedFrames = 3;
+constexpr int64_t kS2VReferenceMotionFrames = 6;  // start_from_ref: the motion frames the reference image fills
 constexpr int64_t kS2VFps = 16;  // sample_fps: the audio is bucketed per frame at this rate, the video written at it
 
 struct VideoParams {
@@ -43,6 +44,9 @@ struct VideoParams {
   // first loses its first 3 frames (drop_first_motion). The recording's samples are the request's.
   bool speech = false;
   int64_t speech_clips = 0;
+  // generate.py --start_from_ref (init_first_frame): the reference image stands in the last motion frames of the
+  // first clip, which keeps its motion tokens and all its frames.
+  bool start_from_ref = false;
   bool replace = false;         // --animate-mode replace: a background video and its mask
   int64_t animate_frames = 0;   // the pose video's frames: the video's
   int prev_segment_frames = 1;  // diffusers' prev_segment_conditioning_frames
@@ -87,18 +91,21 @@ struct VideoParams {
     const int64_t stride = segment_stride(temporal_factor), rest = animate_frames - prev_segment_frames;
     return rest <= 0 ? 1 : (rest + stride - 1) / stride;
   }
+  // The first clip's frames S2V drops: the 3 the reference's latent frame leads its decode with, none with
+  // start_from_ref (decoded behind the motion latents as every later clip).
+  int64_t s2v_dropped_frames() const { return start_from_ref ? 0 : kS2VDroppedFrames; }
   // The frames the first `done` segments (S2V: clips) leave: Animate's first segment's, then each later one's new
-  // ones; S2V's clips', the first 3 fewer.
+  // ones; S2V's clips', the first s2v_dropped_frames() fewer.
   int64_t frames_of_segments(int64_t done, int64_t temporal_factor) const {
-    if (speech) return done * num_frames - kS2VDroppedFrames;
+    if (speech) return done * num_frames - s2v_dropped_frames();
     return rounded_num_frames(temporal_factor) + (done - 1) * segment_stride(temporal_factor);
   }
   // The decoded frames a segment hands the next (Animate: prev_segment_frames; S2V: the motion frames).
   int64_t carried_frames() const { return speech ? kS2VMotionFrames : prev_segment_frames; }
-  // The frames of the video written: the pose video's (Animate), S2V's clips' (the first 3 frames fewer), else
+  // The frames of the video written: the pose video's (Animate), S2V's clips' (less s2v_dropped_frames()), else
   // rounded_num_frames.
   int64_t output_frames(int64_t temporal_factor) const {
-    if (speech) return speech_clips * num_frames - kS2VDroppedFrames;
+    if (speech) return speech_clips * num_frames - s2v_dropped_frames();
     return animate ? animate_frames : rounded_num_frames(temporal_factor);
   }
 };

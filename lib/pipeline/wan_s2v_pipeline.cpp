@@ -61,7 +61,9 @@ GenerationResult WanPipeline::generate_s2v(const GenerationRequest& req, const S
   const Embeds embeds = encode_prompt_embeds(req, result);
   const at::Tensor audio = encode_speech(req, result);
 
-  // The reference image's latent; the motion latents of 73 grey frames (zeros in [-1, 1]), the first clip's.
+  // The reference image's latent; the motion latents of 73 grey frames (zeros in [-1, 1]), the first clip's; with
+  // start_from_ref the reference image in the last 6 of them (Wan2.2 writes it into the pixel buffer the later
+  // clips' motion frames are shifted out of, so a clip shorter than 73 frames leaves some of them there).
   const LatentShape shape = latent_shape(video);  // a clip's latent frames
   const int64_t frames = video.num_frames;
   const auto vae_dtype = settings_.vae_dtype;
@@ -75,6 +77,11 @@ GenerationResult WanPipeline::generate_s2v(const GenerationRequest& req, const S
                                           req.keep_tensors ? "reference_latents" : nullptr, result);
     last_frames = at::zeros({1, 3, kS2VMotionFrames, video.height, video.width},
                             at::TensorOptions().dtype(vae_dtype).device(dev));
+    if (video.start_from_ref) {
+      const at::Tensor ref = req.image.to(dev, at::kFloat).to(vae_dtype).unsqueeze(2);  // [1, 3, 1, H, W]
+      last_frames.narrow(2, kS2VMotionFrames - kS2VReferenceMotionFrames, kS2VReferenceMotionFrames)
+          .copy_(ref.expand({1, 3, kS2VReferenceMotionFrames, video.height, video.width}));
+    }
     state.motion_latents = encode_normalized(last_frames.to(at::kFloat), nullptr, result);
   }
   const auto model_dtype = settings_.dtype;
@@ -82,7 +89,7 @@ GenerationResult WanPipeline::generate_s2v(const GenerationRequest& req, const S
 
   // The clips: each draws its noise from a generator seeded seed + r, denoises from a fresh schedule conditioned on
   // the reference, the motion latents, its pose and its audio slots, and is decoded behind the motion latents
-  // (the first: behind the reference's latent, its first 3 frames dropped).
+  // (the first, but with start_from_ref: behind the reference's latent, its first 3 frames dropped).
   const int clips = static_cast<int>(video.speech_clips);
   result.segments = clips;
   // A stopped run's finished clips: their frames and the last 73 frames made, on every rank of the group; the
@@ -119,8 +126,9 @@ GenerationResult WanPipeline::generate_s2v(const GenerationRequest& req, const S
       state.cond_states = state.cond_states.to(vae_dtype).to(model_dtype);
     }
     state.motion_latents = state.motion_latents.to(vae_dtype).to(model_dtype);
-    state.audio = audio.narrow(3, r * frames, frames);  // [1, 25, A, F]
-    state.drop_motion = r == 0;
+    state.audio = audio.narrow(3, r * frames, frames);        // [1, 25, A, F]
+    const bool drop_first = r == 0 && !video.start_from_ref;  // Wan2.2's drop_first_motion and r == 0
+    state.drop_motion = drop_first;
     keep(numbered("clip", r) + ".motion_latents", state.motion_latents);
     keep(numbered("clip", r) + ".cond_states", state.cond_states);
 
@@ -143,12 +151,13 @@ GenerationResult WanPipeline::generate_s2v(const GenerationRequest& req, const S
     result.denoise_peak_bytes = std::max(result.denoise_peak_bytes, peak_since_reset(dev));
     keep(numbered("clip", r) + ".latents", latents);
 
-    // Decode behind the motion latents (the first clip: the reference's), keep the clip's last F frames (the
-    // first: 3 fewer); the last 73 frames made so far are the next clip's motion, on every rank of the group.
+    // Decode behind the motion latents (the first clip, but with start_from_ref: the reference's), keep the clip's
+    // last F frames (that first: 3 fewer); the last 73 frames made so far are the next clip's motion, on every rank
+    // of the group.
     pool_->clear();
-    const at::Tensor head = r == 0 ? state.ref_latents : state.motion_latents;
+    const at::Tensor head = drop_first ? state.ref_latents : state.motion_latents;
     at::Tensor decoded = decode_video(req, at::cat({head.to(at::kFloat), latents.to(at::kFloat)}, 2), result);
-    const int64_t kept = r == 0 ? frames - kS2VDroppedFrames : frames;
+    const int64_t kept = drop_first ? frames - kS2VDroppedFrames : frames;
     if (decoded.defined()) decoded = decoded.narrow(2, decoded.size(2) - kept, kept);  // [1, 3, kept, H, W]
     if (r + 1 < clips) {
       const int64_t overlap = std::min(kS2VMotionFrames, kept);

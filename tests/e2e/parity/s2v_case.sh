@@ -12,7 +12,7 @@
 #   - the later clips (they start from the earlier ones' decoded frames, which the random-weight VAE amplifies)
 #     within 1e-4 of their largest magnitude, the frames within 1e-4;
 #   - the MP4's audio stream: AAC, as long as the video within one frame; the sidecar names the recording's
-#     SHA-256 and the clips.
+#     SHA-256, the clips, and where the muxed track starts (3 frames into the span; with --start-from-ref at it).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 gen=$1; compare=$2; np=$3; case_dir=$4; work=$5; shift 5
@@ -72,8 +72,14 @@ import hashlib, json, os, sys
 side, case = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 audio = side.get("audio", {})
 want = hashlib.sha256(open(audio.get("file", "/dev/null"), "rb").read()).hexdigest()
-ok = audio.get("sha256") == want and side.get("clips") == case["clips"] and side.get("task") == "s2v"
-print(f"sidecar    {'ok' if ok else 'FAIL'} audio {os.path.basename(audio.get('file', '?'))} clips {side.get('clips')}")
+# The track starts where frame 0's sound is: 3 frames into the span, or at it with --start-from-ref (no frame
+# dropped).
+lead = (0 if case.get("start_from_ref") else 3) / 16
+muxed = audio.get("muxed_from", -1) - audio.get("start", 0)
+ok = audio.get("sha256") == want and side.get("clips") == case["clips"] and side.get("task") == "s2v" \
+    and abs(muxed - lead) < 1e-9
+print(f"sidecar    {'ok' if ok else 'FAIL'} audio {os.path.basename(audio.get('file', '?'))} clips {side.get('clips')}"
+      f" muxed from {muxed:g} s into the span (want {lead:g})")
 sys.exit(0 if ok else 1)
 PY
 [ $status = 0 ] || fail "$case_dir on $np rank(s) $*"

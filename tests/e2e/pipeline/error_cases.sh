@@ -189,6 +189,8 @@ expect s2v_without_audio_np2 2 2 "this model is Wan2.2-S2V (speech to video): gi
 expect s2v_task_t2v 1 2 "--task t2v does not fit this model: it is Wan2.2-S2V" -- "${s2v[@]}" --task t2v \
   --image "$s2vin/ref_80x96.png" --audio "$s2vin/audio.wav" --output "$work/a.mp4"
 expect s2v_task_on_t2v 1 2 "--task s2v needs Wan2.2-S2V-14B" -- "${t2v[@]}" --task s2v --output "$work/a.mp4"
+expect s2v_start_from_ref_on_t2v 1 2 "--start-from-ref: only Wan2.2-S2V starts its video from the reference" -- \
+  "${t2v[@]}" --start-from-ref --output "$work/a.mp4"
 expect s2v_frames_not_multiple_np2 2 2 "Wan2.2-S2V makes clips of a multiple of 4 frames" -- "${s2v[@]}" \
   --num-frames 13 --image "$s2vin/ref_80x96.png" --audio "$s2vin/audio.wav" --output "$work/a.mp4"
 expect s2v_step_cache 1 2 "--step-cache: not available for Wan2.2-S2V yet" -- "${s2v[@]}" --step-cache teacache \

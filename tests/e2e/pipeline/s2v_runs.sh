@@ -7,7 +7,8 @@
 #     span and the file's SHA-256; JSON Lines take audio and audio_duration per line.
 #  3. A run stopped after its first clip (an injected fault) and started again resumes at the second clip: its log
 #     and sidecar say clip 1 was reused, its frames equal the run that was not stopped, the resume file is gone.
-#     On one rank and on 2 (cfg 2: the fault on rank 1, which does not write).
+#     On one rank and on 2 (cfg 2: the fault on rank 1, which does not write), and with --start-from-ref (no
+#     frame of the first clip dropped: 24 frames).
 #  4. On several ranks, the videos of a list make as many clips (the groups run in lockstep): one line otherwise.
 #  5. A ComfyUI-style transformer file (Wan's names under "model.diffusion_model.", no config.json) replaces the
 #     folder's transformer with --transformer: the same frames.
@@ -66,9 +67,9 @@ JSONL
 [ "$(digest "$work/line2.mp4")" = "$(digest "$work/full.mp4")" ] || fail "JSON Lines audio: other frames"
 pass "--audio-start / --audio-duration cut the recording (1 clip), per line in JSON Lines too"
 
-# 3. Stopped after the first clip, started again. resume NAME NP FAULT_RANK [flags]
+# 3. Stopped after the first clip, started again. resume NAME NP FAULT_RANK UNSTOPPED [flags]
 resume() {
-  local name=$1 np=$2 rank=$3 out; shift 3
+  local name=$1 np=$2 rank=$3 unstopped=$4 out; shift 4
   local run=("$gen" "${common[@]}" "${files[@]}" "$@")
   [ "$np" = 1 ] || run=(mpi "$np" -x OMNI_FAULT_INJECT "${run[@]}")
   out=$(OMNI_FAULT_INJECT=$rank:3 "${run[@]}" --output "$work/$name.mp4" 2>&1) && fail "$name: the stopped run exited 0"
@@ -80,11 +81,15 @@ resume() {
   [ "$(grep -c 'generate step' <<<"$out")" = 3 ] || { echo "$out"; fail "$name: want 3 steps run"; }
   [ "$(side "$work/$name.mp4" "['clips_reused']")" = 1 ] || fail "$name: the sidecar's clips_reused"
   [ ! -e "$work/$name.mp4.segments.safetensors" ] || fail "$name: the resume file is still there"
-  [ "$(digest "$work/$name.mp4")" = "$(digest "$work/full.mp4")" ] || fail "$name: other frames than unstopped"
+  [ "$(digest "$work/$name.mp4")" = "$(digest "$work/$unstopped.mp4")" ] || fail "$name: other frames than unstopped"
   pass "$name: stopped by rank $rank after clip 1, resumed at clip 2 with the unstopped run's frames"
 }
-resume np1 1 0
-resume cfg2 2 1 --cfg-parallel-size 2 --layout manual
+resume np1 1 0 full
+resume cfg2 2 1 full --cfg-parallel-size 2 --layout manual
+# --start-from-ref: the first clip keeps all its frames, so the resume file and the frames count differ.
+"$gen" "${common[@]}" "${files[@]}" --start-from-ref --output "$work/full-ref.mp4" --log-level warn
+[ "$(side "$work/full-ref.mp4" "['frames']")" = 24 ] || fail "--start-from-ref: want 2 clips of 12 frames kept whole"
+resume start_ref_np1 1 0 full-ref --start-from-ref
 
 # 5. The transformer as a ComfyUI file: the same tensors, each name prefixed (the header rewritten, the data as is).
 python3 - "$ref/s2v-pipeline/model/diffusion_pytorch_model.safetensors" "$work/wan2.2_s2v_tiny.safetensors" <<'PY'

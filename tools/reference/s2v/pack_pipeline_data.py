@@ -33,7 +33,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-CASES = {"a_cfg_2clips": "s2v-cfg-2clips", "b_pose_2clips": "s2v-pose-2clips", "c_noguide_1clip": "s2v-noguide"}
+CASES = {"a_cfg_2clips": "s2v-cfg-2clips", "b_pose_2clips": "s2v-pose-2clips", "c_noguide_1clip": "s2v-noguide",
+         "d_start_ref_2clips": "s2v-start-ref"}
 
 
 def main():
@@ -70,6 +71,8 @@ def main():
         keep = {k: case[k] for k in ["image", "max_area", "pose", "guide_scale", "n_prompt", "n_prompt_used",
                                      "steps", "shift", "seed", "prompt", "infer_frames", "size", "clips",
                                      "frame_ranges"]}
+        if case.get("start_from_ref"):
+            keep["start_from_ref"] = True
         keep["recorded_by"] = "tools/reference/s2v/record_s2v_pipeline.py"
         keep["wan2.2"] = meta["wan_head"]
         keep["versions"] = {k: meta[k] for k in ["torch", "torchvision", "decord", "librosa", "transformers"]}

@@ -148,6 +148,12 @@ CASES = {
     # (c) guidance 1 (no uncond branch), one clip, a wide 64 x 128 output
     "c_noguide_1clip": dict(image="ref_90x200.png", max_area=64 * 128, pose=False, guide_scale=1.0, n_prompt="",
                             num_repeat=1, steps=3, shift=3.0, seed=7, prompt="a man sings"),
+    # (d) generate.py --start_from_ref (init_first_frame): the reference image in the last 6 of the 73 motion
+    # frames (which, the pixel buffer being shared by detach(), the second clip's motion frames keep: 12 < 73),
+    # the first clip's motion tokens not dropped, no frame dropped from its decode
+    "d_start_ref_2clips": dict(image="ref_80x96.png", max_area=64 * 64, pose=False, guide_scale=4.5, n_prompt="",
+                               num_repeat=2, steps=3, shift=3.0, seed=42, prompt="a woman talks to the camera",
+                               start_from_ref=True),
 }
 
 PATCHES = []
@@ -405,7 +411,7 @@ def build_pipeline(mods, ckpt: Path):
         rec = state["rec"]
         rec.put(f"clip{rec.clip}.decode_in", torch.stack(list(zs)))
         out = vae_dec(zs)
-        k = INFER_FRAMES - (3 if rec.clip == 0 and s2v.drop_first_motion else 0)
+        k = INFER_FRAMES - (3 if rec.clip == 0 and state["drop_first"] else 0)
         rec.kept.append(out[0][:, -k:].clone())     # what generate keeps of this decode
         return out
     s2v.vae.encode, s2v.vae.decode = encode, decode
@@ -470,18 +476,20 @@ def run_case(s2v, state, audio_cap, name, c, inp: Path, pose_path: Path, out: Pa
     rec = CaseRecorder()
     state["rec"] = rec
     audio_cap.clear()
+    start_from_ref = c.get("start_from_ref", False)
+    state["drop_first"] = s2v.drop_first_motion and not start_from_ref  # what generate drops of clip 0
     video = s2v.generate(
         input_prompt=c["prompt"], ref_image_path=str(inp / c["image"]), audio_path=str(inp / "audio.wav"),
         enable_tts=False, tts_prompt_audio=None, tts_prompt_text=None, tts_text=None,
         num_repeat=c["num_repeat"], pose_video=str(pose_path) if c["pose"] else None, max_area=c["max_area"],
         infer_frames=INFER_FRAMES, shift=c["shift"], sample_solver="unipc", sampling_steps=c["steps"],
         guide_scale=c["guide_scale"], n_prompt=c["n_prompt"], seed=c["seed"], offload_model=False,
-        init_first_frame=False)
+        init_first_frame=start_from_ref)
     rec.put("video", video)
     # kept frames per clip: consecutive slices of the returned video (generate concatenates image.cpu())
     start, ranges = 0, []
     for r in range(rec.clip + 1):
-        k = INFER_FRAMES - (3 if r == 0 and s2v.drop_first_motion else 0)
+        k = INFER_FRAMES - (3 if r == 0 and state["drop_first"] else 0)
         rec.put(f"clip{r}.frame_range", torch.tensor([start, start + k]))
         assert torch.equal(rec.kept[r], video[:, start:start + k])
         ranges.append([start, start + k])
