@@ -113,12 +113,7 @@ std::string ClipVisionModel::block_prefix(int i) const {
 }
 
 std::vector<ParamRef> ClipVisionModel::root_parameters() const {
-  const std::string layers = config_.prefix + kLayers;
-  std::vector<ParamRef> root;
-  for (auto& p : parameters()) {
-    if (p.name.compare(0, layers.size(), layers) != 0) root.push_back(p);
-  }
-  return root;
+  return parameters_except({config_.prefix + kLayers});
 }
 
 at::Tensor ClipVisionModel::hidden_state(const at::Tensor& pixel_values, int64_t index, UnitHooks* hooks) const {

@@ -47,6 +47,16 @@ class Module {
     collect("", out);
     return out;
   }
+  // The parameters whose names start with none of `prefixes`: a model's root unit, what its blocks leave.
+  std::vector<ParamRef> parameters_except(const std::vector<std::string>& prefixes) const {
+    std::vector<ParamRef> out;
+    for (auto& p : parameters()) {
+      bool inside = false;
+      for (const auto& prefix : prefixes) inside = inside || p.name.compare(0, prefix.size(), prefix) == 0;
+      if (!inside) out.push_back(p);
+    }
+    return out;
+  }
   // Total bytes of all parameters as currently held (0 for unloaded slots).
   int64_t parameter_bytes() const;
 

@@ -104,11 +104,7 @@ std::string Umt5Encoder::block_prefix(int i) const {
 }
 
 std::vector<ParamRef> Umt5Encoder::root_parameters() const {
-  std::vector<ParamRef> root;
-  for (auto& p : parameters()) {
-    if (p.name.compare(0, std::string(kBlockPrefix).size(), kBlockPrefix) != 0) root.push_back(p);
-  }
-  return root;
+  return parameters_except({kBlockPrefix});
 }
 
 at::Tensor Umt5Encoder::forward(const at::Tensor& ids, const at::Tensor& mask, UnitHooks* hooks) const {

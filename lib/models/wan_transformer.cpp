@@ -14,10 +14,6 @@ const char* kBlockPrefix = "blocks.";
 const char* kVaceBlockPrefix = "vace_blocks.";
 const char* kFaceAdapterPrefix = "face_adapter.";
 
-bool starts_with_prefix(const std::string& name, const char* prefix) {
-  return name.compare(0, std::char_traits<char>::length(prefix), prefix) == 0;
-}
-
 }  // namespace
 
 WanTransformer3DModel::WanTransformer3DModel(const WanTransformerConfig& config, at::ScalarType dtype)
@@ -123,13 +119,7 @@ int WanTransformer3DModel::face_adapter_unit(int i) const {
 }
 
 std::vector<ParamRef> WanTransformer3DModel::root_parameters() const {
-  std::vector<ParamRef> out;
-  for (auto& p : parameters()) {
-    if (!starts_with_prefix(p.name, kBlockPrefix) && !starts_with_prefix(p.name, kVaceBlockPrefix) &&
-        !starts_with_prefix(p.name, kFaceAdapterPrefix))
-      out.push_back(p);
-  }
-  return out;
+  return parameters_except({kBlockPrefix, kVaceBlockPrefix, kFaceAdapterPrefix});
 }
 
 std::vector<ParamRef> WanTransformer3DModel::block_parameters(int i) const {

@@ -218,12 +218,7 @@ std::string Wav2Vec2Model::block_prefix(int i) const {
 }
 
 std::vector<ParamRef> Wav2Vec2Model::root_parameters() const {
-  const std::string layers = config_.prefix + kLayers;
-  std::vector<ParamRef> root;
-  for (auto& p : parameters()) {
-    if (p.name.compare(0, layers.size(), layers) != 0) root.push_back(p);
-  }
-  return root;
+  return parameters_except({config_.prefix + kLayers});
 }
 
 at::Tensor Wav2Vec2Model::hidden_states(const at::Tensor& input_values, UnitHooks* hooks) const {
