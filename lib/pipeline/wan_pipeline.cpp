@@ -107,24 +107,25 @@ WanPipeline::WanPipeline(const ModelSpec& spec, const PipelineSettings& settings
   // does not fit fails in seconds, before the text encoder or any expert weight is read.
   std::vector<std::string> expert_names;
   std::vector<std::unique_ptr<models::LoraSet>> loras;
+  // Expert e's LoRA files resolved against `model`'s parameters (null: none given).
+  auto lora_for = [&](size_t e, const models::Module& model, const std::string& name) {
+    return settings_.lora[e].empty()
+               ? nullptr
+               : std::make_unique<models::LoraSet>(settings_.lora[e], model.parameters(), settings_.lora_label[e], name,
+                                                   settings_.lora_strict);
+  };
   // Wan2.2-S2V's transformer is its own class (spec.experts[0] only describes its blocks' sizes); its LoRA files
   // resolve against its own (Wan-named) parameters.
   OMNI_CHECK(!spec.s2v || !caching, "Wan2.2-S2V with the step cache (the job refuses it)");
   if (spec.s2v) {
     s2v_ = std::make_unique<models::WanS2VTransformer>(*spec.s2v, settings_.dtype);
-    loras.push_back(settings_.lora[0].empty() ? nullptr
-                                              : std::make_unique<models::LoraSet>(
-                                                    settings_.lora[0], s2v_->parameters(), settings_.lora_label[0],
-                                                    "transformer", settings_.lora_strict));
+    loras.push_back(lora_for(0, *s2v_, "transformer"));
   }
   for (size_t e = 0; e < (spec.s2v ? 0 : spec.experts.size()); ++e) {
     const char* name = ModelSpec::expert_name(static_cast<int>(e));
     expert_names.push_back(name);
     experts_.push_back(std::make_unique<models::WanTransformer3DModel>(spec.experts[e], settings_.dtype));
-    loras.push_back(settings_.lora[e].empty()
-                        ? nullptr
-                        : std::make_unique<models::LoraSet>(settings_.lora[e], experts_.back()->parameters(),
-                                                            settings_.lora_label[e], name, settings_.lora_strict));
+    loras.push_back(lora_for(e, *experts_.back(), name));
   }
   // The job checked these against the spec: LoRA files only for experts the model has, a boundary between two.
   OMNI_CHECK(spec.experts.size() == 2 || settings_.lora[1].empty(), "a LoRA for transformer_2 of a one-expert model");

@@ -157,7 +157,7 @@ GenerationResult WanPipeline::generate_s2v(const GenerationRequest& req, const S
     pool_->clear();
     const at::Tensor head = drop_first ? state.ref_latents : state.motion_latents;
     at::Tensor decoded = decode_video(req, at::cat({head.to(at::kFloat), latents.to(at::kFloat)}, 2), result);
-    const int64_t kept = drop_first ? frames - kS2VDroppedFrames : frames;
+    const int64_t kept = frames - (r == 0 ? video.s2v_dropped_frames() : 0);
     if (decoded.defined()) decoded = decoded.narrow(2, decoded.size(2) - kept, kept);  // [1, 3, kept, H, W]
     if (r + 1 < clips) {
       const int64_t overlap = std::min(kS2VMotionFrames, kept);
