@@ -303,6 +303,10 @@ const std::vector<Binding>& bindings() {
         "Wan2.1 image models' CLIP image encoder: ComfyUI's clip_vision_h.safetensors, Wan's "
         "models_clip_*.pth, open_clip's .bin or a diffusers image_encoder folder",
         "", &G::image_encoder_file, "(from --model)");
+    str("audio-encoder",
+        "Wan2.2-S2V's wav2vec2 audio encoder: ComfyUI's wav2vec2_large_english_fp16.safetensors or a transformers "
+        "folder (wav2vec2-large-xlsr-53-english/)",
+        "", &G::audio_encoder_file, "(from --model)");
     choice("task", "auto: from model_index.json and --image; or t2v, i2v, ti2v, vace, animate, s2v", "auto", &G::task,
            task_choices());
     str("config", "YAML file of options (same names as the flags, without dashes)", "", &G::config_file);

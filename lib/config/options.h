@@ -67,6 +67,7 @@ struct GenerateOptions {
   std::string text_encoder_file;   // --text-encoder
   std::string vae_file;            // --vae
   std::string image_encoder_file;  // --image-encoder
+  std::string audio_encoder_file;  // --audio-encoder
   std::string tokenizer_dir;       // --tokenizer
   TaskChoice task = TaskChoice::kAuto;
   std::string config_file;

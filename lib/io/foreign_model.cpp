@@ -416,6 +416,141 @@ ModelComponent image_encoder_from_file(const std::string& path, const std::strin
   return c;
 }
 
+// Wan2.2-S2V-14B's published settings (wan/configs/wan_s2v_14B.py, as its config.json states them): which blocks
+// the 12 audio injectors follow, for its 40 blocks.
+const std::vector<int64_t> kS2VInjectLayers = {0, 4, 8, 12, 16, 20, 24, 27, 30, 33, 36, 39};
+
+// WanModel_S2V's config.json for a transformer file that carries none (ComfyUI's wan2.2_s2v_14B_*.safetensors; Wan's
+// names, any prefix stripped): the sizes from the tensor shapes, the settings no shape states as Wan2.2-S2V-14B's
+// config has them (ComfyUI's WanModel_S2V holds the same). Which blocks the injectors follow is no shape: the
+// published list, for the published 40 blocks and 12 injectors only; another count needs its config.json.
+json s2v_config_from_shapes(const Checkpoint& ckpt, const std::string& flag) {
+  const auto& patch = shape_of(ckpt, "patch_embedding.weight", 5, "the patch embedding: [dim, in_dim, 1, 2, 2]");
+  const int64_t dim = patch[0];
+  const int64_t layers = count_blocks(ckpt, "blocks.", ".modulation");
+  const int64_t injectors = count_blocks(ckpt, "audio_injector.injector.", ".q.weight");
+  OMNI_CHECK_INPUT(layers == 40 && injectors == static_cast<int64_t>(kS2VInjectLayers.size()), flag, " ", ckpt.path(),
+                   ": a Wan2.2-S2V transformer of ", layers, " blocks and ", injectors,
+                   " audio injectors without its config.json; which blocks the injectors follow (audio_inject_layers) "
+                   "is known only for Wan2.2-S2V-14B's 40 and 12: give the folder with its config.json");
+  // Every Wan model has 128-wide heads (transformer_config says the same for the other Wan transformers).
+  OMNI_CHECK_INPUT(dim % 128 == 0, flag, " ", ckpt.path(), ": the model width ", dim,
+                   " is not a multiple of 128, so its number of heads cannot be inferred; give the folder with its "
+                   "config.json");
+  // conv1_local makes num_audio_token tokens of width dim / 4 per audio frame from wav2vec2's width.
+  const auto& local = shape_of(ckpt, "casual_audio_encoder.encoder.conv1_local.conv.weight", 3,
+                               "the audio encoder's first convolution");
+  OMNI_CHECK_INPUT(local[0] % (dim / 4) == 0, flag, " ", ckpt.path(), ": the audio encoder's first convolution makes ",
+                   local[0], " channels, not a multiple of the token width ", dim / 4);
+  const int64_t patch_volume = patch[2] * patch[3] * patch[4];
+  return json{{"_class_name", "WanModel_S2V"},
+              {"model_type", "s2v"},
+              {"dim", dim},
+              {"ffn_dim", shape_of(ckpt, "blocks.0.ffn.0.weight", 2, "block 0's feed-forward")[0]},
+              {"freq_dim", shape_of(ckpt, "time_embedding.0.weight", 2, "the time embedding")[1]},
+              {"num_heads", dim / 128},
+              {"num_layers", layers},
+              {"in_dim", patch[1]},
+              {"out_dim", shape_of(ckpt, "head.head.weight", 2, "the output head")[0] / patch_volume},
+              {"text_len", 512},
+              {"eps", 1e-6},
+              {"cond_dim", shape_of(ckpt, "cond_encoder.weight", 5, "the pose encoder")[1]},
+              {"audio_dim", local[1]},
+              {"num_audio_token", local[0] / (dim / 4)},
+              {"audio_inject_layers", kS2VInjectLayers},
+              {"enable_adain", ckpt.contains("audio_injector.injector_adain_layers.0.linear.weight")},
+              {"adain_mode", "attn_norm"},
+              {"zero_timestep", true},
+              {"add_last_motion", true},
+              {"enable_motioner", ckpt.contains("motioner.patch_embedding.weight")},
+              {"enable_framepack", ckpt.contains("frame_packer.proj.weight")},
+              {"framepack_drop_mode", "padd"}};
+}
+
+// transformers' Wav2Vec2Config of a wav2vec2 file that carries none (ComfyUI's wav2vec2_large_english_fp16:
+// Wav2Vec2ForCTC's names under "wav2vec2.", or Wav2Vec2Model's bare ones): the sizes from the shapes, and what no
+// shape states as every published wav2vec2 has it (ComfyUI's loader assumes the same): 64-wide heads (base 12 x 64,
+// large 16 x 64), the feature extractor's strides (5, 2, 2, 2, 2, 2, 2), layer-norm eps 1e-5, GELU. A layer norm
+// after every convolution is wav2vec2-large's "layer" feature extractor, whose encoder layers are pre-norm.
+json wav2vec2_config_from_shapes(const Checkpoint& ckpt, const std::string& flag) {
+  const std::string pre = ckpt.contains("wav2vec2.encoder.layer_norm.weight") ? "wav2vec2." : "";
+  const int64_t hidden = shape_of(ckpt, pre + "encoder.layer_norm.weight", 1, "the encoder's final norm")[0];
+  OMNI_CHECK_INPUT(hidden % 64 == 0, flag, " ", ckpt.path(), ": a wav2vec2 of width ", hidden,
+                   ", not a multiple of 64, so its heads cannot be inferred (wav2vec2's are 64 wide); give its "
+                   "transformers folder (config.json beside the weights)");
+  const std::vector<int64_t> strides = {5, 2, 2, 2, 2, 2, 2};
+  const std::string convs = pre + "feature_extractor.conv_layers.";
+  const int64_t n = count_blocks(ckpt, convs, ".conv.weight");
+  OMNI_CHECK_INPUT(n == static_cast<int64_t>(strides.size()), flag, " ", ckpt.path(), ": ", n,
+                   " feature-extractor convolutions; wav2vec2 has 7");
+  json dims = json::array(), kernels = json::array();
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string conv = convs + std::to_string(i);
+    OMNI_CHECK_INPUT(ckpt.contains(conv + ".layer_norm.weight"), flag, " ", ckpt.path(), ": convolution ", i,
+                     " has no layer norm (", conv,
+                     ".layer_norm.weight): a wav2vec2-base feature extractor, which only wav2vec2-large's "
+                     "configuration (Wan2.2-S2V's) is built for");
+    const auto& w = shape_of(ckpt, conv + ".conv.weight", 3, "a feature-extractor convolution");
+    dims.push_back(w[0]);
+    kernels.push_back(w[2]);
+  }
+  const std::string pos = pre + "encoder.pos_conv_embed.conv.";
+  const std::string kernel =
+      ckpt.contains(pos + "weight_v") ? pos + "weight_v" : pos + "parametrizations.weight.original1";
+  const auto& v = shape_of(ckpt, kernel, 3, "the positional convolution's kernel");
+  OMNI_CHECK_INPUT(v[1] > 0 && hidden % v[1] == 0, flag, " ", ckpt.path(), ": the positional convolution's kernel ",
+                   at::IntArrayRef(v), " does not group the width ", hidden);
+  json c{{"model_type", "wav2vec2"},
+         {"hidden_size", hidden},
+         {"intermediate_size", shape_of(ckpt, pre + "encoder.layers.0.feed_forward.intermediate_dense.weight", 2,
+                                        "layer 0's feed-forward")[0]},
+         {"num_attention_heads", hidden / 64},
+         {"num_hidden_layers", count_blocks(ckpt, pre + "encoder.layers.", ".attention.q_proj.weight")},
+         {"conv_dim", dims},
+         {"conv_kernel", kernels},
+         {"conv_stride", strides},
+         {"conv_bias", ckpt.contains(convs + "0.conv.bias")},
+         {"num_conv_pos_embeddings", v[2]},
+         {"num_conv_pos_embedding_groups", hidden / v[1]},
+         {"layer_norm_eps", 1e-5},
+         {"feat_extract_norm", "layer"},
+         {"do_stable_layer_norm", true},
+         {"hidden_act", "gelu"},
+         {"feat_extract_activation", "gelu"}};
+  if (ckpt.contains("lm_head.weight")) c["vocab_size"] = shape_of(ckpt, "lm_head.weight", 2, "the CTC head")[0];
+  return c;
+}
+
+// Wan2.2-S2V's audio encoder (--audio-encoder, or an S2V folder's wav2vec2-large-xlsr-53-english/): transformers'
+// wav2vec2 folder (config.json beside the weights), or one weight file (ComfyUI's wav2vec2_large_english_fp16).
+// Its names are read as stored (models::Wav2Vec2Config::resolve_names tells the prefix and the weight-norm names).
+ModelComponent audio_encoder_from_file(const std::string& path, const std::string& flag, const json* config,
+                                       const std::string& config_source) {
+  ModelComponent c;
+  c.checkpoint = path;
+  const bool folder = is_dir(path) && is_file(join_path(path, "config.json"));
+  if (is_dir(path)) c.dir = path;  // its preprocessor_config.json, where it has one
+  c.opened = std::make_shared<const Checkpoint>(Checkpoint::open(path));
+  OMNI_CHECK_INPUT(
+      c.opened->contains("wav2vec2.encoder.layer_norm.weight") || c.opened->contains("encoder.layer_norm.weight"), flag,
+      " ", path,
+      ": not a wav2vec2 audio encoder (no tensor 'wav2vec2.encoder.layer_norm.weight' or "
+      "'encoder.layer_norm.weight'; Wan2.2-S2V takes wav2vec2-large-xlsr-53-english, or ComfyUI's "
+      "wav2vec2_large_english file)");
+  c.origin = (is_dir(path) ? "folder " : "file ") + path + " (" + flag + ", transformers' wav2vec2 names)";
+  if (config != nullptr) {
+    c.config = *config;
+    c.config_source = config_source;
+  } else if (folder) {
+    c.config_source = join_path(path, "config.json");
+    c.config = read_json(c.config_source);  // kept by a file that replaces this folder's weights
+  } else {
+    c.config = wav2vec2_config_from_shapes(*c.opened, flag);
+    c.config_source = "the tensor shapes of " + path + " (wav2vec2-large's configuration)";
+  }
+  return c;
+}
+
 std::string layout_text(NameLayout names, const std::string& prefix) {
   if (names == NameLayout::kOurs) return "diffusers names";
   return prefix.empty() ? "original Wan2.2 names" : "original Wan2.2 names under " + prefix;
@@ -457,6 +592,20 @@ std::string component_flag(const std::string& component) {
   return flag;
 }
 
+ModelComponent audio_processor_of(const std::string& dir) {
+  ModelComponent c;
+  const std::string path = dir.empty() ? std::string() : join_path(dir, "preprocessor_config.json");
+  if (!path.empty() && is_file(path)) {
+    c.config = read_json(path);
+    c.config_source = path;
+  } else {
+    c.config = json::object();
+    c.config_source = "transformers' Wav2Vec2FeatureExtractor defaults (those of wav2vec2-large-xlsr-53-english)";
+  }
+  c.origin = c.config_source;
+  return c;
+}
+
 ModelComponent component_from_file(const std::string& component, const std::string& path, const std::string& flag,
                                    const nlohmann::json* config, const std::string& config_source) {
   ModelComponent c;
@@ -470,6 +619,7 @@ ModelComponent component_from_file(const std::string& component, const std::stri
   }
   OMNI_CHECK_INPUT(is_file(path) || is_dir(path), flag, " ", path, ": no such file or folder");
   if (component == "image_encoder") return image_encoder_from_file(path, flag, config, config_source);
+  if (component == "audio_encoder") return audio_encoder_from_file(path, flag, config, config_source);
   const bool transformer = component == "transformer" || component == "transformer_2";
   // A folder with a config.json is read with it: a diffusers component folder, or an original expert folder.
   const json* wan_config = nullptr;
@@ -496,16 +646,14 @@ ModelComponent component_from_file(const std::string& component, const std::stri
     return starts_with(n, "casual_audio_encoder.") || starts_with(n, "audio_injector.");
   });
   if (transformer && (s2v_config || s2v_names)) {
-    // A file replacing an S2V folder's transformer (ComfyUI's, say) takes that folder's config.
+    // A file replacing an S2V folder's transformer (ComfyUI's, say) takes that folder's config; a file alone, the
+    // published one's (s2v_config_from_shapes).
     const bool given_s2v = config != nullptr && config->value("_class_name", "") == "WanModel_S2V";
     OMNI_CHECK_INPUT(config == nullptr || given_s2v, flag, " ", path,
                      ": Wan2.2-S2V's transformer cannot replace this model's transformer (", config_source, ")");
     OMNI_CHECK_INPUT(s2v_names, flag, " ", path,
                      ": config.json is Wan2.2-S2V's (WanModel_S2V) but the weights have no audio injector "
                      "(audio_injector.*)");
-    OMNI_CHECK_INPUT(s2v_config || given_s2v, flag, " ", path,
-                     ": Wan2.2-S2V weights (audio_injector.*) need their config.json beside them (the folder of "
-                     "Wan-AI/Wan2.2-S2V-14B), or that folder as --model with this file as --transformer");
     c.names = NameLayout::kWanOriginal;
     if (c.strip_prefix.empty()) {
       c.opened = std::make_shared<const Checkpoint>(stored);
@@ -520,10 +668,14 @@ ModelComponent component_from_file(const std::string& component, const std::stri
     if (given_s2v) {
       c.config = *config;
       c.config_source = config_source;
-    } else {
+    } else if (s2v_config) {
       c.config = folder_config;
       (*c.config)["_class_name"] = "WanModel_S2V";
       c.config_source = folder_config_path;
+    } else {
+      c.config = s2v_config_from_shapes(*c.opened, flag);
+      c.config_source = "the tensor shapes of " + path + " and Wan2.2-S2V-14B's published config";
+      OMNI_DEBUG(flag, " ", path, ": the transformer config from ", c.config_source, ": ", c.config->dump());
     }
     c.origin = (is_dir(path) ? "folder " : "file ") + path + " (" + flag + ", Wan2.2-S2V's WanModel_S2V names" +
                (c.strip_prefix.empty() ? "" : ", ComfyUI's prefix") + ")";
@@ -625,19 +777,17 @@ std::map<std::string, ModelComponent> original_layout_components(const std::stri
     out["image_encoder"] = component_from_file("image_encoder", clip, "--model");
     out["image_encoder"].origin = "file " + clip + " (Wan original layout, the CLIP's vision tower)";
   }
-  // Wan2.2-S2V-14B: its wav2vec2 (transformers' Wav2Vec2ForCTC folder, read by models::Wav2Vec2Model).
+  // Wan2.2-S2V-14B: its wav2vec2 (transformers' Wav2Vec2ForCTC folder, read by models::Wav2Vec2Model) and the
+  // feature extractor's settings beside it.
   if (out["transformer"].config && out["transformer"].config->value("_class_name", "") == "WanModel_S2V") {
     const std::string audio = join_path(dir, "wav2vec2-large-xlsr-53-english");
     OMNI_CHECK_INPUT(is_file(join_path(audio, "config.json")) && is_file(join_path(audio, "preprocessor_config.json")),
                      dir,
                      ": a Wan2.2-S2V folder without wav2vec2-large-xlsr-53-english/ (config.json, "
                      "preprocessor_config.json and the weights, as Wan-AI/Wan2.2-S2V-14B has it)");
-    ModelComponent a;
-    a.checkpoint = audio;
-    a.dir = audio;
-    a.config_source = join_path(audio, "config.json");
-    a.origin = "folder " + audio + " (Wan2.2-S2V original layout, transformers' wav2vec2)";
-    out["audio_encoder"] = a;
+    out["audio_encoder"] = component_from_file("audio_encoder", audio, "--model");
+    out["audio_encoder"].origin = "folder " + audio + " (Wan2.2-S2V original layout, transformers' wav2vec2)";
+    out["audio_processor"] = audio_processor_of(audio);
   }
   const std::string tokenizer = join_path(dir, "google/umt5-xxl");
   if (is_dir(tokenizer)) {

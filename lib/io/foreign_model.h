@@ -34,8 +34,8 @@ struct ModelComponent {
   std::optional<NameMap> name_map(const std::string& component) const;
 };
 
-// The files a user named for single components: --transformer, --transformer-2, --text-encoder, --vae (files
-// or folders) and --tokenizer (a folder).
+// The files a user named for single components: --transformer, --transformer-2, --text-encoder, --vae,
+// --image-encoder, --audio-encoder (files or folders) and --tokenizer (a folder).
 struct ComponentFiles {
   std::map<std::string, std::string> paths;  // component ("transformer", "transformer_2", ...) -> path, flag-given
   bool empty() const { return paths.empty(); }
@@ -46,12 +46,19 @@ std::string component_flag(const std::string& component);
 
 // A weight file or folder of one component read on its own: its name layout is told from its tensor names and
 // its config inferred from the tensor shapes (what no config states: a transformer's heads are dim / 128, as in
-// every Wan2.2 model). `component`: transformer, transformer_2, text_encoder, vae or image_encoder (transformers',
-// Wan's or open_clip's CLIP names). `flag` names it in errors.
+// every Wan2.2 model). `component`: transformer, transformer_2, text_encoder, vae, image_encoder (transformers',
+// Wan's or open_clip's CLIP names) or audio_encoder (Wan2.2-S2V's wav2vec2: a transformers folder or ComfyUI's
+// single file). A Wan2.2-S2V transformer file without its config.json is read as Wan2.2-S2V-14B (its published
+// settings, its sizes from the shapes). `flag` names it in errors.
 // With `config` (the config of the folder component the file replaces; `config_source` its path), that config is
 // kept rather than inferred.
 ModelComponent component_from_file(const std::string& component, const std::string& path, const std::string& flag,
                                    const nlohmann::json* config = nullptr, const std::string& config_source = "");
+
+// Wan2.2-S2V's audio feature extractor settings: a wav2vec2 folder's preprocessor_config.json, or, where there is
+// none (`dir` empty: the encoder is one file), transformers' Wav2Vec2FeatureExtractor defaults, which are the
+// published folder's values.
+ModelComponent audio_processor_of(const std::string& dir);
 
 // The tokenizer a text-encoder file carries (ComfyUI's umt5_xxl files: a `spiece_model` tensor), if it does.
 std::optional<ModelComponent> tokenizer_carried_by(const std::string& text_encoder_path);

@@ -237,6 +237,9 @@ ModelDir ModelDir::open(const std::string& model, const ComponentFiles& files) {
     }
   }
   for (const auto& [name, path] : files.paths) {
+    OMNI_CHECK_INPUT(m.layout_ != "diffusers" || name != "audio_encoder", "--audio-encoder ", path,
+                     ": only Wan2.2-S2V takes an audio encoder; ", m.root_, "/model_index.json names ",
+                     m.index_.class_name);
     // A file replacing a folder's component keeps the folder's config: the file replaces the weights, whose
     // sizes the strict loader holds to it tensor by tensor.
     auto it = m.components_.find(name);
@@ -282,7 +285,16 @@ void ModelDir::set_index_from_components(const std::string& source) {
   const auto d = original_defaults(in_channels, two, components_.at("transformer").origin, vace, animate, s2v);
   if (s2v) {
     OMNI_CHECK_INPUT(components_.count("audio_encoder"), source,
-                     ": Wan2.2-S2V's transformer without its wav2vec2 (the folder's wav2vec2-large-xlsr-53-english/)");
+                     ": Wan2.2-S2V's transformer without its wav2vec2: give --audio-encoder FILE (ComfyUI's "
+                     "wav2vec2_large_english_fp16.safetensors) or DIR (wav2vec2-large-xlsr-53-english/)");
+    // The feature extractor's settings: the original folder's, else those beside the encoder, else the defaults.
+    if (!components_.count("audio_processor"))
+      components_["audio_processor"] = audio_processor_of(components_.at("audio_encoder").dir);
+  } else {
+    OMNI_CHECK_INPUT(!components_.count("audio_encoder"), "--audio-encoder ",
+                     components_.count("audio_encoder") ? components_.at("audio_encoder").checkpoint : "",
+                     ": only Wan2.2-S2V takes an audio encoder; this model's transformer is not Wan2.2-S2V's (",
+                     components_.at("transformer").origin, ")");
   }
   index_ = ModelIndex();
   index_source_ =

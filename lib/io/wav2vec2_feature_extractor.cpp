@@ -11,11 +11,16 @@
 namespace omni::io {
 
 Wav2Vec2FeatureExtractorConfig Wav2Vec2FeatureExtractorConfig::from_folder(const std::string& dir) {
-  Wav2Vec2FeatureExtractorConfig c;
   const std::string path = dir + "/preprocessor_config.json";
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return c;
-  ConfigFile file = ConfigFile::read(path, "transformers' Wav2Vec2FeatureExtractor");
+  if (::stat(path.c_str(), &st) != 0) return Wav2Vec2FeatureExtractorConfig();
+  return from_json(read_json(path), path);
+}
+
+Wav2Vec2FeatureExtractorConfig Wav2Vec2FeatureExtractorConfig::from_json(const nlohmann::json& j,
+                                                                         const std::string& source) {
+  Wav2Vec2FeatureExtractorConfig c;
+  ConfigFile file(j, source, "transformers' Wav2Vec2FeatureExtractor");
   c.do_normalize = file.bool_or("do_normalize", true);
   c.sampling_rate = static_cast<int>(file.positive_int_or("sampling_rate", 16000));
   // Settings of padding and batching that one unpadded clip never meets.

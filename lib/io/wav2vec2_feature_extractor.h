@@ -3,6 +3,7 @@
 // (x - mean) / sqrt(var + 1e-7) (population variance).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,8 @@ struct Wav2Vec2FeatureExtractorConfig {
   // <dir>/preprocessor_config.json (absent: transformers' defaults, as above). A sampling_rate other than a
   // positive integer is an input error naming the file.
   static Wav2Vec2FeatureExtractorConfig from_folder(const std::string& dir);
+  // The same of a config already read (`source`: its path; an empty object gives the defaults).
+  static Wav2Vec2FeatureExtractorConfig from_json(const nlohmann::json& j, const std::string& source);
 };
 
 // The input_values of `samples` (mono, at config.sampling_rate). The mean and variance are summed in double

@@ -35,12 +35,12 @@ pipeline::Task choose_task(const io::ModelIndex& index, config::TaskChoice task,
   }
   // Speech to video is Wan2.2-S2V-14B's.
   OMNI_CHECK_USAGE(task != TaskChoice::kS2V,
-                   "--task s2v needs Wan2.2-S2V-14B (its original folder: "
-                   "Wan-AI/Wan2.2-S2V-14B); this model is ",
+                   "--task s2v needs Wan2.2-S2V-14B (its original folder Wan-AI/Wan2.2-S2V-14B, or ComfyUI's S2V "
+                   "file with --audio-encoder); this model is ",
                    index.class_name);
   OMNI_CHECK_USAGE(!in.speech, "--audio: this model (", index.class_name,
-                   ") is not Wan2.2-S2V; speech to video needs Wan2.2-S2V-14B (its original folder: "
-                   "Wan-AI/Wan2.2-S2V-14B)");
+                   ") is not Wan2.2-S2V; speech to video needs Wan2.2-S2V-14B (its original folder "
+                   "Wan-AI/Wan2.2-S2V-14B, or ComfyUI's S2V file with --audio-encoder)");
   if (index.animate) {
     // WanAnimatePipeline: the character image, the pose and face videos (and replace mode's background and mask).
     OMNI_CHECK_USAGE(task == TaskChoice::kAuto || task == TaskChoice::kAnimate, "--task ", flag,

@@ -53,7 +53,7 @@ nlohmann::json file_record(const std::string& component, const fs::path& p) {
 
 nlohmann::json model_files_record(const io::ModelDir& dir) {
   nlohmann::json out = nlohmann::json::array();
-  for (const char* name : {"transformer", "transformer_2", "text_encoder", "vae", "image_encoder"}) {
+  for (const char* name : {"transformer", "transformer_2", "text_encoder", "vae", "image_encoder", "audio_encoder"}) {
     if (!dir.has(name)) continue;
     const std::string path = dir.component(name).checkpoint;
     if (path.empty()) continue;

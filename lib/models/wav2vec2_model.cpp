@@ -38,7 +38,12 @@ int64_t Wav2Vec2Config::frames_for(int64_t samples) const {
 }
 
 Wav2Vec2Config Wav2Vec2Config::from_json(const std::string& path) {
-  io::ConfigFile file = io::ConfigFile::read(path, "transformers' Wav2Vec2Model");
+  return from_json(io::read_json(path), path);
+}
+
+Wav2Vec2Config Wav2Vec2Config::from_json(const nlohmann::json& j, const std::string& source) {
+  io::ConfigFile file(j, source, "transformers' Wav2Vec2Model");
+  const std::string& path = source;
   Wav2Vec2Config c;
   c.hidden_size = file.positive_int("hidden_size");
   c.intermediate_size = file.positive_int("intermediate_size");

@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,8 @@ struct Wav2Vec2Config {
   // not divide, conv lists of different lengths, or a configuration other than feat_extract_norm "layer" with
   // do_stable_layer_norm and GELU is an input error naming the file and the key.
   static Wav2Vec2Config from_json(const std::string& path);
+  // The same of a config already read (`source`: its path, or what it was inferred from).
+  static Wav2Vec2Config from_json(const nlohmann::json& j, const std::string& source);
   // Reads the naming from `ckpt` (prefix, weight-norm names, the CTC head). A checkpoint with neither prefix's
   // encoder.layer_norm.weight is an input error naming the file.
   void resolve_names(const io::Checkpoint& ckpt);

@@ -52,7 +52,8 @@ std::shared_ptr<const ModelSpec> read_model_spec(std::shared_ptr<const io::Model
     const auto& s = spec->s2v.emplace(models::WanS2VTransformerConfig::from_json(
         m.component_config("transformer"), m.component_config_path("transformer")));
     spec->experts.push_back(s2v_blocks_config(s));
-    spec->audio_encoder.emplace(models::Wav2Vec2Config::from_json(m.component_config_path("audio_encoder")));
+    spec->audio_encoder.emplace(models::Wav2Vec2Config::from_json(m.component_config("audio_encoder"),
+                                                                  m.component_config_path("audio_encoder")));
     spec->audio_encoder->resolve_names(m.checkpoint("audio_encoder"));
     OMNI_CHECK_INPUT(spec->audio_encoder->hidden_size == s.audio_dim &&
                          spec->audio_encoder->num_hidden_layers + 1 == models::kWanS2VAudioLayers,
@@ -60,7 +61,8 @@ std::shared_ptr<const ModelSpec> read_model_spec(std::shared_ptr<const io::Model
                      spec->audio_encoder->hidden_size, " and ", spec->audio_encoder->num_hidden_layers,
                      " layers; Wan2.2-S2V's transformer takes ", models::kWanS2VAudioLayers - 1,
                      " layers' states (and the input's) of width ", s.audio_dim);
-    spec->audio_processor = io::Wav2Vec2FeatureExtractorConfig::from_folder(m.component_dir("audio_encoder"));
+    spec->audio_processor = io::Wav2Vec2FeatureExtractorConfig::from_json(m.component_config("audio_processor"),
+                                                                          m.component_config_path("audio_processor"));
   }
   for (int e = 0; e < 2 && !m.index().s2v; ++e) {
     const char* name = ModelSpec::expert_name(e);
