@@ -965,8 +965,16 @@ std::string option_value(const GenerateOptions& o, const std::string& key) {
   const Binding* b = find_binding(key);
   OMNI_CHECK(b != nullptr, "option_value: no option '", key, "'");
   const nlohmann::json v = b->get(o);
-  if (v.is_null() || (v.is_string() && v.get<std::string>().empty()) || (v.is_array() && v.empty()))
+  if (v.is_null() || (v.is_string() && v.get<std::string>().empty()) || (v.is_array() && v.empty())) {
+    // Without --model, single component files are the model: no built-in model, nothing "from --model".
+    const bool files_alone =
+        o.model.empty() && !(o.transformer_file.empty() && o.transformer_2_file.empty() &&
+                             o.text_encoder_file.empty() && o.vae_file.empty() && o.tokenizer_dir.empty() &&
+                             o.image_encoder_file.empty() && o.audio_encoder_file.empty());
+    if (files_alone && key == "model") return "(none: the component files)";
+    if (files_alone && b->unset_text == "(from --model)") return "(none)";
     return b->unset_text;
+  }
   if (b->spec.is_list) {
     std::string text;
     for (const auto& item : v)

@@ -331,6 +331,12 @@ TEST(Options, TypedValuesAndTextComeFromTheTable) {
   EXPECT_TRUE(omni::config::option_json(o, "flow-shift").is_null());
   EXPECT_EQ(omni::config::option_value(o, "flow-shift"), "(model default)");
   EXPECT_EQ(omni::config::option_value(o, "model"), "(built-in default model)");
+  EXPECT_EQ(omni::config::option_value(o, "vae"), "(from --model)");
+  // Component files without --model are the model: no built-in model, nothing from --model.
+  GenerateOptions f = omni::config::resolve_options(parse({"--prompt", "x", "--transformer", "t.safetensors"}), "");
+  EXPECT_EQ(omni::config::option_value(f, "model"), "(none: the component files)");
+  EXPECT_EQ(omni::config::option_value(f, "vae"), "(none)");
+  EXPECT_EQ(omni::config::option_value(f, "transformer"), "t.safetensors");
   EXPECT_EQ(omni::config::option_value(o, "device"), "auto");
   EXPECT_EQ(omni::config::option_value(o, "height"), "720");
   // Choice options are typed from the parse on, and read back by their table's names.
