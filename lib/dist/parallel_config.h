@@ -46,6 +46,9 @@ struct Layout {
 
   int sp() const { return ring * ulysses; }
   int video_size() const { return cfg * ring * ulysses; }  // ranks per data-parallel ("video") group
+  // HSDP shard groups (contiguous blocks of hsdp_shard ranks) span several data-parallel groups: every block's
+  // gather is a collective of those groups, which so make the same transformer calls (lockstep).
+  bool groups_share_shards() const { return dp > 1 && use_hsdp && hsdp_shard > video_size(); }
   // Coordinates of `rank` on each axis.
   int dp_index(int rank) const { return rank / video_size(); }
   int cfg_index(int rank) const { return (rank / (ring * ulysses)) % cfg; }

@@ -778,9 +778,10 @@ std::map<std::string, ModelComponent> original_layout_components(const std::stri
     out["image_encoder"].origin = "file " + clip + " (Wan original layout, the CLIP's vision tower)";
   }
   // Wan2.2-S2V-14B: its wav2vec2 (transformers' Wav2Vec2ForCTC folder, read by models::Wav2Vec2Model) and the
-  // feature extractor's settings beside it.
-  if (out["transformer"].config && out["transformer"].config->value("_class_name", "") == "WanModel_S2V") {
-    const std::string audio = join_path(dir, "wav2vec2-large-xlsr-53-english");
+  // feature extractor's settings beside it. Without the folder, --audio-encoder must give it (ModelDir says so).
+  const std::string audio = join_path(dir, "wav2vec2-large-xlsr-53-english");
+  if (out["transformer"].config && out["transformer"].config->value("_class_name", "") == "WanModel_S2V" &&
+      is_dir(audio)) {
     OMNI_CHECK_INPUT(is_file(join_path(audio, "config.json")) && is_file(join_path(audio, "preprocessor_config.json")),
                      dir,
                      ": a Wan2.2-S2V folder without wav2vec2-large-xlsr-53-english/ (config.json, "

@@ -285,8 +285,10 @@ void ModelDir::set_index_from_components(const std::string& source) {
   const auto d = original_defaults(in_channels, two, components_.at("transformer").origin, vace, animate, s2v);
   if (s2v) {
     OMNI_CHECK_INPUT(components_.count("audio_encoder"), source,
-                     ": Wan2.2-S2V's transformer without its wav2vec2: give --audio-encoder FILE (ComfyUI's "
-                     "wav2vec2_large_english_fp16.safetensors) or DIR (wav2vec2-large-xlsr-53-english/)");
+                     layout_ == "original" ? ": a Wan2.2-S2V folder without wav2vec2-large-xlsr-53-english/"
+                                           : ": Wan2.2-S2V's transformer without its wav2vec2",
+                     " and no --audio-encoder: give --audio-encoder FILE (ComfyUI's "
+                     "wav2vec2_large_english_fp16.safetensors) or DIR (a transformers wav2vec2 folder)");
     // The feature extractor's settings: the original folder's, else those beside the encoder, else the defaults.
     if (!components_.count("audio_processor"))
       components_["audio_processor"] = audio_processor_of(components_.at("audio_encoder").dir);

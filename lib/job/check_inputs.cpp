@@ -270,7 +270,7 @@ void check_speech_files(VideoSpec& v, const pipeline::ModelSpec& model, Header& 
 }
 
 std::vector<pipeline::Task> check_inputs(VideoQueue& queue, const pipeline::ModelSpec& model, int decode_ranks,
-                                         const dist::Communicator& world) {
+                                         const dist::Communicator& world, int lockstep_ranks) {
   std::vector<pipeline::Task> tasks;
   std::map<std::string, InputFile> distinct;
   auto add = [&](const std::string& path, const std::string& origin, int64_t frames, bool mask = false) {
@@ -390,9 +390,10 @@ std::vector<pipeline::Task> check_inputs(VideoQueue& queue, const pipeline::Mode
     if (queue.status(i) != VideoStatus::kPending) continue;
     with_origin(queue.video(i).origin, [&] { check_video(model, queue.video(i).params(), decode_ranks); });
   }
-  // Animate: data-parallel groups run in lockstep (the same transformer calls, whose shards they may share), so
-  // on several ranks every video of a run makes as many segments.
-  if ((model.index().animate || model.index().s2v) && world.size() > 1 && queue.size() > 1) {
+  // Animate and S2V: data-parallel groups that share HSDP shard groups run in lockstep (the same transformer calls,
+  // each block's gather a collective of them all), so every video of the run makes as many segments. Groups that
+  // hold their own shards run apart: any lengths.
+  if ((model.index().animate || model.index().s2v) && lockstep_ranks > 0 && queue.size() > 1) {
     const VideoSpec& first = queue.video(0);
     const int64_t segments = first.params().segments(tf);
     for (int i = 1; i < static_cast<int>(queue.size()); ++i) {
@@ -402,8 +403,9 @@ std::vector<pipeline::Task> check_inputs(VideoQueue& queue, const pipeline::Mode
       const std::string& theirs = speech ? first.opts.audio : first.opts.pose_video;
       OMNI_CHECK_USAGE(v.params().segments(tf) == segments, v.origin, ": ", mine, " makes ", v.params().segments(tf),
                        speech ? " clips but " : " segments but ", theirs, " (", first.output, ") makes ", segments,
-                       "; the videos of a run on several ranks make as many (data-parallel groups run in lockstep): "
-                       "run them apart, give ",
+                       "; the data-parallel groups share HSDP shard groups of ", lockstep_ranks,
+                       " ranks, so they run in lockstep and every video makes as many: give --hsdp-shard-size "
+                       "at most a video's ranks, or ",
                        speech ? "recordings of similar length, or --num-clips" : "performances of similar length");
     }
   }

@@ -43,8 +43,10 @@ std::pair<int64_t, int64_t> vace_control_size(int64_t video_h, int64_t video_w, 
 // model's multiple: Wan2.2's rule, written into the video's options), and each pending video's sizes
 // (check_video). Each distinct image and clip is decoded once over `world` (by one rank; a clip its first
 // frames), so that a file broken past its header or a clip too short is an agreed error now, not an abort
-// mid-run. A clip's picture decides the sizes as an image's does. Returns each video's task.
+// mid-run. A clip's picture decides the sizes as an image's does. `lockstep_ranks` > 0: the data-parallel groups
+// share HSDP shard groups of that many ranks, so they make the same transformer calls: every Animate or S2V video
+// of the run must make as many segments or clips (0: the groups run apart). Returns each video's task.
 std::vector<pipeline::Task> check_inputs(VideoQueue& queue, const pipeline::ModelSpec& model, int decode_ranks,
-                                         const dist::Communicator& world);
+                                         const dist::Communicator& world, int lockstep_ranks = 0);
 
 }  // namespace omni::job

@@ -57,7 +57,9 @@ GenerationJob::~GenerationJob() = default;
 
 void GenerationJob::prepare_inputs() {
   dist::run_agreed(mesh_.world(), [&] {
-    tasks_ = check_inputs(*queue_, *model_, opts_.vae_parallel ? mesh_.layout().video_size() : 1, mesh_.world());
+    const dist::Layout& l = mesh_.layout();
+    tasks_ = check_inputs(*queue_, *model_, opts_.vae_parallel ? l.video_size() : 1, mesh_.world(),
+                          l.groups_share_shards() ? l.hsdp_shard : 0);
     for (int e = 0; e < 2; ++e)
       for (const auto& l : settings_.lora[e]) lora_.expert[e].push_back({l.path, l.scale, ""});
     // The model's shapes for the memory plan: its spec (configs and safetensors headers, no weight).

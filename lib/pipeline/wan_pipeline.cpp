@@ -100,7 +100,7 @@ WanPipeline::WanPipeline(const ModelSpec& spec, const PipelineSettings& settings
     // When HSDP shard groups (contiguous blocks of hsdp_shard ranks) span several groups, the groups decide
     // apart (each video as on one rank) and a group that skips still joins every gather of the others.
     agree_group_ = groups_.get(GroupKind::kVideo).get();
-    keep_gathers = settings_.use_hsdp && l.hsdp_shard > mesh_->video().size();
+    keep_gathers = l.groups_share_shards();
   }
 
   // The experts' module trees (no weights yet) and their LoRA files, resolved against them first: a LoRA that

@@ -11,7 +11,7 @@
 #     WanModel_S2V wrote (tests/data/reference/s2v-pipeline/model).
 #  2. The files alone give the folder's tensors (every clip's latents, the frames) bit for bit on one rank, and on
 #     HSDP 2 within float rounding (1e-5 of each tensor's largest value); --audio-encoder's file also replaces the
-#     folder's wav2vec2, bit for bit. The sidecar lists the audio encoder's file.
+#     folder's wav2vec2, or stands for it in a folder without one, bit for bit. The sidecar lists its file.
 #  3. One line and exit 3, loading nothing: an S2V file whose injector layout no config states (the 3-block
 #     fixture), the files without --audio-encoder, --audio-encoder on a T2V model, a VAE given as the audio encoder.
 #   s2v_files.sh GENERATE REFERENCE_DIR VENV WORK_DIR
@@ -134,14 +134,18 @@ run folder 1 --model "$work/folder"
 run alone 1 "${alone[@]}"
 run alone-np2 2 "${alone[@]}"
 run w2v-file 1 --model "$work/folder" --audio-encoder "$work/comfy/wav2vec2_tiny_english_fp16.safetensors"
+# A folder downloaded without its wav2vec2: the file gives it.
+mkdir -p "$work/no-w2v"
+for f in "$work"/folder/*; do [ "$(basename "$f")" = wav2vec2-large-xlsr-53-english ] || ln -s "$f" "$work/no-w2v/"; done
+run no-w2v 1 --model "$work/no-w2v" --audio-encoder "$work/comfy/wav2vec2_tiny_english_fp16.safetensors"
 
 "$py" - "$work" <<'PY' && pass "ComfyUI's S2V files alone: the folder's tensors (np 1 exact, HSDP 2 within 1e-5 relative)" || flunk "ComfyUI's S2V files alone"
 import json, sys
 from safetensors.torch import load_file
 work = sys.argv[1]
-t = {n: load_file(f"{work}/{n}.safetensors") for n in ("folder", "alone", "alone-np2", "w2v-file")}
+t = {n: load_file(f"{work}/{n}.safetensors") for n in ("folder", "alone", "alone-np2", "w2v-file", "no-w2v")}
 bad = []
-for name, tol in (("alone", 0.0), ("w2v-file", 0.0), ("alone-np2", 1e-5)):
+for name, tol in (("alone", 0.0), ("w2v-file", 0.0), ("no-w2v", 0.0), ("alone-np2", 1e-5)):
     a, b = t[name], t["folder"]
     if set(a) != set(b) or "frames" not in a or not any(k.endswith(".latents") for k in a):
         bad.append(f"{name}: tensor sets differ ({sorted(set(a) ^ set(b))[:4]})")
@@ -173,7 +177,7 @@ others=(--text-encoder "$fixture/models_t5_umt5-xxl-enc-bf16.pth" --vae "$fixtur
 expect s2v_file_unknown_layers 2 3 "of 3 blocks and 2 audio injectors without its config.json" -- \
   --transformer "$work/comfy/s2v_3blocks.safetensors" \
   --audio-encoder "$work/comfy/wav2vec2_tiny_english_fp16.safetensors" "${others[@]}"
-expect s2v_files_no_audio_encoder 1 3 "give --audio-encoder FILE" -- \
+expect s2v_files_no_audio_encoder 1 3 "transformer without its wav2vec2 and no --audio-encoder" -- \
   --transformer "$work/comfy/wan2.2_s2v_tiny_fp16.safetensors" "${others[@]}"
 expect audio_encoder_on_t2v 2 3 "only Wan2.2-S2V takes an audio encoder" -- --model "$ref/t2v-a14b-tiny/model" \
   --prompt x --audio-encoder "$work/comfy/wav2vec2_tiny_english_fp16.safetensors" --output "$work/e.mp4"

@@ -9,7 +9,8 @@
 #     and sidecar say clip 1 was reused, its frames equal the run that was not stopped, the resume file is gone.
 #     On one rank and on 2 (cfg 2: the fault on rank 1, which does not write), and with --start-from-ref (no
 #     frame of the first clip dropped: 24 frames).
-#  4. On several ranks, the videos of a list make as many clips (the groups run in lockstep): one line otherwise.
+#  4. Videos of a list with different clip counts on two data-parallel groups: each its one-rank video; where an
+#     HSDP shard group spans the groups (they run in lockstep), one line.
 #  5. A ComfyUI-style transformer file (Wan's names under "model.diffusion_model.", no config.json) replaces the
 #     folder's transformer with --transformer: the same frames.
 #   s2v_runs.sh GENERATE REFERENCE_DIR WORK_DIR
@@ -107,8 +108,17 @@ PY
 [ "$(digest "$work/comfy.mp4")" = "$(digest "$work/full.mp4")" ] || fail "ComfyUI-style transformer: other frames"
 pass "a ComfyUI-style S2V transformer file (prefixed names) replaces the folder's: the same frames"
 
-# 4. Two videos of different clip counts on two ranks (lib.sh's expect counts a failure itself).
+# 4. Two videos of different clip counts (1 and 2) on two data-parallel groups that hold their own weights: each
+#    the one-rank run's video. Where an HSDP shard group spans both (lockstep), one line (lib.sh's expect counts a
+#    failure itself).
+sed -e "s|$work/line1.mp4|$work/dp1.mp4|" -e "s|$work/line2.mp4|$work/dp2.mp4|" "$work/batch.jsonl" >"$work/batch-dp.jsonl"
+batch=(--model "$ref/s2v-pipeline/model" --device cpu --dtype float32 --vae-dtype float32 --height 64 --width 64
+       --num-frames 12 --num-inference-steps 3 --guidance-scale 4.5 --seed 3 --layout manual)
+mpi 2 "$gen" "${batch[@]}" --prompts-file "$work/batch-dp.jsonl" --log-level warn
+[ "$(digest "$work/dp1.mp4")" = "$(digest "$work/span.mp4")" ] && [ "$(digest "$work/dp2.mp4")" = "$(digest "$work/full.mp4")" ] ||
+  fail "dp 2: a 1-clip and a 2-clip video made apart are not their one-rank videos"
+pass "dp 2 without shared shards: a 1-clip and a 2-clip video at once, each its one-rank video"
 set +e
-expect lockstep_np2 2 2 "makes 2 clips but" -- --model "$ref/s2v-pipeline/model" --height 64 --width 64 \
-  --num-frames 12 --num-inference-steps 3 --prompts-file "$work/batch.jsonl" --overwrite
+expect lockstep_np2 2 2 "makes 2 clips but" -- "${batch[@]}" --use-hsdp --hsdp-shard-size 2 \
+  --prompts-file "$work/batch-dp.jsonl" --overwrite
 summary
