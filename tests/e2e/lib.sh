@@ -14,6 +14,12 @@
 #   expect NAME NP RC TEXT -- FLAGS...
 #                                   "$gen" FLAGS on NP ranks (timeout 120 s) must exit RC with exactly one error
 #                                   line, contain TEXT and load no model; counted with pass / flunk
+#   saved_run [--hsdp] NAME NP FLAGS...
+#                                   "$gen" "${common[@]}" FLAGS on NP ranks (launch; --hsdp: HSDP over them, layout
+#                                   manual, when NP > 1) writing $work/NAME.mp4 with its tensors (--save-tensors
+#                                   $work/NAME.safetensors), report ($work/NAME.json) and log ($work/NAME.log);
+#                                   prints the log and fails when it exits non-zero. Reads the caller's gen, work
+#                                   and common
 #   summary                         prints "P passed, F failed" and returns nonzero when a check failed
 #   cpu_kernel_levels               the CPU kernel levels a layout-equality test runs at, one per line: "native"
 #                                   (what LibTorch picks here) and one level below it ("avx2" on an AVX-512
@@ -64,6 +70,18 @@ pass() {
 flunk() {
   fails=$((fails + 1))
   echo "FAIL: $*"
+}
+
+saved_run() {
+  local par=()
+  if [ "$1" = --hsdp ]; then
+    shift
+    if [ "$2" -gt 1 ]; then par=(--layout manual --use-hsdp --hsdp-shard-size "$2"); fi
+  fi
+  local name=$1 np=$2; shift 2
+  launch "$np" "$gen" "${common[@]}" "${par[@]}" "$@" --output "$work/$name.mp4" \
+    --save-tensors "$work/$name.safetensors" --report "$work/$name.json" >"$work/$name.log" 2>&1 ||
+    { cat "$work/$name.log"; fail "$name exited non-zero"; }
 }
 
 expect() {

@@ -39,18 +39,13 @@ PY
 common=(--image "$in/ref_80x96.png" --audio "$in/audio.wav" --prompt "a woman talks" --height 64 --width 64
         --num-frames 12 --num-inference-steps 3 --guidance-scale 4.5 --seed 3 --device cpu --dtype float32
         --vae-dtype float32 --log-level warn)
-run() {  # run NAME NP MODEL FLAGS...
-  local name=$1 np=$2 m=$3; shift 3
-  launch "$np" "$gen" --model "$m" "${common[@]}" "$@" --output "$work/$name.mp4" \
-    --save-tensors "$work/$name.safetensors" >"$work/$name.log" 2>&1 || { cat "$work/$name.log"; fail "$name failed"; }
-}
-run merged 1 "$work/merged"
-run plain 1 "$model"
-run wan 1 "$model" --lora "$work/lora-wan.safetensors:0.8"
-run wan-hsdp2 2 "$model" --lora "$work/lora-wan.safetensors:0.8" --layout manual --use-hsdp --hsdp-shard-size 2
-run kohya 1 "$model" --lora "$work/lora-kohya.safetensors"
-run diffusers 1 "$model" --lora "$work/lora-diffusers.safetensors"
-run diff-m 1 "$model" --lora "$work/lora-diff_m.safetensors"
+saved_run merged 1 --model "$work/merged"
+saved_run plain 1 --model "$model"
+saved_run wan 1 --model "$model" --lora "$work/lora-wan.safetensors:0.8"
+saved_run wan-hsdp2 2 --model "$model" --lora "$work/lora-wan.safetensors:0.8" --layout manual --use-hsdp --hsdp-shard-size 2
+saved_run kohya 1 --model "$model" --lora "$work/lora-kohya.safetensors"
+saved_run diffusers 1 --model "$model" --lora "$work/lora-diffusers.safetensors"
+saved_run diff-m 1 --model "$model" --lora "$work/lora-diff_m.safetensors"
 keys=frames,clip00.latents,clip01.latents,step00.latents,step05.latents
 for name in wan wan-hsdp2; do
   "$cmp" "$work/$name.safetensors" "$work/merged.safetensors" --keys "$keys" --rel-tolerance 1e-5 >"$work/$name.cmp" ||

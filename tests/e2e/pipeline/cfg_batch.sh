@@ -23,11 +23,6 @@ export OMP_NUM_THREADS=1  # the one-rank run too (mpi gives each rank one): a GE
   --dtype bfloat16 --seed 3 --output "$work/model" >/dev/null 2>&1 || fail "omni-make-checkpoint failed"
 common=(--model "$work/model" --prompt "A red fox in the snow" --negative-prompt "blurry" --height 128 --width 128
         --num-frames 5 --num-inference-steps 2 --max-sequence-length 16 --seed 5 --log-level warn)
-run() {  # run NAME NP FLAGS...
-  local name=$1 np=$2; shift 2
-  launch "$np" "$gen" "${common[@]}" "$@" --output "$work/$name.mp4" --save-tensors "$work/$name.safetensors" \
-    --report "$work/$name.json" >"$work/$name.log" 2>&1 || { cat "$work/$name.log"; fail "$name exited non-zero"; }
-}
 latents_diff() {  # latents_diff A B: the max abs difference of the final latents
   "$cmp" "$work/$1.safetensors" "$work/$2.safetensors" --keys latents | awk '$1 == "latents" { print $4 }'
 }
@@ -36,9 +31,9 @@ for level in $(cpu_kernel_levels); do
   for mode in text image; do
     extra=(--dtype bfloat16)
     [ $mode = image ] && extra+=(--image "$image")
-    run "$level-$mode-np1" 1 "${extra[@]}"
-    run "$level-$mode-cfg2" 2 "${extra[@]}" --layout manual --cfg-parallel-size 2
-    run "$level-$mode-cfg2-hsdp2" 4 "${extra[@]}" --layout manual --cfg-parallel-size 2 --use-hsdp \
+    saved_run "$level-$mode-np1" 1 "${extra[@]}"
+    saved_run "$level-$mode-cfg2" 2 "${extra[@]}" --layout manual --cfg-parallel-size 2
+    saved_run "$level-$mode-cfg2-hsdp2" 4 "${extra[@]}" --layout manual --cfg-parallel-size 2 --use-hsdp \
       --hsdp-shard-size 2 --hsdp-replicate-size 2
     for layout in cfg2 cfg2-hsdp2; do
       if "$cmp" "$work/$level-$mode-$layout.safetensors" "$work/$level-$mode-np1.safetensors" --keys latents,frames \
@@ -75,8 +70,8 @@ fi
 for mode in text image; do
   extra=()
   [ $mode = image ] && extra=(--image "$image")
-  run "$mode-f32" 1 "${extra[@]}" --dtype float32
-  run "$mode-u2" 2 "${extra[@]}" --dtype bfloat16 --layout manual --ulysses-degree 2
+  saved_run "$mode-f32" 1 "${extra[@]}" --dtype float32
+  saved_run "$mode-u2" 2 "${extra[@]}" --dtype bfloat16 --layout manual --ulysses-degree 2
   bf16=$(latents_diff "native-$mode-np1" "$mode-f32")
   if awk -v b="$bf16" 'BEGIN { exit !(b > 0) }'; then
     pass "$mode: bfloat16 moves the one-rank latents by $bf16 from float32's"

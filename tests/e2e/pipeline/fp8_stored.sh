@@ -38,16 +38,11 @@ par=()
 common=(--model "$work/model" --prompt "A red fox in the snow" --negative-prompt "blurry" --height 32 --width 64
         --num-frames 5 --num-inference-steps 2 --max-sequence-length 16 --dtype bfloat16 --seed 5 --log-level warn
         "${par[@]}" "$@")
-run() {  # run NAME FLAGS...
-  local name=$1; shift
-  launch "$np" "$gen" "${common[@]}" "$@" --output "$work/$name.mp4" --save-tensors "$work/$name.safetensors" \
-    --report "$work/$name.json" >"$work/$name.log" 2>&1 || { cat "$work/$name.log"; fail "$name exited non-zero"; }
-}
-run quantized --weight-dtype float8_e4m3fn --fp8-layers ffn
-run stored "${files[@]}"
-run stored-flag "${files[@]}" --weight-dtype float8_e4m3fn --fp8-layers ffn
-run quantized-mm --weight-dtype float8_e4m3fn --fp8-layers ffn --fp8-matmul
-run stored-mm "${files[@]}" --fp8-matmul
+saved_run quantized "$np" --weight-dtype float8_e4m3fn --fp8-layers ffn
+saved_run stored "$np" "${files[@]}"
+saved_run stored-flag "$np" "${files[@]}" --weight-dtype float8_e4m3fn --fp8-layers ffn
+saved_run quantized-mm "$np" --weight-dtype float8_e4m3fn --fp8-layers ffn --fp8-matmul
+saved_run stored-mm "$np" "${files[@]}" --fp8-matmul
 
 "$py" - "$work" "$np" <<'PY' && pass "stored == quantized at load (np $np)" || flunk "stored vs quantized at load (np $np)"
 import json, os, re, subprocess, sys

@@ -19,12 +19,6 @@ export OMP_NUM_THREADS=1  # the one-rank run too (mpi gives each rank one): a pr
   fail "omni-make-checkpoint failed"
 common=(--model "$work/model" --prompt "A red fox in the snow" --negative-prompt "blurry" --height 32 --width 48
         --num-frames 5 --num-inference-steps 2 --max-sequence-length 16 --dtype bfloat16 --seed 5 --log-level warn)
-run() {  # run NAME NP FLAGS...
-  local name=$1 np=$2; shift 2
-  launch "$np" "$gen" "${common[@]}" "$@" --output "$work/$name.mp4" --save-tensors "$work/$name.safetensors" \
-    --report "$work/$name.json" >"$work/$name.log" 2>&1 ||
-    { cat "$work/$name.log"; fail "$name exited non-zero"; }
-}
 # The saved tensors, not the MP4s: the latents and float frames, before the 8-bit rounding and the encoder.
 same() {  # same A B: identical latents and frames
   if "$cmp" "$work/$1.safetensors" "$work/$2.safetensors" --keys latents,frames --tolerance 0 \
@@ -45,17 +39,17 @@ for level in $(cpu_kernel_levels); do
     [ $mode = matmul ] && extra+=(--fp8-matmul)
     tag=$mode
     [ $level = native ] || tag=$level-$mode
-    run "$tag-np1" 1 "${extra[@]}"
-    run "$tag-hsdp4" 4 "${extra[@]}" --layout manual --use-hsdp --hsdp-shard-size 4
-    run "$tag-u2" 2 "${extra[@]}" --layout manual --ulysses-degree 2
-    run "$tag-u2h2" 4 "${extra[@]}" --layout manual --ulysses-degree 2 --use-hsdp --hsdp-shard-size 2 \
+    saved_run "$tag-np1" 1 "${extra[@]}"
+    saved_run "$tag-hsdp4" 4 "${extra[@]}" --layout manual --use-hsdp --hsdp-shard-size 4
+    saved_run "$tag-u2" 2 "${extra[@]}" --layout manual --ulysses-degree 2
+    saved_run "$tag-u2h2" 4 "${extra[@]}" --layout manual --ulysses-degree 2 --use-hsdp --hsdp-shard-size 2 \
       --hsdp-replicate-size 2
     same "$tag-hsdp4" "$tag-np1"
     same "$tag-u2h2" "$tag-u2"
   done
 done
 use_cpu_kernels native
-run bf16-hsdp4 4 --layout manual --use-hsdp --hsdp-shard-size 4
+saved_run bf16-hsdp4 4 --layout manual --use-hsdp --hsdp-shard-size 4
 differs dequant-np1 bf16-hsdp4 transformer
 
 # Bytes: the float8 elements of each expert (Linear weights of blocks 1..2, biases aside), from the files.
@@ -104,8 +98,8 @@ PY
 
 # UMT5 in float8 (--text-encoder-weight-dtype): the middle blocks' 7 Linear weights each, on one rank and at
 # HSDP 4 the same frames; the resident bytes are bfloat16's minus UMT5's float8 share; the report counts them.
-run te-np1 1 --text-encoder-weight-dtype float8_e4m3fn --fp8-layers all
-run te-hsdp4 4 --text-encoder-weight-dtype float8_e4m3fn --fp8-layers all --layout manual --use-hsdp --hsdp-shard-size 4
+saved_run te-np1 1 --text-encoder-weight-dtype float8_e4m3fn --fp8-layers all
+saved_run te-hsdp4 4 --text-encoder-weight-dtype float8_e4m3fn --fp8-layers all --layout manual --use-hsdp --hsdp-shard-size 4
 same te-hsdp4 te-np1
 differs te-hsdp4 bf16-hsdp4 "text encoder"
 python3 - "$work" <<'PY' && pass "UMT5 float8: bytes and counts" || flunk "UMT5 float8 bytes"

@@ -122,22 +122,14 @@ alone=(--transformer "$work/comfy/wan2.2_s2v_tiny_fp16.safetensors"
 common=(--device cpu --dtype float32 --vae-dtype float32 --prompt "a woman talks" --image "$in/ref_80x96.png"
         --audio "$in/audio.wav" --height 64 --width 64 --num-frames 12 --num-inference-steps 2 --guidance-scale 4.5
         --seed 3 --log-level warn)
-run() {  # run NAME NP FLAGS...
-  local name=$1 np=$2; shift 2
-  local par=()
-  [ "$np" -gt 1 ] && par=(--layout manual --use-hsdp --hsdp-shard-size "$np")
-  launch "$np" "$gen" "${common[@]}" "${par[@]}" "$@" --output "$work/$name.mp4" \
-    --save-tensors "$work/$name.safetensors" >"$work/$name.log" 2>&1 ||
-    { cat "$work/$name.log"; fail "$name exited non-zero"; }
-}
-run folder 1 --model "$work/folder"
-run alone 1 "${alone[@]}"
-run alone-np2 2 "${alone[@]}"
-run w2v-file 1 --model "$work/folder" --audio-encoder "$work/comfy/wav2vec2_tiny_english_fp16.safetensors"
+saved_run --hsdp folder 1 --model "$work/folder"
+saved_run --hsdp alone 1 "${alone[@]}"
+saved_run --hsdp alone-np2 2 "${alone[@]}"
+saved_run --hsdp w2v-file 1 --model "$work/folder" --audio-encoder "$work/comfy/wav2vec2_tiny_english_fp16.safetensors"
 # A folder downloaded without its wav2vec2: the file gives it.
 mkdir -p "$work/no-w2v"
 for f in "$work"/folder/*; do [ "$(basename "$f")" = wav2vec2-large-xlsr-53-english ] || ln -s "$f" "$work/no-w2v/"; done
-run no-w2v 1 --model "$work/no-w2v" --audio-encoder "$work/comfy/wav2vec2_tiny_english_fp16.safetensors"
+saved_run --hsdp no-w2v 1 --model "$work/no-w2v" --audio-encoder "$work/comfy/wav2vec2_tiny_english_fp16.safetensors"
 
 "$py" - "$work" <<'PY' && pass "ComfyUI's S2V files alone: the folder's tensors (np 1 exact, HSDP 2 within 1e-5 relative)" || flunk "ComfyUI's S2V files alone"
 import json, sys

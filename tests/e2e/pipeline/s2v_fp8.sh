@@ -74,22 +74,14 @@ read -r comfy_n load_n <"$work/counts"
 common=(--device cpu --dtype float32 --vae-dtype float32 --prompt "a woman talks" --image "$in/ref_80x96.png"
         --audio "$in/audio.wav" --height 64 --width 64 --num-frames 12 --num-inference-steps 3 --guidance-scale 4.5
         --seed 3 --log-level warn)
-run() {  # run NAME NP FLAGS...
-  local name=$1 np=$2; shift 2
-  local par=()
-  [ "$np" -gt 1 ] && par=(--layout manual --use-hsdp --hsdp-shard-size "$np")
-  launch "$np" "$gen" "${common[@]}" "${par[@]}" "$@" --output "$work/$name.mp4" \
-    --save-tensors "$work/$name.safetensors" --report "$work/$name.json" >"$work/$name.log" 2>&1 ||
-    { cat "$work/$name.log"; fail "$name exited non-zero"; }
-}
-run stored 1 --model "$model" --transformer "$work/wan2.2_s2v_tiny_fp8_scaled.safetensors"
-run dequant 1 --model "$work/dequant"
-run stored-np2 2 --model "$model" --transformer "$work/wan2.2_s2v_tiny_fp8_scaled.safetensors"
-run dequant-np2 2 --model "$work/dequant"
-run at-load 1 --model "$model" --weight-dtype float8_e4m3fn --fp8-layers attention
-run rowq 1 --model "$work/rowq"
-run plain 1 --model "$model"
-run stored-mm 1 --model "$model" --transformer "$work/wan2.2_s2v_tiny_fp8_scaled.safetensors" --fp8-matmul
+saved_run --hsdp stored 1 --model "$model" --transformer "$work/wan2.2_s2v_tiny_fp8_scaled.safetensors"
+saved_run --hsdp dequant 1 --model "$work/dequant"
+saved_run --hsdp stored-np2 2 --model "$model" --transformer "$work/wan2.2_s2v_tiny_fp8_scaled.safetensors"
+saved_run --hsdp dequant-np2 2 --model "$work/dequant"
+saved_run --hsdp at-load 1 --model "$model" --weight-dtype float8_e4m3fn --fp8-layers attention
+saved_run --hsdp rowq 1 --model "$work/rowq"
+saved_run --hsdp plain 1 --model "$model"
+saved_run --hsdp stored-mm 1 --model "$model" --transformer "$work/wan2.2_s2v_tiny_fp8_scaled.safetensors" --fp8-matmul
 
 "$py" - "$work" "$comfy_n" "$load_n" <<'PY' && pass "float8 S2V: as held == dequantized (np 1, HSDP 2), at load == rounded by PyTorch, the report's counts" || flunk "float8 S2V"
 import json, sys
