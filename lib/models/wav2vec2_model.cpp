@@ -155,6 +155,8 @@ void Wav2Vec2Config::resolve_names(const io::Checkpoint& ckpt) {
                    ckpt.path(), ": has no positional convolution kernel ('", prefix, kPosConv, "weight_g' or '", prefix,
                    kPosConv, "parametrizations.weight.original0')");
   has_lm_head = ckpt.contains("lm_head.weight");
+  // transformers makes it only where the config masks during training (mask_time_prob or mask_feature_prob > 0).
+  has_masked_spec_embed = ckpt.contains(prefix + "masked_spec_embed");
 }
 
 Wav2Vec2Model::Wav2Vec2Model(const Wav2Vec2Config& config, at::ScalarType dtype)
@@ -192,7 +194,7 @@ Wav2Vec2Model::Wav2Vec2Model(const Wav2Vec2Config& config, at::ScalarType dtype)
     in_channels = config.conv_dim[i];
   }
   // Claimed so that loading accepts what transformers saves; the hidden states never read them.
-  param(config.prefix + "masked_spec_embed", {config.hidden_size});
+  if (config.has_masked_spec_embed) param(config.prefix + "masked_spec_embed", {config.hidden_size});
   if (config.has_lm_head) {
     param("lm_head.weight", {config.vocab_size, config.hidden_size});
     param("lm_head.bias", {config.vocab_size});

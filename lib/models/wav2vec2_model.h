@@ -14,7 +14,8 @@
 //     folder), or parametrizations.weight.original0 / original1 (transformers 5)}
 //   <p>encoder.layer_norm.{weight,bias} [D]                                      }
 //   <p>encoder.layers.<i>.*                        Wav2Vec2EncoderLayer            unit i
-// Claimed and never used: <p>masked_spec_embed [D] (training's SpecAugment), lm_head.{weight,bias} (the CTC head).
+// Claimed where the checkpoint has them, and never used: <p>masked_spec_embed [D] (training's SpecAugment),
+// lm_head.{weight,bias} (the CTC head).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -49,6 +50,7 @@ struct Wav2Vec2Config {
   std::string prefix = "wav2vec2.";
   bool legacy_weight_norm = true;  // weight_g / weight_v, else parametrizations.weight.original0 / original1
   bool has_lm_head = false;
+  bool has_masked_spec_embed = true;
 
   // Frames the feature extractor makes of `samples` input samples (no padding: each convolution keeps
   // (n - kernel) / stride + 1).

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Wan2.2-S2V from ComfyUI's single files alone, without Wan-AI's folder: the transformer
 # (wan2.2_s2v_14B_*.safetensors: Wan's names under "model.diffusion_model.", no config.json) and the audio encoder
-# (wav2vec2_large_english_fp16.safetensors: transformers' Wav2Vec2ForCTC names under "wav2vec2.", no CTC head, no
-# config.json, no preprocessor_config.json), with --text-encoder, --vae and --tokenizer.
+# (wav2vec2_large_english_fp16.safetensors: transformers' Wav2Vec2ForCTC names under "wav2vec2.", no CTC head or
+# masked_spec_embed, no config.json, no preprocessor_config.json), with --text-encoder, --vae and --tokenizer.
 #  1. The model: a Wan2.2-S2V transformer with the published 40 blocks and 12 audio injectors (128 wide, one
 #     head) and a 24-layer wav2vec2 of 64-wide heads, their weights rounded to float16. Its folder is the
 #     original layout (config.json with Wan2.2-S2V-14B's settings, wav2vec2-large-xlsr-53-english/ written by
@@ -108,7 +108,9 @@ def old_name(k):
     for new, old in legacy.items():
         k = k.replace(new, old)
     return k
-save_file({old_name(k): v.half() for k, v in stored.items() if k.startswith("wav2vec2.")},
+# Nor SpecAugment's masked_spec_embed, which transformers makes only for a config that masks in training.
+save_file({old_name(k): v.half() for k, v in stored.items()
+           if k.startswith("wav2vec2.") and k != "wav2vec2.masked_spec_embed"},
           f"{comfy}/wav2vec2_tiny_english_fp16.safetensors")
 for f in ("models_t5_umt5-xxl-enc-bf16.pth", "Wan2.1_VAE.pth", "google"):
     os.symlink(os.path.abspath(f"{fixture}/{f}"), f"{folder}/{f}")
