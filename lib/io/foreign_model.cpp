@@ -783,9 +783,9 @@ std::map<std::string, ModelComponent> original_layout_components(const std::stri
   if (out["transformer"].config && out["transformer"].config->value("_class_name", "") == "WanModel_S2V" &&
       is_dir(audio)) {
     OMNI_CHECK_INPUT(is_file(join_path(audio, "config.json")) && is_file(join_path(audio, "preprocessor_config.json")),
-                     dir,
-                     ": a Wan2.2-S2V folder without wav2vec2-large-xlsr-53-english/ (config.json, "
-                     "preprocessor_config.json and the weights, as Wan-AI/Wan2.2-S2V-14B has it)");
+                     audio,
+                     ": incomplete: expected config.json, preprocessor_config.json and the weights, as "
+                     "Wan-AI/Wan2.2-S2V-14B has them");
     out["audio_encoder"] = component_from_file("audio_encoder", audio, "--model");
     out["audio_encoder"].origin = "folder " + audio + " (Wan2.2-S2V original layout, transformers' wav2vec2)";
     out["audio_processor"] = audio_processor_of(audio);

@@ -13,7 +13,8 @@
 #     HSDP 2 within float rounding (1e-5 of each tensor's largest value); --audio-encoder's file also replaces the
 #     folder's wav2vec2, or stands for it in a folder without one, bit for bit. The sidecar lists its file.
 #  3. One line and exit 3, loading nothing: an S2V file whose injector layout no config states (the 3-block
-#     fixture), the files without --audio-encoder, --audio-encoder on a T2V model, a VAE given as the audio encoder.
+#     fixture), the files without --audio-encoder, --audio-encoder on a T2V model, a VAE given as the audio encoder,
+#     a folder whose wav2vec2 folder is empty.
 #   s2v_files.sh GENERATE REFERENCE_DIR VENV WORK_DIR
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -178,4 +179,9 @@ expect audio_encoder_on_t2v 2 3 "only Wan2.2-S2V takes an audio encoder" -- --mo
 expect audio_encoder_not_wav2vec2 1 3 "not a wav2vec2 audio encoder" -- \
   --transformer "$work/comfy/wan2.2_s2v_tiny_fp16.safetensors" --audio-encoder "$fixture/Wan2.1_VAE.pth" \
   "${others[@]}"
+# A folder whose wav2vec2 folder is there but empty: named as incomplete, not as missing.
+mkdir -p "$work/empty-w2v/wav2vec2-large-xlsr-53-english"
+for f in "$work"/folder/*; do [ "$(basename "$f")" = wav2vec2-large-xlsr-53-english ] || ln -s "$f" "$work/empty-w2v/"; done
+expect s2v_folder_incomplete_wav2vec2 1 3 "wav2vec2-large-xlsr-53-english: incomplete: expected config.json" -- \
+  --model "$work/empty-w2v" --image "$in/ref_80x96.png" --audio "$in/audio.wav" --prompt x --output "$work/e.mp4"
 summary
