@@ -49,8 +49,7 @@ ModelFlags model_flags_of(const omni::config::CommandLine& cli) {
   };
   ModelFlags out;
   out.model = value("model");
-  for (const char* component :
-       {"transformer", "transformer_2", "text_encoder", "vae", "tokenizer", "image_encoder", "audio_encoder"}) {
+  for (const std::string& component : omni::io::file_components()) {
     const std::string path = value(omni::io::component_flag(component).substr(2));
     if (!path.empty()) out.files.paths[component] = path;
   }

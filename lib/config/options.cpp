@@ -188,6 +188,9 @@ const char* choice_name(const Choices<E>& choices, E value) {
   OMNI_FAIL("an option value outside its list of choices");
 }
 
+// What --dry-run shows for a component file not given: the component of --model. Marks those options.
+const char* const kFromModel = "(from --model)";
+
 // The table every layer shares. Defaults here are the built-in layer; presets override them per model.
 const std::vector<Binding>& bindings() {
   static const std::vector<Binding> table = [] {
@@ -286,27 +289,27 @@ const std::vector<Binding>& bindings() {
     str("transformer",
         "transformer weights (A14B: the high-noise expert): a .safetensors file (diffusers, Wan2.2 or ComfyUI names; "
         "fp16, bf16, fp8_scaled) or folder; replaces --model's or stands without it",
-        "", &G::transformer_file, "(from --model)");
+        "", &G::transformer_file, kFromModel);
     str("transformer-2", "the low-noise expert's weights (A14B), as --transformer", "", &G::transformer_2_file,
-        "(from --model)");
+        kFromModel);
     str("text-encoder",
         "UMT5 text encoder weights: Wan2.2's models_t5_umt5-xxl-enc-bf16.pth, ComfyUI's umt5_xxl_*.safetensors or a "
         "diffusers text_encoder folder",
-        "", &G::text_encoder_file, "(from --model)");
+        "", &G::text_encoder_file, kFromModel);
     str("vae",
         "VAE weights: Wan2.1_VAE.pth / Wan2.2_VAE.pth, ComfyUI's wan_2.1_vae / wan2.2_vae .safetensors or a "
         "diffusers vae folder",
-        "", &G::vae_file, "(from --model)");
+        "", &G::vae_file, kFromModel);
     str("tokenizer", "the tokenizer's folder (google/umt5-xxl: tokenizer.json or spiece.model)", "", &G::tokenizer_dir,
-        "(from --model)");
+        kFromModel);
     str("image-encoder",
         "Wan2.1 image models' CLIP image encoder: ComfyUI's clip_vision_h.safetensors, Wan's "
         "models_clip_*.pth, open_clip's .bin or a diffusers image_encoder folder",
-        "", &G::image_encoder_file, "(from --model)");
+        "", &G::image_encoder_file, kFromModel);
     str("audio-encoder",
         "Wan2.2-S2V's wav2vec2 audio encoder: ComfyUI's wav2vec2_large_english_fp16.safetensors or a transformers "
         "folder (wav2vec2-large-xlsr-53-english/)",
-        "", &G::audio_encoder_file, "(from --model)");
+        "", &G::audio_encoder_file, kFromModel);
     choice("task", "auto: from model_index.json and --image; or t2v, i2v, ti2v, vace, animate, s2v", "auto", &G::task,
            task_choices());
     str("config", "YAML file of options (same names as the flags, without dashes)", "", &G::config_file);
@@ -966,13 +969,15 @@ std::string option_value(const GenerateOptions& o, const std::string& key) {
   OMNI_CHECK(b != nullptr, "option_value: no option '", key, "'");
   const nlohmann::json v = b->get(o);
   if (v.is_null() || (v.is_string() && v.get<std::string>().empty()) || (v.is_array() && v.empty())) {
-    // Without --model, single component files are the model: no built-in model, nothing "from --model".
+    // Without --model, single component files (the options shown as kFromModel when not given) are the model:
+    // no built-in model, nothing from --model.
     const bool files_alone =
-        o.model.empty() && !(o.transformer_file.empty() && o.transformer_2_file.empty() &&
-                             o.text_encoder_file.empty() && o.vae_file.empty() && o.tokenizer_dir.empty() &&
-                             o.image_encoder_file.empty() && o.audio_encoder_file.empty());
+        o.model.empty() && std::any_of(bindings().begin(), bindings().end(), [&](const Binding& c) {
+          const nlohmann::json f = c.get(o);
+          return c.unset_text == kFromModel && f.is_string() && !f.get<std::string>().empty();
+        });
     if (files_alone && key == "model") return "(none: the component files)";
-    if (files_alone && b->unset_text == "(from --model)") return "(none)";
+    if (files_alone && b->unset_text == kFromModel) return "(none)";
     return b->unset_text;
   }
   if (b->spec.is_list) {

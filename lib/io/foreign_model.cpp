@@ -592,6 +592,12 @@ std::string component_flag(const std::string& component) {
   return flag;
 }
 
+const std::vector<std::string>& file_components() {
+  static const std::vector<std::string> names = {"transformer", "transformer_2", "text_encoder", "vae",
+                                                 "tokenizer",   "image_encoder", "audio_encoder"};
+  return names;
+}
+
 ModelComponent audio_processor_of(const std::string& dir) {
   ModelComponent c;
   const std::string path = dir.empty() ? std::string() : join_path(dir, "preprocessor_config.json");

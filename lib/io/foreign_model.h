@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "io/safetensors.h"
 #include "io/wan_names.h"
@@ -43,6 +44,8 @@ struct ComponentFiles {
 
 // The flag that names `component` ("--transformer-2").
 std::string component_flag(const std::string& component);
+// The components a flag may give as a file or folder (ComponentFiles' keys), each named by component_flag.
+const std::vector<std::string>& file_components();
 
 // A weight file or folder of one component read on its own: its name layout is told from its tensor names and
 // its config inferred from the tensor shapes (what no config states: a transformer's heads are dim / 128, as in

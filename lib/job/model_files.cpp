@@ -53,8 +53,8 @@ nlohmann::json file_record(const std::string& component, const fs::path& p) {
 
 nlohmann::json model_files_record(const io::ModelDir& dir) {
   nlohmann::json out = nlohmann::json::array();
-  for (const char* name : {"transformer", "transformer_2", "text_encoder", "vae", "image_encoder", "audio_encoder"}) {
-    if (!dir.has(name)) continue;
+  for (const std::string& name : io::file_components()) {
+    if (name == "tokenizer" || !dir.has(name)) continue;  // the weights' files only
     const std::string path = dir.component(name).checkpoint;
     if (path.empty()) continue;
     // A component folder (or a sharded checkpoint's index): its weight files; a single file: itself.
